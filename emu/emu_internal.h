@@ -1,0 +1,195 @@
+/*
+ * Internals of emu/: the shared-memory layout of a job, doorbells, the engine,
+ * and the launcher's configuration. Shared by torusrun and the node runtime;
+ * never included by programs.
+ */
+#ifndef EMU_INTERNAL_H
+#define EMU_INTERNAL_H
+
+#include "torus/emu.h"
+#include "torus/machine.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#define EMU_SHM_MAGIC 0x54524f5553454d55ull /* "TORUSEMU" */
+#define EMU_SHM_VERSION 1u
+#define EMU_PAGE 4096u
+
+/* --------------------------------------------------------------- doorbell */
+
+/*
+ * A sleeping thread's doorbell (a futex word in shared memory). Waiter:
+ * snapshot seq, announce itself in sleepers, re-check its queues, then sleep
+ * on seq. Ringer: publish work, then ring, which only costs a syscall when
+ * somebody sleeps. The seq_cst fences on both sides make a lost wake-up
+ * impossible (Dekker: each side stores, fences, then loads the other's word).
+ */
+struct emu_bell {
+	alignas(64) _Atomic uint32_t seq;
+	_Atomic uint32_t sleepers;
+	uint8_t pad_[56];
+};
+_Static_assert(sizeof(struct emu_bell) == 64, "bell is one cache line");
+
+void emu_bell_ring_slow(struct emu_bell *b);
+static inline void emu_bell_ring(struct emu_bell *b)
+{
+	/* partner: the fence in emu_bell_prepare */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&b->sleepers, memory_order_relaxed))
+		emu_bell_ring_slow(b);
+}
+/* Returns the seq snapshot to pass to emu_bell_sleep after re-checking work. */
+uint32_t emu_bell_prepare(struct emu_bell *b);
+/* Sleep until rung or timeout_ms passes; always undoes emu_bell_prepare. */
+void emu_bell_sleep(struct emu_bell *b, uint32_t seq, int timeout_ms);
+/* Undo emu_bell_prepare without sleeping (work turned up). */
+void emu_bell_cancel(struct emu_bell *b);
+
+/* ------------------------------------------------------- shared memory */
+
+enum emu_node_state {
+	EMU_NODE_NEW = 0,      /* process not attached (yet, or not a torus program) */
+	EMU_NODE_RUNNING = 1,  /* cores running */
+	EMU_NODE_DONE = 2,     /* every core returned; engine still forwarding */
+	EMU_NODE_EXITED = 3,   /* left after shutdown */
+};
+
+enum emu_core_state { EMU_CORE_RUNNING = 0, EMU_CORE_WAITING = 1, EMU_CORE_DONE = 2 };
+
+struct emu_shm_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t nnodes;
+	uint64_t total_bytes;
+	struct torus_shape shape;
+	struct torus_params params;
+	uint32_t total_cores;
+	uint32_t max_cores;
+	uint64_t off_node_table;   /* uint64_t[nnodes]: offset of each node's emu_node_shm */
+	alignas(64) _Atomic uint32_t shutdown; /* torusrun: every node done, network drained */
+	_Atomic uint32_t abort;                /* torusrun: tearing the job down */
+};
+
+struct emu_core_shm {
+	struct emu_bell bell;                  /* the core sleeps here */
+	alignas(64) _Atomic uint64_t vt;       /* published clock (core writes) */
+	_Atomic uint64_t progress;             /* bumped on every call that moves something */
+	_Atomic uint64_t sent;                 /* packets committed to the injection FIFO */
+	_Atomic uint64_t received;
+	_Atomic uint32_t state;
+	_Atomic int32_t status;                /* what the core function returned */
+	uint8_t pad_[24];
+	struct torus_ring inj;                 /* core -> engine */
+	struct torus_ring rx;                  /* engine -> core */
+};
+_Static_assert(sizeof(struct emu_core_shm) == 128 + 2 * 192, "core block");
+
+struct emu_node_shm {
+	struct emu_bell bell;                  /* the engine sleeps here */
+	alignas(64) _Atomic uint64_t progress; /* engine: packets moved */
+	_Atomic uint64_t delivered;            /* packets deposited in a reception FIFO */
+	_Atomic uint64_t orphaned;             /* arrived after the node's cores finished */
+	_Atomic uint64_t final_vt;             /* max core clock at the end */
+	_Atomic uint32_t state;
+	_Atomic int32_t pid;
+	uint32_t rank;
+	uint32_t ncores;
+	uint64_t off_cores;                    /* emu_core_shm[ncores] */
+	uint64_t off_links_in;                 /* torus_link[2*ndims], incoming, by (dim,dir of travel) */
+	uint64_t region_bytes;                 /* whole page-aligned region of this node */
+};
+_Static_assert(sizeof(struct emu_node_shm) % 64 == 0, "node block is whole cache lines");
+
+struct emu_shm {
+	void *base;
+	size_t bytes;
+	struct emu_shm_hdr *hdr;
+	const uint64_t *node_off;
+};
+
+static inline struct emu_node_shm *emu_shm_node(const struct emu_shm *m, uint32_t rank)
+{
+	return (struct emu_node_shm *)((char *)m->base + m->node_off[rank]);
+}
+static inline struct emu_core_shm *emu_shm_core(const struct emu_shm *m, struct emu_node_shm *n,
+						 uint32_t core)
+{
+	return (struct emu_core_shm *)((char *)m->base + n->off_cores) + core;
+}
+/* Incoming link of node `rank` for packets travelling along (dim, dir). */
+static inline struct torus_link *emu_shm_link_in(const struct emu_shm *m, uint32_t rank, uint32_t dim,
+						  uint32_t dir)
+{
+	struct emu_node_shm *n = emu_shm_node(m, rank);
+	return (struct torus_link *)((char *)m->base + n->off_links_in) + 2 * dim + dir;
+}
+/* Outgoing link of node `rank` along (dim, dir): the neighbour's incoming one. */
+static inline struct torus_link *emu_shm_link_out(const struct emu_shm *m, uint32_t rank,
+						   uint32_t dim, uint32_t dir)
+{
+	uint32_t to = torus_neighbor(&m->hdr->shape, rank, dim, (enum torus_dir)dir);
+	return emu_shm_link_in(m, to, dim, dir);
+}
+
+/* Bytes the job needs; fills node offsets if node_off != NULL. */
+uint64_t emu_shm_layout(const struct torus_shape *s, const struct torus_params *p,
+			const uint32_t *cores, uint64_t *node_off);
+/* torusrun: create the shared memory (a memfd, owner-only, no name on any
+ * file system, freed when the last process holding it exits). */
+int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, const uint32_t *cores,
+		   const int *numa_of_node, struct emu_shm *out, int *fd_out, char *err, size_t errlen);
+/* node: map the job's shared memory from an inherited fd and check it. */
+int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen);
+void emu_shm_detach(struct emu_shm *m);
+/* Everything the hang detector prints: every non-empty FIFO and node state. */
+void emu_shm_dump(const struct emu_shm *m, FILE *out);
+
+/* ------------------------------------------------------------- NUMA */
+
+/*
+ * Spread torus nodes over NUMA nodes in contiguous rank blocks (neighbours in
+ * dimension 0 and most of the others share a block). out[rank] = NUMA node.
+ * Pure function: the test drives it with simulated layouts.
+ */
+void emu_numa_plan(uint32_t nnodes, uint32_t numa_nodes, int *out);
+
+/* ----------------------------------------------------------- launcher */
+
+struct emu_job_config {
+	struct torus_shape shape;
+	struct torus_params params;
+	uint32_t *cores;            /* per node */
+	uint32_t default_cores;
+	double timeout_s;           /* hang detector; 0 = off */
+	const char *report_path;
+	const char *trace_path;
+	char **argv;                /* program and its arguments */
+	int argc;
+	int quiet;
+	int report_owned;
+	char program_path[4096];
+};
+
+/*
+ * Parse torusrun's command line (and --config FILE) into cfg; validates
+ * everything that can be checked before starting anything. Returns 0, 1 for
+ * --help (printed), or -EINVAL with a one-line reason in err.
+ */
+int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *err, size_t errlen);
+void emu_config_free(struct emu_job_config *cfg);
+/* Does the job fit this machine (threads, processes, memory)? */
+int emu_config_check_limits(const struct emu_job_config *cfg, char *err, size_t errlen);
+
+/* Launch, monitor and tear down a job; returns torusrun's exit status. */
+int emu_job_run(struct emu_job_config *cfg);
+
+/* JSON report of a finished (or failed) job. */
+int emu_report_write(const char *path, const struct emu_job_config *cfg, const struct emu_shm *m,
+		     const char *status, double wall_s, char *err, size_t errlen);
+
+/* Wall-clock seconds from CLOCK_MONOTONIC. */
+double emu_wall_now(void);
+
+#endif

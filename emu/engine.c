@@ -1,0 +1,136 @@
+/*
+ * The engine thread of a node: the router. It takes packets from the
+ * incoming link FIFOs and the cores' injection FIFOs, and either deposits
+ * them in a core's reception FIFO or forwards them on the next link of their
+ * dimension-order route, charging the link under the virtual-time model.
+ *
+ * Deadlock freedom: dateline virtual channels. A packet enters each
+ * dimension on VC 0 and moves to VC 1 on the ring's wrap-around hop, staying
+ * there until it leaves the dimension; paths within a dimension are shorter
+ * than the ring, so neither VC's channel-dependency graph has a cycle, and
+ * dimension order makes the dependencies between dimensions acyclic. A packet
+ * that cannot move stays at the head of its FIFO (back-pressure); the engine
+ * never blocks on one FIFO while others can move.
+ *
+ * Time model (ARCHITECTURE.md, decision 5): see torus_link_charge. The engine
+ * serves FIFOs in wall-clock order, so when two flows share a link, which
+ * packet goes first follows the host's scheduling, not virtual time: the
+ * approximation documented in the README.
+ */
+#include "node.h"
+
+#include <string.h>
+
+static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side)
+{
+	uint32_t core = pkt->hdr.sw.raw.dst_core;
+	struct emu_engine_core *ec = &rt->ecore[core < rt->ncores ? core : 0];
+	struct torus_side *dside = NULL;
+
+	/* senders validate the core, so a bad one means memory corruption */
+	if (core >= rt->ncores || atomic_load_explicit(&ec->shm->state, memory_order_acquire) == EMU_CORE_DONE) {
+		/* nobody will read it: count it loudly rather than block the network */
+		atomic_store_explicit(&rt->me->orphaned, ++rt->orphaned, memory_order_relaxed);
+		atomic_store_explicit(&rt->me->delivered, ++rt->delivered, memory_order_release);
+		return 1;
+	}
+	struct torus_packet *dst = torus_ring_reserve(&ec->rx, &dside);
+	if (!dst) {
+		if (!torus_ring_mark_full(&ec->rx))
+			return 0; /* the core's release rings our bell */
+		dst = torus_ring_reserve(&ec->rx, &dside);
+	}
+	memcpy(dst, pkt, torus_pkt_copy_bytes(pkt->hdr.len));
+	*dside = *side;
+	torus_ring_commit(&ec->rx);
+	atomic_store_explicit(&rt->me->delivered, ++rt->delivered, memory_order_release);
+	emu_bell_ring(&ec->shm->bell);
+	return 1;
+}
+
+/* Route one packet; 1 if it moved, 0 if its next FIFO is full. */
+static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side,
+		     const struct emu_engine_in *from, uint32_t in_vc)
+{
+	uint32_t dest = pkt->hdr.dest;
+	struct torus_side *dside = NULL;
+
+	if (dest == rt->rank)
+		return deliver(rt, pkt, side);
+	uint32_t l = torus_route_apply_hints(rt->route[dest], pkt->hdr.hints);
+	struct emu_engine_out *out = &rt->out[l];
+	uint32_t vc = (from && from->dim == (l >> 1) && from->dir == (l & 1)) ? in_vc : 0;
+	if (out->wrap)
+		vc = 1;
+	struct torus_ring_view *v = &out->vc[vc];
+	struct torus_packet *dst = torus_ring_reserve(v, &dside);
+	if (!dst) {
+		if (!torus_ring_mark_full(v))
+			return 0; /* the neighbour's release rings our bell */
+		dst = torus_ring_reserve(v, &dside);
+	}
+	memcpy(dst, pkt, torus_pkt_copy_bytes(pkt->hdr.len));
+	torus_pkt_set_vc(&dst->hdr, vc);
+	dside->vt = torus_link_charge(out->link, rt->params, side->vt, pkt->hdr.len);
+	dside->tag = side->tag;
+	dside->aux = side->aux;
+	torus_ring_commit(v);
+	emu_bell_ring(out->consumer_bell);
+	return 1;
+}
+
+static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const struct emu_engine_in *from,
+		      uint32_t vc, struct emu_bell *producer_bell)
+{
+	struct torus_side *side;
+	struct torus_packet *pkt;
+	uint32_t n = 0;
+
+	while (n < EMU_ENGINE_BATCH && (pkt = torus_ring_peek(v, &side))) {
+		if (!route_one(rt, pkt, side, from, vc))
+			break;
+		if (torus_ring_release(v))
+			emu_bell_ring(producer_bell);
+		n++;
+	}
+	return n;
+}
+
+static uint32_t engine_pass(struct emu_node_rt *rt)
+{
+	uint32_t moved = 0;
+	/* packets already in the network first, escape channel (VC 1) first */
+	for (uint32_t i = 0; i < rt->nin; i++) {
+		struct emu_engine_in *in = &rt->in[i];
+		moved += drain(rt, &in->vc[1], in, 1, in->producer_bell);
+		moved += drain(rt, &in->vc[0], in, 0, in->producer_bell);
+	}
+	for (uint32_t c = 0; c < rt->ncores; c++)
+		moved += drain(rt, &rt->ecore[c].inj, NULL, 0, &rt->ecore[c].shm->bell);
+	return moved;
+}
+
+void *emu_engine_main(void *arg)
+{
+	struct emu_node_rt *rt = arg;
+
+	for (;;) {
+		uint32_t moved = engine_pass(rt);
+		if (!moved) {
+			if (atomic_load_explicit(&rt->hdr->shutdown, memory_order_acquire) || emu_job_aborting(rt))
+				break;
+			uint32_t seq = emu_bell_prepare(&rt->me->bell);
+			moved = engine_pass(rt);
+			if (moved)
+				emu_bell_cancel(&rt->me->bell);
+			else
+				emu_bell_sleep(&rt->me->bell, seq, EMU_SLEEP_SLICE_MS);
+		}
+		if (moved) {
+			rt->moved += moved;
+			/* read by torusrun's hang detector */
+			atomic_store_explicit(&rt->me->progress, rt->moved, memory_order_relaxed);
+		}
+	}
+	return NULL;
+}

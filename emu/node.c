@@ -1,0 +1,185 @@
+/*
+ * A node process: attach to the job's shared memory, start the engine and
+ * one thread per core, run the program's function on every core, then keep
+ * the engine forwarding until torusrun declares the whole job finished.
+ */
+#include "node.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int env_u32(const char *name, uint32_t *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	if (!v || !*v)
+		return -ENOENT;
+	errno = 0;
+	unsigned long x = strtoul(v, &end, 10);
+	if (errno || *end || x > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)x;
+	return 0;
+}
+
+int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, size_t errlen)
+{
+	int rc = emu_shm_attach(fd, &rt->shm, err, errlen);
+	if (rc)
+		return rc;
+	rt->hdr = rt->shm.hdr;
+	if (rank >= rt->hdr->nnodes) {
+		snprintf(err, errlen, "TORUS_RANK %u out of range (%u nodes)", rank, rt->hdr->nnodes);
+		return -EINVAL;
+	}
+	const struct torus_shape *s = &rt->hdr->shape;
+	void *base = rt->shm.base;
+	rt->params = &rt->hdr->params;
+	rt->rank = rank;
+	rt->me = emu_shm_node(&rt->shm, rank);
+	rt->ncores = rt->me->ncores;
+	torus_rank_to_coords(s, rank, rt->coords);
+	rt->route = malloc(s->nnodes);
+	rt->ecore = calloc(rt->ncores, sizeof(*rt->ecore));
+	rt->cores = calloc(rt->ncores, sizeof(*rt->cores));
+	if (!rt->route || !rt->ecore || !rt->cores) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	torus_route_table(s, rank, rt->route);
+	for (uint32_t d = 0; d < s->ndims; d++) {
+		if (!torus_dim_has_links(s, d))
+			continue;
+		for (uint32_t dir = 0; dir < 2; dir++) {
+			struct emu_engine_in *in = &rt->in[rt->nin++];
+			in->link = emu_shm_link_in(&rt->shm, rank, d, dir);
+			in->dim = d;
+			in->dir = dir;
+			in->producer_bell = &emu_shm_node(&rt->shm, in->link->from)->bell;
+			struct emu_engine_out *out = &rt->out[2 * d + dir];
+			out->link = emu_shm_link_out(&rt->shm, rank, d, dir);
+			out->consumer_bell = &emu_shm_node(&rt->shm, out->link->to)->bell;
+			out->wrap = torus_hop_is_wrap(s->dims[d], rt->coords[d], (enum torus_dir)dir);
+			out->valid = 1;
+			for (int vc = 0; vc < 2; vc++) {
+				torus_ring_view_init(&in->vc[vc], &in->link->vc[vc], base);
+				torus_ring_view_init(&out->vc[vc], &out->link->vc[vc], base);
+			}
+		}
+	}
+	for (uint32_t c = 0; c < rt->ncores; c++) {
+		struct emu_core_shm *cs = emu_shm_core(&rt->shm, rt->me, c);
+		rt->ecore[c].shm = cs;
+		torus_ring_view_init(&rt->ecore[c].inj, &cs->inj, base);
+		torus_ring_view_init(&rt->ecore[c].rx, &cs->rx, base);
+		struct emu_core *core = aligned_alloc(64, (sizeof(struct emu_core) + 63) / 64 * 64);
+		if (!core) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		memset(core, 0, sizeof(*core));
+		core->node = rt;
+		core->shm = cs;
+		core->index = c;
+		torus_ring_view_init(&core->inj, &cs->inj, base);
+		torus_ring_view_init(&core->rx, &cs->rx, base);
+		rt->cores[c] = core;
+	}
+	pthread_mutex_init(&rt->lock, NULL);
+	pthread_cond_init(&rt->cond, NULL);
+	rt->failed_core = -1;
+	return 0;
+}
+
+void emu_node_teardown(struct emu_node_rt *rt)
+{
+	for (uint32_t c = 0; rt->cores && c < rt->ncores; c++)
+		free(rt->cores[c]);
+	free(rt->cores);
+	free(rt->ecore);
+	free(rt->route);
+	emu_shm_detach(&rt->shm);
+	memset(rt, 0, sizeof(*rt));
+}
+
+static void *core_main(void *arg)
+{
+	struct emu_core *c = arg;
+	struct emu_node_rt *rt = c->node;
+
+	c->status = c->fn(c, c->arg);
+	atomic_store_explicit(&c->shm->status, c->status, memory_order_relaxed);
+	/* the engine checks DONE before depositing; release pairs with its acquire */
+	atomic_store_explicit(&c->shm->state, EMU_CORE_DONE, memory_order_release);
+	pthread_mutex_lock(&rt->lock);
+	rt->cores_finished++;
+	if (c->status && rt->failed_core < 0)
+		rt->failed_core = (int)c->index;
+	pthread_cond_signal(&rt->cond);
+	pthread_mutex_unlock(&rt->lock);
+	return NULL;
+}
+
+int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg)
+{
+	static struct emu_node_rt rt;
+	char err[256];
+	uint32_t fd, rank;
+	const char *prog = argc > 0 && argv && argv[0] ? argv[0] : "program";
+
+	if (!fn) {
+		fprintf(stderr, "%s: emu_job_main: NULL core function\n", prog);
+		return 2;
+	}
+	if (env_u32("TORUS_SHM_FD", &fd) || env_u32("TORUS_RANK", &rank)) {
+		fprintf(stderr, "%s: not started by torusrun; run e.g.: torusrun --torus 2x2 -- %s\n", prog, prog);
+		return 2;
+	}
+	if (emu_node_setup(&rt, (int)fd, rank, err, sizeof(err))) {
+		fprintf(stderr, "%s: node %u: %s\n", prog, rank, err);
+		return 2;
+	}
+	atomic_store(&rt.me->pid, (int32_t)getpid());
+	atomic_store(&rt.me->state, EMU_NODE_RUNNING);
+	int rc = pthread_create(&rt.engine, NULL, emu_engine_main, &rt);
+	if (rc) {
+		fprintf(stderr, "%s: node %u: cannot start engine thread: %s\n", prog, rank, strerror(rc));
+		return 1;
+	}
+	for (uint32_t c = 0; c < rt.ncores; c++) {
+		rt.cores[c]->fn = fn;
+		rt.cores[c]->arg = arg;
+		rc = pthread_create(&rt.cores[c]->thread, NULL, core_main, rt.cores[c]);
+		if (rc) {
+			fprintf(stderr, "%s: node %u: cannot start core thread %u: %s\n", prog, rank, c, strerror(rc));
+			return 1;
+		}
+	}
+	pthread_mutex_lock(&rt.lock);
+	while (rt.cores_finished < rt.ncores && rt.failed_core < 0)
+		pthread_cond_wait(&rt.cond, &rt.lock);
+	int failed = rt.failed_core;
+	pthread_mutex_unlock(&rt.lock);
+	if (failed >= 0) {
+		/* leave at once: torusrun sees the status and tears the job down */
+		fprintf(stderr, "%s: node %u core %d failed with status %d\n", prog, rank, failed,
+			rt.cores[failed]->status);
+		return 1;
+	}
+	torus_vt_t vt = 0;
+	for (uint32_t c = 0; c < rt.ncores; c++) {
+		pthread_join(rt.cores[c]->thread, NULL);
+		if (rt.cores[c]->vt > vt)
+			vt = rt.cores[c]->vt;
+	}
+	atomic_store(&rt.me->final_vt, vt);
+	/* torusrun waits for every node to be DONE and the network drained */
+	atomic_store_explicit(&rt.me->state, EMU_NODE_DONE, memory_order_release);
+	pthread_join(rt.engine, NULL);
+	int aborted = emu_job_aborting(&rt);
+	atomic_store(&rt.me->state, EMU_NODE_EXITED);
+	emu_node_teardown(&rt);
+	return aborted ? 1 : 0;
+}

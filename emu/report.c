@@ -1,0 +1,100 @@
+/* torusrun --report: the job's times and per-link counters as JSON (schema
+ * in the README, "Report format"). */
+#include "emu_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+int emu_report_write(const char *path, const struct emu_job_config *cfg, const struct emu_shm *m,
+		     const char *status, double wall_s, char *err, size_t errlen)
+{
+	const struct torus_shape *s = &m->hdr->shape;
+	FILE *f = fopen(path, "w");
+	char shape[64];
+	torus_vt_t vt = 0;
+	struct torus_link_counters tot = {0};
+
+	if (!f) {
+		snprintf(err, errlen, "cannot write report %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		struct emu_node_shm *n = emu_shm_node(m, r);
+		for (uint32_t c = 0; c < n->ncores; c++) {
+			torus_vt_t v = atomic_load(&emu_shm_core(m, n, c)->vt);
+			if (v > vt)
+				vt = v;
+		}
+	}
+	fprintf(f, "{\n  \"schema\": \"torusrun-report/1\",\n  \"status\": ");
+	json_string(f, status);
+	fprintf(f, ",\n  \"torus\": \"%s\",\n  \"dims\": [", torus_shape_format(s, shape, sizeof(shape)));
+	for (uint32_t d = 0; d < s->ndims; d++)
+		fprintf(f, d ? ", %u" : "%u", s->dims[d]);
+	fprintf(f, "],\n  \"nodes\": %u,\n  \"total_cores\": %u,\n  \"program\": [", s->nnodes, m->hdr->total_cores);
+	for (int i = 0; i < cfg->argc; i++) {
+		if (i)
+			fputs(", ", f);
+		json_string(f, cfg->argv[i]);
+	}
+	fprintf(f, "],\n  \"params\": {\n");
+	torus_params_json(&m->hdr->params, f, "    ");
+	fprintf(f, "  },\n  \"emulated_time_ps\": %llu,\n  \"wall_time_s\": %.6f,\n  \"links\": [\n",
+		(unsigned long long)vt, wall_s);
+	int first = 1;
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		for (uint32_t d = 0; d < s->ndims; d++) {
+			if (!torus_dim_has_links(s, d))
+				continue;
+			for (uint32_t dir = 0; dir < 2; dir++) {
+				const struct torus_link *l = emu_shm_link_out(m, r, d, dir);
+				struct torus_link_counters c;
+				torus_link_read(l, &c);
+				tot.packets += c.packets;
+				tot.payload_bytes += c.payload_bytes;
+				tot.wire_bytes += c.wire_bytes;
+				tot.busy_ps += c.busy_ps;
+				fprintf(f,
+					"%s    {\"from\": %u, \"to\": %u, \"dim\": %u, \"dir\": \"%c\", \"packets\": %llu, "
+					"\"payload_bytes\": %llu, \"wire_bytes\": %llu, \"busy_ps\": %llu, \"free_at_ps\": %llu}",
+					first ? "" : ",\n", l->from, l->to, d, dir == TORUS_PLUS ? '+' : '-',
+					(unsigned long long)c.packets, (unsigned long long)c.payload_bytes,
+					(unsigned long long)c.wire_bytes, (unsigned long long)c.busy_ps,
+					(unsigned long long)c.free_at);
+				first = 0;
+			}
+		}
+	}
+	fprintf(f, "\n  ],\n  \"totals\": {\"packets\": %llu, \"payload_bytes\": %llu, \"wire_bytes\": %llu, "
+		   "\"busy_ps\": %llu},\n  \"node_list\": [\n",
+		(unsigned long long)tot.packets, (unsigned long long)tot.payload_bytes,
+		(unsigned long long)tot.wire_bytes, (unsigned long long)tot.busy_ps);
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		struct emu_node_shm *n = emu_shm_node(m, r);
+		fprintf(f, "    {\"rank\": %u, \"cores\": %u, \"final_vt_ps\": %llu, \"delivered\": %llu, \"orphaned\": %llu}%s\n",
+			r, n->ncores, (unsigned long long)atomic_load(&n->final_vt),
+			(unsigned long long)atomic_load(&n->delivered), (unsigned long long)atomic_load(&n->orphaned),
+			r + 1 < s->nnodes ? "," : "");
+	}
+	fprintf(f, "  ]\n}\n");
+	if (fclose(f)) {
+		snprintf(err, errlen, "cannot write report %s: %s", path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}

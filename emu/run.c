@@ -1,0 +1,309 @@
+/*
+ * torusrun's job control: create the machine, start one process per node,
+ * watch them, detect faults and hangs, shut the job down cleanly or tear it
+ * down loudly.
+ */
+#include "emu_internal.h"
+
+#include <errno.h>
+#include <numa.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POLL_NS 2000000L        /* child reaping */
+#define CHECK_EVERY_S 0.02      /* quiescence and progress checks */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig) { interrupted = sig; }
+
+double emu_wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void coords_text(const struct torus_shape *s, uint32_t rank, char *buf, size_t len)
+{
+	uint32_t c[TORUS_MAX_DIMS];
+	size_t used = 0;
+	torus_rank_to_coords(s, rank, c);
+	buf[0] = '\0';
+	for (uint32_t d = 0; d < s->ndims && used < len; d++)
+		used += (size_t)snprintf(buf + used, len - used, d ? ",%u" : "%u", c[d]);
+}
+
+static void child_exec(const struct emu_job_config *cfg, int fd, uint32_t rank, const int *numa, pid_t parent)
+{
+	char v[64];
+	setpgid(0, 0); /* own group: teardown kills whatever the node started */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (numa && numa_available() >= 0 && numa_num_configured_nodes() > 1) {
+		numa_run_on_node(numa[rank]);
+		numa_set_preferred(numa[rank]);
+	}
+	snprintf(v, sizeof(v), "%d", fd);
+	setenv("TORUS_SHM_FD", v, 1);
+	snprintf(v, sizeof(v), "%u", rank);
+	setenv("TORUS_RANK", v, 1);
+	snprintf(v, sizeof(v), "%u", cfg->shape.nnodes);
+	setenv("TORUS_NNODES", v, 1);
+	snprintf(v, sizeof(v), "%u", cfg->cores[rank]);
+	setenv("TORUS_CORES", v, 1);
+	coords_text(&cfg->shape, rank, v, sizeof(v));
+	setenv("TORUS_COORDS", v, 1);
+	torus_shape_format(&cfg->shape, v, sizeof(v));
+	setenv("TORUS_SHAPE", v, 1);
+	execv(cfg->program_path, cfg->argv);
+	fprintf(stderr, "torusrun: node %u: cannot run %s: %s\n", rank, cfg->program_path, strerror(errno));
+	_exit(127);
+}
+
+struct job {
+	struct emu_job_config *cfg;
+	struct emu_shm shm;
+	pid_t *pid;
+	uint8_t *exited;
+	uint32_t alive;
+};
+
+static long find_rank(const struct job *j, pid_t pid)
+{
+	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++)
+		if (j->pid[r] == pid)
+			return r;
+	return -1;
+}
+
+static void ring_all(struct job *j)
+{
+	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++) {
+		struct emu_node_shm *n = emu_shm_node(&j->shm, r);
+		emu_bell_ring_slow(&n->bell);
+		for (uint32_t c = 0; c < n->ncores; c++)
+			emu_bell_ring_slow(&emu_shm_core(&j->shm, n, c)->bell);
+	}
+}
+
+/* Kill every node process group and reap them all. */
+static void teardown(struct job *j)
+{
+	atomic_store(&j->shm.hdr->abort, 1);
+	ring_all(j);
+	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++) {
+		if (j->pid[r] > 0 && !j->exited[r]) {
+			kill(-j->pid[r], SIGKILL);
+			kill(j->pid[r], SIGKILL);
+		}
+	}
+	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++) {
+		if (j->pid[r] > 0 && !j->exited[r]) {
+			while (waitpid(j->pid[r], NULL, 0) < 0 && errno == EINTR)
+				;
+			j->exited[r] = 1;
+		}
+	}
+	j->alive = 0;
+}
+
+static uint64_t progress_sum(const struct job *j)
+{
+	uint64_t sum = 0;
+	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++) {
+		struct emu_node_shm *n = emu_shm_node(&j->shm, r);
+		sum += atomic_load_explicit(&n->progress, memory_order_relaxed);
+		for (uint32_t c = 0; c < n->ncores; c++)
+			sum += atomic_load_explicit(&emu_shm_core(&j->shm, n, c)->progress, memory_order_relaxed);
+	}
+	return sum;
+}
+
+/* Every node finished its cores (or left) and every packet sent was deposited. */
+static int quiescent(const struct job *j)
+{
+	uint64_t sent = 0, delivered = 0;
+	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++) {
+		struct emu_node_shm *n = emu_shm_node(&j->shm, r);
+		uint32_t st = atomic_load_explicit(&n->state, memory_order_acquire);
+		if (!j->exited[r] && st != EMU_NODE_DONE)
+			return 0;
+		for (uint32_t c = 0; c < n->ncores; c++)
+			sent += atomic_load_explicit(&emu_shm_core(&j->shm, n, c)->sent, memory_order_acquire);
+		delivered += atomic_load_explicit(&n->delivered, memory_order_acquire);
+	}
+	return sent == delivered;
+}
+
+static torus_vt_t job_vt(const struct job *j)
+{
+	torus_vt_t vt = 0;
+	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++) {
+		struct emu_node_shm *n = emu_shm_node(&j->shm, r);
+		for (uint32_t c = 0; c < n->ncores; c++) {
+			torus_vt_t v = atomic_load(&emu_shm_core(&j->shm, n, c)->vt);
+			if (v > vt)
+				vt = v;
+		}
+	}
+	return vt;
+}
+
+static void describe_exit(const struct job *j, uint32_t rank, int st)
+{
+	char cs[64];
+	coords_text(&j->cfg->shape, rank, cs, sizeof(cs));
+	if (WIFSIGNALED(st))
+		fprintf(stderr, "torusrun: node %u (%s) was killed by signal %d (%s)%s\n", rank, cs, WTERMSIG(st),
+			strsignal(WTERMSIG(st)), WCOREDUMP(st) ? ", core dumped" : "");
+	else
+		fprintf(stderr, "torusrun: node %u (%s) exited with status %d\n", rank, cs, WEXITSTATUS(st));
+}
+
+int emu_job_run(struct emu_job_config *cfg)
+{
+	struct job j = {.cfg = cfg};
+	uint32_t n = cfg->shape.nnodes;
+	int *numa = malloc(n * sizeof(int));
+	char err[256];
+	int fd = -1, status = 0;
+	const char *what = "ok";
+
+	j.pid = calloc(n, sizeof(pid_t));
+	j.exited = calloc(n, 1);
+	if (!numa || !j.pid || !j.exited) {
+		fprintf(stderr, "torusrun: out of memory\n");
+		free(numa);
+		free(j.pid);
+		free(j.exited);
+		return 1;
+	}
+	int numa_nodes = numa_available() >= 0 ? numa_num_configured_nodes() : 1;
+	emu_numa_plan(n, numa_nodes > 0 ? (uint32_t)numa_nodes : 1, numa);
+	if (emu_shm_create(&cfg->shape, &cfg->params, cfg->cores, numa, &j.shm, &fd, err, sizeof(err))) {
+		fprintf(stderr, "torusrun: %s\n", err);
+		free(numa);
+		free(j.pid);
+		free(j.exited);
+		return 1;
+	}
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	fflush(NULL);
+
+	double t0 = emu_wall_now();
+	pid_t self = getpid();
+	for (uint32_t r = 0; r < n; r++) {
+		pid_t pid = fork();
+		if (pid == 0)
+			child_exec(cfg, fd, r, numa, self);
+		if (pid < 0) {
+			fprintf(stderr, "torusrun: cannot start node %u: %s\n", r, strerror(errno));
+			what = "failed";
+			status = 1;
+			teardown(&j);
+			goto done;
+		}
+		setpgid(pid, pid); /* also here, so a kill right after fork reaches the group */
+		j.pid[r] = pid;
+		j.alive++;
+		if (!cfg->quiet && n >= 256 && (r + 1) % 1024 == 0)
+			fprintf(stderr, "torusrun: started %u/%u nodes\n", r + 1, n);
+	}
+
+	double last_check = 0, last_change = emu_wall_now();
+	uint64_t last_progress = UINT64_MAX;
+	int shutdown_sent = 0;
+	while (j.alive) {
+		int st;
+		pid_t pid;
+		while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+			long r = find_rank(&j, pid);
+			if (r < 0)
+				continue;
+			j.exited[r] = 1;
+			j.alive--;
+			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+				describe_exit(&j, (uint32_t)r, st);
+				fprintf(stderr, "torusrun: stopping the job\n");
+				what = "failed";
+				status = 1;
+				teardown(&j);
+				goto done;
+			}
+		}
+		if (interrupted) {
+			fprintf(stderr, "torusrun: interrupted by signal %d: stopping the job\n", (int)interrupted);
+			what = "interrupted";
+			status = 130;
+			teardown(&j);
+			goto done;
+		}
+		double now = emu_wall_now();
+		if (now - last_check >= CHECK_EVERY_S) {
+			last_check = now;
+			if (!shutdown_sent && quiescent(&j)) {
+				atomic_store_explicit(&j.shm.hdr->shutdown, 1, memory_order_release);
+				ring_all(&j);
+				shutdown_sent = 1;
+			}
+			uint64_t p = progress_sum(&j);
+			if (p != last_progress) {
+				last_progress = p;
+				last_change = now;
+			} else if (cfg->timeout_s > 0 && now - last_change > cfg->timeout_s) {
+				fprintf(stderr,
+					"torusrun: no packet moved and no core advanced for %.1f s: the job is hung.\n"
+					"torusrun: non-empty FIFOs and node states:\n",
+					cfg->timeout_s);
+				emu_shm_dump(&j.shm, stderr);
+				fprintf(stderr, "torusrun: stopping the job\n");
+				what = "hung";
+				status = 3;
+				teardown(&j);
+				goto done;
+			}
+		}
+		struct timespec ts = {0, POLL_NS};
+		nanosleep(&ts, NULL);
+	}
+done:;
+	double wall = emu_wall_now() - t0;
+	torus_vt_t vt = job_vt(&j);
+	uint64_t orphans = 0;
+	for (uint32_t r = 0; r < n; r++)
+		orphans += atomic_load(&emu_shm_node(&j.shm, r)->orphaned);
+	if (orphans)
+		fprintf(stderr, "torusrun: warning: %llu packets arrived at cores that had already finished\n",
+			(unsigned long long)orphans);
+	if (!cfg->quiet) {
+		char shape[64];
+		fprintf(stderr, "torusrun: %s: torus %s, %u nodes, emulated time %.3f us, wall time %.3f s\n",
+			status ? "job failed" : "job finished", torus_shape_format(&cfg->shape, shape, sizeof(shape)), n,
+			vt / 1e6, wall);
+	}
+	if (cfg->report_path &&
+	    emu_report_write(cfg->report_path, cfg, &j.shm, what, wall, err, sizeof(err))) {
+		fprintf(stderr, "torusrun: %s\n", err);
+		if (!status)
+			status = 1;
+	}
+	emu_shm_detach(&j.shm);
+	close(fd);
+	free(numa);
+	free(j.pid);
+	free(j.exited);
+	return status;
+}

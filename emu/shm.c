@@ -1,0 +1,237 @@
+/*
+ * The job's shared memory: layout, creation by torusrun, attachment by node
+ * processes, and the dump the hang detector prints.
+ *
+ * Layout: header | node offset table | per node, page aligned: node block,
+ * core blocks, incoming link blocks, then the slots of every incoming link
+ * ring and of every core's injection and reception ring. A node's region
+ * holds all the memory it receives on, so one mbind places it.
+ */
+#include "emu_internal.h"
+
+#include <errno.h>
+#include <numa.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+static uint64_t node_region_bytes(const struct torus_shape *s, const struct torus_params *p,
+				  uint32_t ncores)
+{
+	uint64_t b = sizeof(struct emu_node_shm);
+	b += (uint64_t)ncores * sizeof(struct emu_core_shm);
+	b += (uint64_t)2 * s->ndims * sizeof(struct torus_link);
+	for (uint32_t d = 0; d < s->ndims; d++)
+		if (torus_dim_has_links(s, d))
+			b += 2 * 2 * torus_ring_bytes(p->fifo_slots);
+	b += (uint64_t)ncores * (torus_ring_bytes(p->inj_slots) + torus_ring_bytes(p->rx_slots));
+	return align_up(b, EMU_PAGE);
+}
+
+uint64_t emu_shm_layout(const struct torus_shape *s, const struct torus_params *p,
+			const uint32_t *cores, uint64_t *node_off)
+{
+	uint64_t off = align_up(sizeof(struct emu_shm_hdr) + (uint64_t)s->nnodes * sizeof(uint64_t),
+				EMU_PAGE);
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		if (node_off)
+			node_off[r] = off;
+		off += node_region_bytes(s, p, cores[r]);
+	}
+	return off;
+}
+
+/* Initialise node r's region (after its pages were bound to their NUMA node). */
+static void init_node(struct emu_shm *m, uint32_t r, uint32_t ncores, uint64_t off)
+{
+	const struct torus_shape *s = &m->hdr->shape;
+	const struct torus_params *p = &m->hdr->params;
+	struct emu_node_shm *n = (struct emu_node_shm *)((char *)m->base + off);
+	uint64_t cur = off + sizeof(*n);
+
+	n->rank = r;
+	n->ncores = ncores;
+	n->off_cores = cur;
+	cur += (uint64_t)ncores * sizeof(struct emu_core_shm);
+	n->off_links_in = cur;
+	cur += (uint64_t)2 * s->ndims * sizeof(struct torus_link);
+	for (uint32_t d = 0; d < s->ndims; d++) {
+		for (uint32_t dir = 0; dir < 2; dir++) {
+			struct torus_link *l = (struct torus_link *)((char *)m->base + n->off_links_in) + 2 * d + dir;
+			l->to = r;
+			l->from = torus_neighbor(s, r, d, dir == TORUS_PLUS ? TORUS_MINUS : TORUS_PLUS);
+			l->dim = d;
+			l->dir = dir;
+			if (!torus_dim_has_links(s, d))
+				continue;
+			for (int vc = 0; vc < 2; vc++) {
+				torus_ring_init(&l->vc[vc], p->fifo_slots, cur);
+				cur += torus_ring_bytes(p->fifo_slots);
+			}
+		}
+	}
+	for (uint32_t c = 0; c < ncores; c++) {
+		struct emu_core_shm *cs = (struct emu_core_shm *)((char *)m->base + n->off_cores) + c;
+		torus_ring_init(&cs->inj, p->inj_slots, cur);
+		cur += torus_ring_bytes(p->inj_slots);
+		torus_ring_init(&cs->rx, p->rx_slots, cur);
+		cur += torus_ring_bytes(p->rx_slots);
+	}
+	n->region_bytes = align_up(cur - off, EMU_PAGE);
+}
+
+int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, const uint32_t *cores,
+		   const int *numa_of_node, struct emu_shm *out, int *fd_out, char *err, size_t errlen)
+{
+	uint64_t *offs = malloc((size_t)s->nnodes * sizeof(uint64_t));
+	int fd = -1, rc;
+	void *base = MAP_FAILED;
+
+	memset(out, 0, sizeof(*out));
+	if (!offs) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	uint64_t bytes = emu_shm_layout(s, p, cores, offs);
+	/* no MFD_CLOEXEC: node processes inherit the fd through exec */
+	fd = memfd_create("torus-job", 0);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "memfd_create: %s", strerror(errno));
+		goto fail;
+	}
+	if (ftruncate(fd, (off_t)bytes) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot size shared memory to %llu bytes: %s",
+			 (unsigned long long)bytes, strerror(errno));
+		goto fail;
+	}
+	base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		rc = -errno;
+		snprintf(err, errlen, "mmap of %llu bytes: %s", (unsigned long long)bytes, strerror(errno));
+		goto fail;
+	}
+	out->base = base;
+	out->bytes = bytes;
+	out->hdr = base;
+	struct emu_shm_hdr *h = base;
+	h->version = EMU_SHM_VERSION;
+	h->nnodes = s->nnodes;
+	h->total_bytes = bytes;
+	h->shape = *s;
+	h->params = *p;
+	h->off_node_table = sizeof(*h);
+	uint64_t *table = (uint64_t *)((char *)base + h->off_node_table);
+	uint32_t total = 0, maxc = 0;
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		table[r] = offs[r];
+		total += cores[r];
+		if (cores[r] > maxc)
+			maxc = cores[r];
+	}
+	h->total_cores = total;
+	h->max_cores = maxc;
+	out->node_off = table;
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		uint64_t end = r + 1 < s->nnodes ? offs[r + 1] : bytes;
+		/* bind before first touch, so pages land where the receiver runs */
+		if (numa_of_node && numa_available() >= 0 && numa_num_configured_nodes() > 1)
+			numa_tonode_memory((char *)base + offs[r], end - offs[r], numa_of_node[r]);
+		init_node(out, r, cores[r], offs[r]);
+	}
+	/* publish the magic last: an attaching node checks it first */
+	atomic_thread_fence(memory_order_release);
+	h->magic = EMU_SHM_MAGIC;
+	free(offs);
+	*fd_out = fd;
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(offs);
+	return rc;
+}
+
+int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen)
+{
+	struct emu_shm_hdr probe;
+	memset(out, 0, sizeof(*out));
+	if (pread(fd, &probe, sizeof(probe), 0) != (ssize_t)sizeof(probe) || probe.magic != EMU_SHM_MAGIC ||
+	    probe.version != EMU_SHM_VERSION) {
+		snprintf(err, errlen, "fd %d is not a torus job's shared memory (version %u expected)", fd,
+			 EMU_SHM_VERSION);
+		return -EINVAL;
+	}
+	void *base = mmap(NULL, probe.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		snprintf(err, errlen, "mmap of job memory: %s", strerror(errno));
+		return -errno;
+	}
+	out->base = base;
+	out->bytes = probe.total_bytes;
+	out->hdr = base;
+	out->node_off = (const uint64_t *)((char *)base + out->hdr->off_node_table);
+	return 0;
+}
+
+void emu_shm_detach(struct emu_shm *m)
+{
+	if (m->base)
+		munmap(m->base, m->bytes);
+	memset(m, 0, sizeof(*m));
+}
+
+static const char *node_state_name(uint32_t s)
+{
+	static const char *names[] = {"not attached", "running", "cores done", "exited"};
+	return s < 4 ? names[s] : "?";
+}
+
+static const char *core_state_name(uint32_t s)
+{
+	static const char *names[] = {"running", "waiting", "done"};
+	return s < 3 ? names[s] : "?";
+}
+
+void emu_shm_dump(const struct emu_shm *m, FILE *out)
+{
+	const struct torus_shape *s = &m->hdr->shape;
+	char name[96];
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		struct emu_node_shm *n = emu_shm_node(m, r);
+		uint32_t coords[TORUS_MAX_DIMS];
+		char cs[64] = "";
+		size_t used = 0;
+		torus_rank_to_coords(s, r, coords);
+		for (uint32_t d = 0; d < s->ndims; d++)
+			used += (size_t)snprintf(cs + used, sizeof(cs) - used, d ? ",%u" : "%u", coords[d]);
+		fprintf(out, "node %u (%s): %s, delivered %llu, engine moves %llu\n", r, cs,
+			node_state_name(atomic_load(&n->state)), (unsigned long long)atomic_load(&n->delivered),
+			(unsigned long long)atomic_load(&n->progress));
+		for (uint32_t c = 0; c < n->ncores; c++) {
+			struct emu_core_shm *co = emu_shm_core(m, n, c);
+			fprintf(out, "  core %u: %s, clock %llu ps, sent %llu, received %llu\n", c,
+				core_state_name(atomic_load(&co->state)), (unsigned long long)atomic_load(&co->vt),
+				(unsigned long long)atomic_load(&co->sent),
+				(unsigned long long)atomic_load(&co->received));
+			if (torus_ring_count(&co->inj)) {
+				snprintf(name, sizeof(name), "  core %u injection FIFO", c);
+				torus_ring_dump(&co->inj, name, out);
+			}
+			if (torus_ring_count(&co->rx)) {
+				snprintf(name, sizeof(name), "  core %u reception FIFO", c);
+				torus_ring_dump(&co->rx, name, out);
+			}
+		}
+		for (uint32_t d = 0; d < s->ndims; d++) {
+			if (!torus_dim_has_links(s, d))
+				continue;
+			for (uint32_t dir = 0; dir < 2; dir++) {
+				torus_link_dump(emu_shm_link_in(m, r, d, dir), "  ", out);
+			}
+		}
+	}
+}

@@ -1,0 +1,86 @@
+/*
+ * emu/ — the job runtime a torus program links against.
+ *
+ * A job is started by torusrun, once per emulated node (one OS process per
+ * node). The program's main() calls emu_job_main(), which attaches to the
+ * machine's shared memory, starts the node's engine thread (the router; the
+ * DMA unit of dma/ runs on it too) and one thread per emulated core, and runs
+ * `fn` on every core. It returns when the whole job has finished, so that
+ * this node keeps forwarding other nodes' packets until the end.
+ *
+ * The raw packet interface below sends single packets (up to 240 payload
+ * bytes) to any core of any node. Sending never blocks: a full injection
+ * FIFO returns -EAGAIN. emu_core_wait() sleeps until a packet arrives or the
+ * injection FIFO has room. Virtual time: a core's clock advances to a
+ * packet's arrival time when it receives it, and by emu_core_compute().
+ */
+#ifndef TORUS_EMU_H
+#define TORUS_EMU_H
+
+#include "torus/machine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct emu_core emu_core_t;
+typedef int (*emu_core_fn)(emu_core_t *core, void *arg);
+
+/*
+ * Run `fn` on every core of this node; returns the process exit status to
+ * use: 0 if every core returned 0, else nonzero (after printing which core
+ * failed). Returns 2 with a message if not started by torusrun.
+ */
+int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg);
+
+/* Identity of the calling core. */
+uint32_t emu_node_rank(const emu_core_t *c);
+uint32_t emu_core_index(const emu_core_t *c);
+uint32_t emu_node_count(const emu_core_t *c);
+uint32_t emu_cores_of(const emu_core_t *c, uint32_t node); /* 0 for a bad node */
+const struct torus_shape *emu_shape(const emu_core_t *c);
+const struct torus_params *emu_params(const emu_core_t *c);
+
+/* Virtual clock of the calling core. */
+torus_vt_t emu_core_now(const emu_core_t *c);
+/* Model `ps` picoseconds of local work: advance the clock. */
+int emu_core_compute(emu_core_t *c, torus_vt_t ps);
+
+struct emu_pkt_info {
+	uint32_t src_node;
+	uint32_t src_core;
+	uint32_t len;        /* payload bytes */
+	uint16_t user;
+	torus_vt_t arrival;  /* virtual time the packet was deposited */
+};
+
+/*
+ * Send one packet of len <= 240 bytes to (node, core). hints: direction
+ * hints (torus_hint_set), 0 for minimal routing. Returns 0, -EAGAIN if the
+ * injection FIFO is full, -EINVAL for bad arguments, -ECANCELED if the job is
+ * being torn down. The packet is ready at the core's current clock.
+ */
+int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, size_t len,
+		 uint16_t user, uint16_t hints);
+/*
+ * Take the oldest packet of this core's reception FIFO. Returns 1 and fills
+ * info and buf (cap >= len, else -EMSGSIZE and the packet stays), 0 if none.
+ */
+int emu_pkt_recv(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap);
+
+#define EMU_EV_SEND 1u /* injection FIFO has room */
+#define EMU_EV_RECV 2u /* reception FIFO holds a packet */
+/*
+ * Sleep until one of `events` holds; returns the events that hold (> 0), 0
+ * on timeout (timeout_ms < 0 waits without limit; the job's hang detector
+ * covers it), or -ECANCELED if the job is being torn down.
+ */
+int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms);
+
+/* Print this node's FIFOs and counters (the hang detector's view). */
+void emu_node_dump(const emu_core_t *c, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,198 @@
+/*
+ * Machine parameters: one typed table that the parser, the --help text, the
+ * JSON report and the checks all read.
+ */
+#include "torus/machine.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum param_unit { UNIT_BW, UNIT_TIME, UNIT_BYTES, UNIT_COUNT };
+
+struct param_desc {
+	const char *name;
+	enum param_unit unit;
+	size_t offset;
+	int is64;
+	uint64_t def, min, max;
+	const char *help;
+};
+
+#define P32(f) offsetof(struct torus_params, f), 0
+#define P64(f) offsetof(struct torus_params, f), 1
+
+static const struct param_desc params[] = {
+	{"link_bw", UNIT_BW, P64(link_bw), 425000000ull, 1000ull, 1000000000000ull,
+	 "bandwidth of one link direction (B/s, KB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s)"},
+	{"hop_latency", UNIT_TIME, P64(hop_latency_ps), 50000ull, 0, 1000000000000ull,
+	 "latency added per hop after serialisation (ps, ns, us, ms)"},
+	{"ack_overhead", UNIT_BYTES, P32(ack_overhead), 14, 0, 4096, "wire bytes per packet for acknowledgments"},
+	{"header", UNIT_BYTES, P32(header_bytes), 16, 16, 16, "packet header bytes (8 hardware + 8 software)"},
+	{"chunk", UNIT_BYTES, P32(chunk_bytes), 32, 1, 256, "packet size granularity in bytes"},
+	{"max_packet", UNIT_BYTES, P32(max_packet), 256, 32, 256, "largest packet in bytes (multiple of chunk)"},
+	{"fifo_slots", UNIT_COUNT, P32(fifo_slots), 32, 1, 65536,
+	 "packet slots per virtual channel per link direction (power of two; 1 is the smallest flow control allows)"},
+	{"inj_slots", UNIT_COUNT, P32(inj_slots), 64, 1, 65536, "slots of each core's injection FIFO (power of two)"},
+	{"rx_slots", UNIT_COUNT, P32(rx_slots), 128, 1, 65536, "slots of each core's reception FIFO (power of two)"},
+};
+#define NPARAMS (sizeof(params) / sizeof(params[0]))
+
+static void put(struct torus_params *p, const struct param_desc *d, uint64_t v)
+{
+	if (d->is64)
+		*(uint64_t *)((char *)p + d->offset) = v;
+	else
+		*(uint32_t *)((char *)p + d->offset) = (uint32_t)v;
+}
+
+static uint64_t get(const struct torus_params *p, const struct param_desc *d)
+{
+	if (d->is64)
+		return *(const uint64_t *)((const char *)p + d->offset);
+	return *(const uint32_t *)((const char *)p + d->offset);
+}
+
+void torus_params_default(struct torus_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	for (size_t i = 0; i < NPARAMS; i++)
+		put(p, &params[i], params[i].def);
+}
+
+struct unit_suffix {
+	const char *suffix;
+	double mult;
+};
+
+static const struct unit_suffix bw_units[] = {
+	{"B/s", 1}, {"KB/s", 1e3}, {"MB/s", 1e6}, {"GB/s", 1e9},
+	{"KiB/s", 1024.0}, {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0}, {NULL, 0}};
+static const struct unit_suffix time_units[] = {
+	{"ps", 1}, {"ns", 1e3}, {"us", 1e6}, {"ms", 1e9}, {"s", 1e12}, {NULL, 0}};
+static const struct unit_suffix byte_units[] = {{"B", 1}, {"", 1}, {NULL, 0}};
+static const struct unit_suffix count_units[] = {{"", 1}, {NULL, 0}};
+
+static int parse_value(const struct param_desc *d, const char *text, uint64_t *out, char *err,
+		       size_t errlen)
+{
+	const struct unit_suffix *units = d->unit == UNIT_BW     ? bw_units
+					  : d->unit == UNIT_TIME ? time_units
+					  : d->unit == UNIT_BYTES ? byte_units
+								  : count_units;
+	char *end;
+	errno = 0;
+	double v = strtod(text, &end);
+	if (end == text || errno || !isfinite(v) || v < 0) {
+		snprintf(err, errlen, "parameter %s: '%s' is not a non-negative number", d->name, text);
+		return -EINVAL;
+	}
+	const struct unit_suffix *u = NULL;
+	for (size_t i = 0; units[i].suffix; i++) {
+		if (strcasecmp(end, units[i].suffix) == 0) {
+			u = &units[i];
+			break;
+		}
+	}
+	if (!u) {
+		snprintf(err, errlen, "parameter %s: unknown unit '%s'", d->name, end);
+		return -EINVAL;
+	}
+	if (d->unit == UNIT_TIME && *end == '\0') {
+		snprintf(err, errlen, "parameter %s: give a unit (e.g. 50ns)", d->name);
+		return -EINVAL;
+	}
+	if (d->unit == UNIT_BW && *end == '\0') {
+		snprintf(err, errlen, "parameter %s: give a unit (e.g. 425MB/s)", d->name);
+		return -EINVAL;
+	}
+	double scaled = v * u->mult;
+	if (scaled > 1.8e19 || (d->unit >= UNIT_BYTES && scaled != floor(scaled))) {
+		snprintf(err, errlen, "parameter %s: '%s' is not a whole number in range", d->name, text);
+		return -EINVAL;
+	}
+	uint64_t iv = (uint64_t)llround(scaled);
+	if (iv < d->min || iv > d->max) {
+		snprintf(err, errlen, "parameter %s: %s is out of range [%llu, %llu]", d->name, text,
+			 (unsigned long long)d->min, (unsigned long long)d->max);
+		return -EINVAL;
+	}
+	*out = iv;
+	return 0;
+}
+
+int torus_params_set(struct torus_params *p, const char *assignment, char *err, size_t errlen)
+{
+	if (!p || !assignment) {
+		snprintf(err, errlen, "internal: NULL parameter argument");
+		return -EINVAL;
+	}
+	const char *eq = strchr(assignment, '=');
+	if (!eq || eq == assignment) {
+		snprintf(err, errlen, "malformed parameter '%s': expected name=value", assignment);
+		return -EINVAL;
+	}
+	size_t nlen = (size_t)(eq - assignment);
+	for (size_t i = 0; i < NPARAMS; i++) {
+		if (strlen(params[i].name) == nlen && strncmp(params[i].name, assignment, nlen) == 0) {
+			uint64_t v;
+			int rc = parse_value(&params[i], eq + 1, &v, err, errlen);
+			if (rc)
+				return rc;
+			put(p, &params[i], v);
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "unknown parameter '%.*s' (see torusrun --help)", (int)nlen, assignment);
+	return -EINVAL;
+}
+
+static int is_pow2(uint32_t v) { return v && !(v & (v - 1)); }
+
+int torus_params_check(const struct torus_params *p, char *err, size_t errlen)
+{
+	if (!p) {
+		snprintf(err, errlen, "internal: NULL parameters");
+		return -EINVAL;
+	}
+	if (p->max_packet % p->chunk_bytes) {
+		snprintf(err, errlen, "max_packet (%u) must be a multiple of chunk (%u)", p->max_packet,
+			 p->chunk_bytes);
+		return -EINVAL;
+	}
+	if (p->max_packet <= p->header_bytes || p->max_packet > TORUS_SLOT_BYTES) {
+		snprintf(err, errlen, "max_packet must be in (%u, %u]", p->header_bytes, TORUS_SLOT_BYTES);
+		return -EINVAL;
+	}
+	if (!is_pow2(p->fifo_slots) || !is_pow2(p->inj_slots) || !is_pow2(p->rx_slots)) {
+		snprintf(err, errlen, "fifo_slots, inj_slots and rx_slots must be powers of two");
+		return -EINVAL;
+	}
+	if (p->link_bw == 0) {
+		snprintf(err, errlen, "link_bw must be positive");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const char *unit_name(enum param_unit u)
+{
+	return u == UNIT_BW ? "B/s" : u == UNIT_TIME ? "ps" : u == UNIT_BYTES ? "bytes" : "";
+}
+
+void torus_params_help(FILE *out)
+{
+	for (size_t i = 0; i < NPARAMS; i++)
+		fprintf(out, "  %-13s default %llu %-6s %s\n", params[i].name,
+			(unsigned long long)params[i].def, unit_name(params[i].unit), params[i].help);
+}
+
+void torus_params_json(const struct torus_params *p, FILE *out, const char *indent)
+{
+	for (size_t i = 0; i < NPARAMS; i++)
+		fprintf(out, "%s\"%s%s\": %llu%s\n", indent, params[i].name,
+			params[i].unit == UNIT_BW ? "_Bps" : params[i].unit == UNIT_TIME ? "_ps" : "",
+			(unsigned long long)get(p, &params[i]), i + 1 < NPARAMS ? "," : "");
+}
