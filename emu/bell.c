@@ -37,10 +37,12 @@ void emu_bell_cancel(struct emu_bell *b)
 	atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
 }
 
-void emu_bell_sleep(struct emu_bell *b, uint32_t seq, int timeout_ms)
+int emu_bell_sleep(struct emu_bell *b, uint32_t seq, int timeout_ms)
 {
 	struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
 	/* EAGAIN: rung between prepare and here; EINTR/ETIMEDOUT: caller re-checks */
-	futex(&b->seq, FUTEX_WAIT, seq, timeout_ms >= 0 ? &ts : NULL);
+	long rc = futex(&b->seq, FUTEX_WAIT, seq, timeout_ms >= 0 ? &ts : NULL);
+	int err = rc < 0 ? errno : 0;
 	atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
+	return err == ETIMEDOUT ? -ETIMEDOUT : err == EINTR ? -EINTR : 0;
 }

@@ -5,6 +5,7 @@
 #include "emu_internal.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,7 +262,8 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 		char *end;
 		errno = 0;
 		cfg->timeout_s = strtod(timeout, &end);
-		if (errno || end == timeout || *end || cfg->timeout_s < 0 || cfg->timeout_s > 1e6) {
+		if (errno || end == timeout || *end || !isfinite(cfg->timeout_s) || cfg->timeout_s < 0 ||
+		    cfg->timeout_s > 1e6) {
 			snprintf(err, errlen, "bad --timeout '%s': seconds, 0 to disable", timeout);
 			goto out;
 		}
@@ -278,6 +280,10 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	if (cmap) {
 		const char *p = cmap;
 		uint32_t k = 0;
+		if (cmap[strlen(cmap) - 1] == ',') {
+			snprintf(err, errlen, "bad --cores-map '%s': trailing comma", cmap);
+			goto out;
+		}
 		while (*p) {
 			char item[32];
 			size_t len = strcspn(p, ",");
@@ -295,11 +301,11 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 			}
 			k++;
 			p += len;
-			if (*p == ',' && *++p == '\0')
-				k = n + 1; /* trailing comma */
+			if (*p == ',')
+				p++;
 		}
 		if (k != n) {
-			snprintf(err, errlen, "bad --cores-map: %u entries for %u nodes", k > n ? k - 1 : k, n);
+			snprintf(err, errlen, "bad --cores-map: %u entries for %u nodes", k, n);
 			goto out;
 		}
 	}

@@ -71,6 +71,7 @@ int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, s
 	side->tag = 0;
 	side->aux = 0;
 	torus_ring_commit(&c->inj);
+	torus_ring_publish_head(&c->inj);
 	atomic_store_explicit(&c->shm->sent, ++c->sent, memory_order_release);
 	emu_bell_ring(&c->node->me->bell);
 	publish(c);
@@ -97,7 +98,8 @@ int emu_pkt_recv(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap
 		memcpy(buf, pkt->payload, pkt->hdr.len);
 	if (side->vt > c->vt)
 		c->vt = side->vt;
-	if (torus_ring_release(&c->rx))
+	torus_ring_release(&c->rx);
+	if (torus_ring_publish_tail(&c->rx))
 		emu_bell_ring(&c->node->me->bell);
 	atomic_store_explicit(&c->shm->received, ++c->received, memory_order_relaxed);
 	publish(c);
@@ -109,7 +111,7 @@ static unsigned ready_events(emu_core_t *c, unsigned events)
 	unsigned r = 0;
 	if ((events & EMU_EV_RECV) && torus_ring_count(c->rx.ring))
 		r |= EMU_EV_RECV;
-	if ((events & EMU_EV_SEND) && torus_ring_count(c->inj.ring) <= c->inj.mask)
+	if ((events & EMU_EV_SEND) && c->inj.pos - atomic_load_explicit(&c->inj.ring->tail, memory_order_acquire) <= c->inj.mask)
 		r |= EMU_EV_SEND;
 	return r;
 }
@@ -127,6 +129,13 @@ int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms)
 		return -EINVAL;
 	long long deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
 	struct emu_bell *bell = &c->shm->bell;
+
+	for (uint32_t spin = 0; spin < EMU_IDLE_POLLS; spin++) {
+		unsigned r = ready_events(c, events);
+		if (r)
+			return (int)r;
+		emu_idle_poll(spin);
+	}
 
 	for (;;) {
 		unsigned r = ready_events(c, events);

@@ -42,8 +42,9 @@ static inline void emu_bell_ring(struct emu_bell *b)
 }
 /* Returns the seq snapshot to pass to emu_bell_sleep after re-checking work. */
 uint32_t emu_bell_prepare(struct emu_bell *b);
-/* Sleep until rung or timeout_ms passes; always undoes emu_bell_prepare. */
-void emu_bell_sleep(struct emu_bell *b, uint32_t seq, int timeout_ms);
+/* Sleep until rung or timeout_ms passes; always undoes emu_bell_prepare.
+ * 0 if rung (before or during the sleep), -ETIMEDOUT, or -EINTR. */
+int emu_bell_sleep(struct emu_bell *b, uint32_t seq, int timeout_ms);
 /* Undo emu_bell_prepare without sleeping (work turned up). */
 void emu_bell_cancel(struct emu_bell *b);
 

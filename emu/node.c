@@ -37,6 +37,7 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 	const struct torus_shape *s = &rt->hdr->shape;
 	void *base = rt->shm.base;
 	rt->params = &rt->hdr->params;
+	torus_cost_init(&rt->cost, rt->params);
 	rt->rank = rank;
 	rt->me = emu_shm_node(&rt->shm, rank);
 	rt->ncores = rt->me->ncores;
@@ -64,16 +65,16 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 			out->wrap = torus_hop_is_wrap(s->dims[d], rt->coords[d], (enum torus_dir)dir);
 			out->valid = 1;
 			for (int vc = 0; vc < 2; vc++) {
-				torus_ring_view_init(&in->vc[vc], &in->link->vc[vc], base);
-				torus_ring_view_init(&out->vc[vc], &out->link->vc[vc], base);
+				torus_ring_view_init(&in->vc[vc], &in->link->vc[vc], base, TORUS_RING_CONSUMER);
+				torus_ring_view_init(&out->vc[vc], &out->link->vc[vc], base, TORUS_RING_PRODUCER);
 			}
 		}
 	}
 	for (uint32_t c = 0; c < rt->ncores; c++) {
 		struct emu_core_shm *cs = emu_shm_core(&rt->shm, rt->me, c);
 		rt->ecore[c].shm = cs;
-		torus_ring_view_init(&rt->ecore[c].inj, &cs->inj, base);
-		torus_ring_view_init(&rt->ecore[c].rx, &cs->rx, base);
+		torus_ring_view_init(&rt->ecore[c].inj, &cs->inj, base, TORUS_RING_CONSUMER);
+		torus_ring_view_init(&rt->ecore[c].rx, &cs->rx, base, TORUS_RING_PRODUCER);
 		struct emu_core *core = aligned_alloc(64, (sizeof(struct emu_core) + 63) / 64 * 64);
 		if (!core) {
 			snprintf(err, errlen, "out of memory");
@@ -83,8 +84,8 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		core->node = rt;
 		core->shm = cs;
 		core->index = c;
-		torus_ring_view_init(&core->inj, &cs->inj, base);
-		torus_ring_view_init(&core->rx, &cs->rx, base);
+		torus_ring_view_init(&core->inj, &cs->inj, base, TORUS_RING_PRODUCER);
+		torus_ring_view_init(&core->rx, &cs->rx, base, TORUS_RING_CONSUMER);
 		rt->cores[c] = core;
 	}
 	pthread_mutex_init(&rt->lock, NULL);

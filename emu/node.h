@@ -8,7 +8,41 @@
 #include "emu_internal.h"
 
 #define EMU_ENGINE_BATCH 32u   /* packets taken from one input before the next */
+#define EMU_PUBLISH_EVERY 8u   /* publish FIFO indices at least this often, so the
+				* two ends of a 32-slot FIFO work in parallel */
 #define EMU_SLEEP_SLICE_MS 100 /* sleeps re-check abort/shutdown this often */
+/*
+ * Polls before sleeping: a doorbell costs a futex wake (a syscall) plus the
+ * sleeper's wake-up, far more than a packet, so a thread that just ran dry
+ * looks again a few microseconds before it sleeps. Bounded, so hundreds of
+ * idle threads still sleep.
+ */
+#define EMU_SPIN_POLLS 128u
+/* then polls between sched_yield()s: runnable, but ceding the CPU to any
+ * other runnable thread, so busy jobs lose nothing to the pollers */
+#define EMU_YIELD_POLLS 32u
+
+/* Idle poll number i: pause, or yield the CPU once the pauses are spent. */
+static inline void emu_idle_poll(uint32_t i);
+
+static inline void emu_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+#include <sched.h>
+static inline void emu_idle_poll(uint32_t i)
+{
+	if (i < EMU_SPIN_POLLS)
+		emu_cpu_relax();
+	else
+		sched_yield();
+}
+#define EMU_IDLE_POLLS (EMU_SPIN_POLLS + EMU_YIELD_POLLS)
 
 struct emu_node_rt;
 
@@ -47,11 +81,18 @@ struct emu_engine_core {
 	struct emu_core_shm *shm;
 };
 
+/* An output ring with commits not yet published, and whom to tell. */
+struct emu_dirty {
+	struct torus_ring_view *v;
+	struct emu_bell *bell;
+};
+
 struct emu_node_rt {
 	struct emu_shm shm;
 	struct emu_shm_hdr *hdr;
 	struct emu_node_shm *me;
 	const struct torus_params *params;
+	struct torus_cost cost;
 	uint32_t rank, ncores;
 	uint32_t coords[TORUS_MAX_DIMS];
 	uint8_t *route;
@@ -61,6 +102,8 @@ struct emu_node_rt {
 	struct emu_engine_core *ecore;
 	struct emu_core **cores;
 	uint64_t delivered, orphaned, moved;
+	struct emu_dirty dirty[4 * TORUS_MAX_DIMS + TORUS_MAX_CORES];
+	uint32_t ndirty;
 	pthread_t engine;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

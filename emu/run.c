@@ -98,14 +98,16 @@ static void ring_all(struct job *j)
 /* Kill every node process group and reap them all. */
 static void teardown(struct job *j)
 {
-	atomic_store(&j->shm.hdr->abort, 1);
-	ring_all(j);
 	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++) {
 		if (j->pid[r] > 0 && !j->exited[r]) {
 			kill(-j->pid[r], SIGKILL);
 			kill(j->pid[r], SIGKILL);
 		}
 	}
+	/* after the kills, so dying nodes do not report cancelled calls; wakes any
+	 * thread of a process that somehow outlives SIGKILL's delivery */
+	atomic_store(&j->shm.hdr->abort, 1);
+	ring_all(j);
 	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++) {
 		if (j->pid[r] > 0 && !j->exited[r]) {
 			while (waitpid(j->pid[r], NULL, 0) < 0 && errno == EINTR)
@@ -285,7 +287,7 @@ done:;
 	uint64_t orphans = 0;
 	for (uint32_t r = 0; r < n; r++)
 		orphans += atomic_load(&emu_shm_node(&j.shm, r)->orphaned);
-	if (orphans)
+	if (orphans && !status)
 		fprintf(stderr, "torusrun: warning: %llu packets arrived at cores that had already finished\n",
 			(unsigned long long)orphans);
 	if (!cfg->quiet) {

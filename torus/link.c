@@ -15,13 +15,16 @@ void torus_ring_init(struct torus_ring *r, uint32_t slots, uint64_t off)
 	r->off_side = off + (uint64_t)slots * sizeof(struct torus_packet);
 }
 
-void torus_ring_view_init(struct torus_ring_view *v, struct torus_ring *r, void *base)
+void torus_ring_view_init(struct torus_ring_view *v, struct torus_ring *r, void *base, enum torus_ring_role role)
 {
 	v->ring = r;
 	v->slot = (struct torus_packet *)((char *)base + r->off_slots);
 	v->side = (struct torus_side *)((char *)base + r->off_side);
 	v->mask = r->slots - 1;
-	v->cached = 0;
+	uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	v->pos = v->published = role == TORUS_RING_PRODUCER ? head : tail;
+	v->cached = role == TORUS_RING_PRODUCER ? tail : head;
 }
 
 void torus_ring_dump(const struct torus_ring *r, const char *name, FILE *out)
@@ -72,4 +75,13 @@ torus_vt_t torus_model_transfer(const struct torus_params *p, uint64_t m, uint32
 			smax = s;
 	}
 	return t0 + sum + (torus_vt_t)(h - 1) * (smax + p->hop_latency_ps) + p->hop_latency_ps;
+}
+
+void torus_cost_init(struct torus_cost *c, const struct torus_params *p)
+{
+	for (uint32_t len = 0; len <= TORUS_MAX_PAYLOAD; len++) {
+		c->wire[len] = torus_wire_bytes(p, len);
+		c->ser[len] = torus_ser_ps(p, c->wire[len]);
+	}
+	c->hop_latency = p->hop_latency_ps;
 }

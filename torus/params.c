@@ -157,8 +157,8 @@ int torus_params_check(const struct torus_params *p, char *err, size_t errlen)
 		snprintf(err, errlen, "internal: NULL parameters");
 		return -EINVAL;
 	}
-	if (p->max_packet % p->chunk_bytes) {
-		snprintf(err, errlen, "max_packet (%u) must be a multiple of chunk (%u)", p->max_packet,
+	if (p->chunk_bytes == 0 || p->max_packet % p->chunk_bytes) {
+		snprintf(err, errlen, "max_packet (%u) must be a multiple of a non-zero chunk (%u)", p->max_packet,
 			 p->chunk_bytes);
 		return -EINVAL;
 	}

@@ -64,7 +64,7 @@ static inline int torus_dim_has_links(const struct torus_shape *s, uint32_t dim)
 
 /*
  * Minimal signed offset from coordinate a to b on a ring of size n, in
- * (-n/2, n/2]. A tie (n even, distance n/2) goes PLUS from an even coordinate
+ * [-n/2, n/2]. A tie (n even, distance n/2) goes PLUS from an even coordinate
  * and MINUS from an odd one, so both directions of a ring carry tie traffic.
  * A tie can only happen on a packet's first hop in a dimension, so deciding
  * again at every hop never changes direction midway.
@@ -232,7 +232,9 @@ struct torus_ring_view {
 	struct torus_packet *slot;
 	struct torus_side *side;
 	uint32_t mask;
-	uint32_t cached;   /* producer: last seen tail; consumer: last seen head */
+	uint32_t cached;     /* producer: last seen tail; consumer: last seen head */
+	uint32_t pos;        /* producer: local head; consumer: local tail */
+	uint32_t published;  /* the value of pos last stored to the shared index */
 };
 
 /* Bytes of shared memory a ring of n slots needs beyond its control block. */
@@ -242,55 +244,72 @@ static inline size_t torus_ring_bytes(uint32_t n)
 }
 /* Set up a ring whose slots start at base+off (done once, before sharing). */
 void torus_ring_init(struct torus_ring *r, uint32_t slots, uint64_t off);
-void torus_ring_view_init(struct torus_ring_view *v, struct torus_ring *r, void *base);
+enum torus_ring_role { TORUS_RING_PRODUCER, TORUS_RING_CONSUMER };
+/* A producer's or consumer's private view, starting at the ring's current indices. */
+void torus_ring_view_init(struct torus_ring_view *v, struct torus_ring *r, void *base, enum torus_ring_role role);
 void torus_ring_dump(const struct torus_ring *r, const char *name, FILE *out);
 
+/* Packets published and not yet released (what the other side can see). */
 static inline uint32_t torus_ring_count(const struct torus_ring *r)
 {
 	return atomic_load_explicit(&r->head, memory_order_acquire) -
 	       atomic_load_explicit(&r->tail, memory_order_acquire);
 }
 
-/* Producer: next free slot, or NULL if full. Fill it, then commit. */
+/*
+ * Producer: next free slot, or NULL if full. Fill it, then commit; commits
+ * become visible to the consumer at the next publish (once per batch, so a
+ * burst pays one release store and one doorbell check).
+ */
 static inline struct torus_packet *torus_ring_reserve(struct torus_ring_view *v, struct torus_side **side)
 {
-	uint32_t head = atomic_load_explicit(&v->ring->head, memory_order_relaxed);
-	if (head - v->cached > v->mask) {
-		/* pairs with the consumer's release store of tail in torus_ring_release */
+	if (v->pos - v->cached > v->mask) {
+		/* pairs with the consumer's release store of tail in torus_ring_publish_tail */
 		v->cached = atomic_load_explicit(&v->ring->tail, memory_order_acquire);
-		if (head - v->cached > v->mask)
+		if (v->pos - v->cached > v->mask)
 			return NULL;
 	}
-	*side = &v->side[head & v->mask];
-	return &v->slot[head & v->mask];
+	*side = &v->side[v->pos & v->mask];
+	return &v->slot[v->pos & v->mask];
 }
-static inline void torus_ring_commit(struct torus_ring_view *v)
+static inline void torus_ring_commit(struct torus_ring_view *v) { v->pos++; }
+/* Producer: make commits visible; returns nonzero if there were any. */
+static inline int torus_ring_publish_head(struct torus_ring_view *v)
 {
-	uint32_t head = atomic_load_explicit(&v->ring->head, memory_order_relaxed);
+	if (v->pos == v->published)
+		return 0;
 	/* pairs with the consumer's acquire load of head in torus_ring_peek */
-	atomic_store_explicit(&v->ring->head, head + 1, memory_order_release);
+	atomic_store_explicit(&v->ring->head, v->pos, memory_order_release);
+	v->published = v->pos;
+	return 1;
 }
+
 /* Consumer: oldest packet, or NULL if empty. Read it, then release. */
 static inline struct torus_packet *torus_ring_peek(struct torus_ring_view *v, struct torus_side **side)
 {
-	uint32_t tail = atomic_load_explicit(&v->ring->tail, memory_order_relaxed);
-	if (tail == v->cached) {
-		/* pairs with the producer's release store of head in torus_ring_commit */
+	if (v->pos == v->cached) {
+		/* pairs with the producer's release store of head in torus_ring_publish_head */
 		v->cached = atomic_load_explicit(&v->ring->head, memory_order_acquire);
-		if (tail == v->cached)
+		if (v->pos == v->cached)
 			return NULL;
 	}
-	*side = &v->side[tail & v->mask];
-	return &v->slot[tail & v->mask];
+	*side = &v->side[v->pos & v->mask];
+	return &v->slot[v->pos & v->mask];
 }
-/* Returns nonzero if the producer asked to be told about free space. */
-static inline int torus_ring_release(struct torus_ring_view *v)
+static inline void torus_ring_release(struct torus_ring_view *v) { v->pos++; }
+/*
+ * Consumer: hand released slots back. Returns nonzero if the producer had
+ * asked (torus_ring_mark_full) to be told about free space: ring its bell.
+ */
+static inline int torus_ring_publish_tail(struct torus_ring_view *v)
 {
-	uint32_t tail = atomic_load_explicit(&v->ring->tail, memory_order_relaxed);
+	if (v->pos == v->published)
+		return 0;
 	/* pairs with the producer's acquire load of tail in torus_ring_reserve */
-	atomic_store_explicit(&v->ring->tail, tail + 1, memory_order_release);
+	atomic_store_explicit(&v->ring->tail, v->pos, memory_order_release);
+	v->published = v->pos;
 	/* Dekker with torus_ring_mark_full: the producer stores want_space then
-	 * re-checks tail; we store tail then check want_space. */
+	 * re-reads tail; we store tail then read want_space. */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&v->ring->want_space, memory_order_relaxed)) {
 		atomic_store_explicit(&v->ring->want_space, 0, memory_order_relaxed);
@@ -298,15 +317,16 @@ static inline int torus_ring_release(struct torus_ring_view *v)
 	}
 	return 0;
 }
-/* Producer found the ring full: ask for a doorbell, then re-check (returns 1
- * if space appeared meanwhile). */
+/*
+ * Producer found the ring full: ask for a doorbell, then re-check. Returns 1
+ * if space appeared meanwhile. Publish pending commits before sleeping.
+ */
 static inline int torus_ring_mark_full(struct torus_ring_view *v)
 {
 	atomic_store_explicit(&v->ring->want_space, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
-	uint32_t head = atomic_load_explicit(&v->ring->head, memory_order_relaxed);
 	v->cached = atomic_load_explicit(&v->ring->tail, memory_order_acquire);
-	return head - v->cached <= v->mask;
+	return v->pos - v->cached <= v->mask;
 }
 
 /* ------------------------------------------------------------ link */
@@ -337,14 +357,13 @@ struct torus_link_counters {
 
 /*
  * Charge one packet to the link under the time model: it leaves at
- * max(ready, free_at), holds the link for ser(wire), and arrives hop_latency
- * later. Returns the arrival time. Producer side only.
+ * max(ready, free_at), holds the link for ser (its wire bytes at the link
+ * bandwidth), and arrives `latency` later. Returns the arrival time.
+ * Producer side only: the sending engine is the link's single writer.
  */
-static inline torus_vt_t torus_link_charge(struct torus_link *l, const struct torus_params *p,
-					   torus_vt_t ready, uint32_t payload)
+static inline torus_vt_t torus_link_account(struct torus_link *l, torus_vt_t ready, uint32_t payload,
+					    uint32_t wire, torus_vt_t ser, torus_vt_t latency)
 {
-	uint32_t wire = torus_wire_bytes(p, payload);
-	torus_vt_t ser = torus_ser_ps(p, wire);
 	torus_vt_t free_at = atomic_load_explicit(&l->free_at, memory_order_relaxed);
 	torus_vt_t start = ready > free_at ? ready : free_at;
 	/* single writer: plain load+store, relaxed, read by the reporter after the job */
@@ -359,7 +378,28 @@ static inline torus_vt_t torus_link_charge(struct torus_link *l, const struct to
 			      memory_order_relaxed);
 	atomic_store_explicit(&l->busy_ps, atomic_load_explicit(&l->busy_ps, memory_order_relaxed) + ser,
 			      memory_order_relaxed);
-	return start + ser + p->hop_latency_ps;
+	return start + ser + latency;
+}
+
+static inline torus_vt_t torus_link_charge(struct torus_link *l, const struct torus_params *p,
+					   torus_vt_t ready, uint32_t payload)
+{
+	uint32_t wire = torus_wire_bytes(p, payload);
+	return torus_link_account(l, ready, payload, wire, torus_ser_ps(p, wire), p->hop_latency_ps);
+}
+
+/* Per-payload-length wire bytes and serialisation times, computed once so
+ * that the engine's per-packet path has no division. */
+struct torus_cost {
+	uint32_t wire[TORUS_MAX_PAYLOAD + 1];
+	torus_vt_t ser[TORUS_MAX_PAYLOAD + 1];
+	torus_vt_t hop_latency;
+};
+void torus_cost_init(struct torus_cost *c, const struct torus_params *p);
+static inline torus_vt_t torus_link_charge_cost(struct torus_link *l, const struct torus_cost *c,
+						torus_vt_t ready, uint32_t payload)
+{
+	return torus_link_account(l, ready, payload, c->wire[payload], c->ser[payload], c->hop_latency);
 }
 
 void torus_link_read(const struct torus_link *l, struct torus_link_counters *out);

@@ -1,0 +1,1108 @@
+/*
+ * Unit tests of emu/ internals that run in one process: the NUMA plan, the
+ * shared-memory layout, creation and attachment of a job's shared memory,
+ * doorbells (threads and processes) and torusrun's command-line parser.
+ *
+ * Expected values are derived independently in the test, never copied from
+ * the library's output.
+ */
+#include "cunit_main.h"
+#include "emu_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ helpers */
+
+/*
+ * expect(): one CUnit assertion with a formatted message. Passes are counted;
+ * failures are recorded with their message, at most MAX_SHOWN per test so a
+ * systematic bug does not bury the report (the test fails either way).
+ */
+#define MAX_SHOWN 25u
+static CU_pTest shown_test;
+static unsigned shown;
+
+static bool expect_at(bool ok, const char *file, unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static bool expect_at(bool ok, const char *file, unsigned line, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	if (ok) {
+		CU_assertImplementation(CU_TRUE, line, "", file, "", CU_FALSE);
+		return true;
+	}
+	if (CU_get_current_test() != shown_test) {
+		shown_test = CU_get_current_test();
+		shown = 0;
+	}
+	if (shown++ >= MAX_SHOWN)
+		return false;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	CU_assertImplementation(CU_FALSE, line, msg, file, "", CU_FALSE);
+	return false;
+}
+#define EXPECT(cond, ...) expect_at((cond), __FILE__, __LINE__, __VA_ARGS__)
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Machine shapes: 1-D to 6-D, sizes 1, 2, odd, even. */
+static const char *const shapes[] = {
+	"1", "2", "3", "8", "4x4", "2x2x2", "3x5x7", "4x4x4", "2x2x2x2x2", "2x3x2x2x3x2", "1x4x1", "5x1x2",
+};
+#define NSHAPES CUNIT_COUNT(shapes)
+
+static bool get_shape(const char *text, struct torus_shape *s)
+{
+	char err[256] = "";
+	int rc = torus_shape_parse(text, s, err, sizeof(err));
+	return EXPECT(rc == 0, "torus_shape_parse(\"%s\") = %d (%s)", text, rc, err);
+}
+
+/* Cores maps used with every shape. */
+enum { CORES_ONE, CORES_FOUR, CORES_UNEVEN, NCORESMAPS };
+static uint32_t *make_cores(uint32_t nnodes, int kind)
+{
+	uint32_t *c = malloc((size_t)nnodes * sizeof(uint32_t));
+	if (!c)
+		return NULL;
+	for (uint32_t r = 0; r < nnodes; r++)
+		c[r] = kind == CORES_ONE ? 1 : kind == CORES_FOUR ? 4 : (r * 7u) % 5u + 1u;
+	return c;
+}
+
+/* ------------------------------------------------------------- NUMA */
+
+static void test_numa_plan(void)
+{
+	static const uint32_t cases[][2] = {
+		{64, 1}, {64, 2}, {64, 4}, {7, 3}, {3, 8}, {4096, 4}, {1, 1}, {1, 4}, {5, 5}, {100, 7},
+		{65536, 3}, {65536, 8}, {10, 0}, {2, 2}, {9, 4},
+	};
+	for (size_t i = 0; i < CUNIT_COUNT(cases); i++) {
+		uint32_t n = cases[i][0], k = cases[i][1], keff = k ? k : 1;
+		int *out = malloc(((size_t)n + 1) * sizeof(int));
+		uint32_t *count = calloc(keff, sizeof(uint32_t));
+		if (!EXPECT(out && count, "out of memory")) {
+			free(out);
+			free(count);
+			continue;
+		}
+		for (uint32_t r = 0; r <= n; r++)
+			out[r] = -77;
+		emu_numa_plan(n, k, out);
+		EXPECT(out[n] == -77, "plan(%u,%u) wrote past the end", n, k);
+		bool inrange = true, monotone = true;
+		for (uint32_t r = 0; r < n; r++) {
+			if (out[r] < 0 || (uint32_t)out[r] >= keff) {
+				inrange = EXPECT(false, "plan(%u,%u)[%u] = %d out of [0,%u)", n, k, r, out[r], keff);
+				continue;
+			}
+			count[out[r]]++;
+			if (r > 0 && out[r] < out[r - 1])
+				monotone = EXPECT(false, "plan(%u,%u): rank %u on %d after rank %u on %d", n, k, r, out[r],
+						  r - 1, out[r - 1]);
+		}
+		EXPECT(inrange && monotone, "plan(%u,%u) not contiguous blocks in range", n, k);
+		if (n >= keff) {
+			uint32_t lo = UINT32_MAX, hi = 0;
+			for (uint32_t j = 0; j < keff; j++) {
+				EXPECT(count[j] > 0, "plan(%u,%u): NUMA node %u unused", n, k, j);
+				lo = count[j] < lo ? count[j] : lo;
+				hi = count[j] > hi ? count[j] : hi;
+			}
+			EXPECT(hi - lo <= 1, "plan(%u,%u): block sizes %u..%u differ by more than one", n, k, lo, hi);
+		} else {
+			/* fewer torus nodes than NUMA nodes: each gets its own */
+			for (uint32_t j = 0; j < keff; j++)
+				EXPECT(count[j] <= 1, "plan(%u,%u): NUMA node %u got %u nodes while others are empty", n, k,
+				       j, count[j]);
+		}
+		free(out);
+		free(count);
+	}
+}
+
+/* ---------------------------------------------------------- layout */
+
+/* Bytes of a node's region according to the documented layout. */
+static uint64_t my_region_min(const struct torus_shape *s, const struct torus_params *p, uint32_t ncores)
+{
+	uint64_t b = sizeof(struct emu_node_shm) + (uint64_t)ncores * sizeof(struct emu_core_shm) +
+		     (uint64_t)2 * s->ndims * sizeof(struct torus_link);
+	for (uint32_t d = 0; d < s->ndims; d++)
+		if (s->dims[d] > 1)
+			b += 2 /* dirs */ * 2 /* VCs */ * (uint64_t)p->fifo_slots *
+			     (TORUS_SLOT_BYTES + sizeof(struct torus_side));
+	b += (uint64_t)ncores * (p->inj_slots + p->rx_slots) * (TORUS_SLOT_BYTES + sizeof(struct torus_side));
+	return b;
+}
+
+static void test_shm_layout(void)
+{
+	struct torus_params p;
+	torus_params_default(&p);
+	for (size_t i = 0; i < NSHAPES; i++) {
+		struct torus_shape s;
+		if (!get_shape(shapes[i], &s))
+			continue;
+		for (int kind = 0; kind < NCORESMAPS; kind++) {
+			uint32_t *cores = make_cores(s.nnodes, kind);
+			uint64_t *off = malloc(((size_t)s.nnodes + 1) * sizeof(uint64_t));
+			if (!EXPECT(cores && off, "out of memory")) {
+				free(cores);
+				free(off);
+				continue;
+			}
+			off[s.nnodes] = 0xDEADBEEFull;
+			uint64_t total = emu_shm_layout(&s, &p, cores, off);
+			uint64_t total2 = emu_shm_layout(&s, &p, cores, NULL);
+			EXPECT(total == total2, "%s/%d: layout total differs without offsets", shapes[i], kind);
+			EXPECT(off[s.nnodes] == 0xDEADBEEFull, "%s/%d: wrote past the offset table", shapes[i], kind);
+			EXPECT(off[0] >= sizeof(struct emu_shm_hdr) + (uint64_t)s.nnodes * sizeof(uint64_t),
+			       "%s/%d: node 0 at %llu overlaps the header and node table", shapes[i], kind,
+			       (unsigned long long)off[0]);
+			EXPECT(total % EMU_PAGE == 0, "%s/%d: total %llu not page aligned", shapes[i], kind,
+			       (unsigned long long)total);
+			for (uint32_t r = 0; r < s.nnodes; r++) {
+				uint64_t end = r + 1 < s.nnodes ? off[r + 1] : total;
+				EXPECT(off[r] % EMU_PAGE == 0, "%s/%d: node %u offset %llu not page aligned", shapes[i], kind,
+				       r, (unsigned long long)off[r]);
+				if (!EXPECT(end > off[r], "%s/%d: node %u region empty or offsets not increasing", shapes[i],
+					    kind, r))
+					continue;
+				uint64_t region = end - off[r], need = my_region_min(&s, &p, cores[r]);
+				EXPECT(region >= need && region < need + EMU_PAGE,
+				       "%s/%d: node %u region %llu bytes, layout needs %llu (page-rounded)", shapes[i], kind, r,
+				       (unsigned long long)region, (unsigned long long)need);
+			}
+			EXPECT(total > off[s.nnodes - 1], "%s/%d: total %llu not past the last node", shapes[i], kind,
+			       (unsigned long long)total);
+			/* nodes with more cores get bigger regions, equal cores equal regions */
+			for (uint32_t a = 0; a < s.nnodes && a < 40; a++)
+				for (uint32_t b = 0; b < s.nnodes && b < 40; b++) {
+					uint64_t ra = (a + 1 < s.nnodes ? off[a + 1] : total) - off[a];
+					uint64_t rb = (b + 1 < s.nnodes ? off[b + 1] : total) - off[b];
+					if (cores[a] > cores[b])
+						EXPECT(ra > rb, "%s/%d: node %u (%u cores) region %llu not bigger than node %u (%u cores) %llu",
+						       shapes[i], kind, a, cores[a], (unsigned long long)ra, b, cores[b],
+						       (unsigned long long)rb);
+					else if (cores[a] == cores[b])
+						EXPECT(ra == rb, "%s/%d: equal nodes %u and %u differ", shapes[i], kind, a, b);
+				}
+			free(cores);
+			free(off);
+		}
+	}
+}
+
+/* --------------------------------------------------- create and attach */
+
+struct range {
+	uint64_t lo, hi;
+	const char *what;
+};
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Check one ring's control block and collect its slot range. */
+static void ring_check(const struct torus_ring *rg, uint32_t slots, const char *what, const char *shape, uint32_t r,
+		       struct range *ranges, size_t *nr)
+{
+	EXPECT(rg->slots == slots, "%s: node %u %s has %u slots, expected %u", shape, r, what, rg->slots, slots);
+	EXPECT(atomic_load(&rg->head) == 0 && atomic_load(&rg->tail) == 0 && atomic_load(&rg->want_space) == 0,
+	       "%s: node %u %s not empty at start", shape, r, what);
+	EXPECT(rg->off_side == rg->off_slots + (uint64_t)rg->slots * TORUS_SLOT_BYTES,
+	       "%s: node %u %s sideband not after its slots", shape, r, what);
+	EXPECT(rg->off_slots % 16 == 0, "%s: node %u %s slots misaligned (%llu)", shape, r, what,
+	       (unsigned long long)rg->off_slots);
+	ranges[*nr].lo = rg->off_slots;
+	ranges[*nr].hi = rg->off_slots + torus_ring_bytes(rg->slots);
+	ranges[*nr].what = what;
+	(*nr)++;
+}
+
+static void check_job_memory(const char *shape_text, const struct torus_shape *s, const struct torus_params *p,
+			     const uint32_t *cores, const struct emu_shm *m, const struct emu_shm *a)
+{
+	uint64_t *off = malloc((size_t)s->nnodes * sizeof(uint64_t));
+	if (!EXPECT(off != NULL, "out of memory"))
+		return;
+	uint64_t total = emu_shm_layout(s, p, cores, off);
+	uint32_t sum = 0, maxc = 0;
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		sum += cores[r];
+		maxc = cores[r] > maxc ? cores[r] : maxc;
+	}
+
+	/* both mappings see the same header */
+	const struct emu_shm *maps[2] = {m, a};
+	for (int k = 0; k < 2; k++) {
+		const struct emu_shm_hdr *h = maps[k]->hdr;
+		EXPECT(h->magic == EMU_SHM_MAGIC, "%s map %d: magic %#llx", shape_text, k, (unsigned long long)h->magic);
+		EXPECT(h->version == EMU_SHM_VERSION, "%s map %d: version %u", shape_text, k, h->version);
+		EXPECT(h->nnodes == s->nnodes, "%s map %d: nnodes %u", shape_text, k, h->nnodes);
+		EXPECT(memcmp(&h->shape, s, sizeof(*s)) == 0, "%s map %d: shape differs", shape_text, k);
+		EXPECT(memcmp(&h->params, p, sizeof(*p)) == 0, "%s map %d: params differ", shape_text, k);
+		EXPECT(h->total_bytes == total && maps[k]->bytes == total, "%s map %d: %llu/%zu bytes, layout says %llu",
+		       shape_text, k, (unsigned long long)h->total_bytes, maps[k]->bytes, (unsigned long long)total);
+		EXPECT(h->total_cores == sum && h->max_cores == maxc, "%s map %d: cores %u/%u, expected %u/%u",
+		       shape_text, k, h->total_cores, h->max_cores, sum, maxc);
+		EXPECT(atomic_load(&h->shutdown) == 0 && atomic_load(&h->abort) == 0, "%s map %d: flags set", shape_text,
+		       k);
+		for (uint32_t r = 0; r < s->nnodes; r++)
+			EXPECT(maps[k]->node_off[r] == off[r], "%s map %d: node %u at %llu, layout says %llu", shape_text,
+			       k, r, (unsigned long long)maps[k]->node_off[r], (unsigned long long)off[r]);
+	}
+	EXPECT(m->base != a->base, "%s: attach did not map a second time", shape_text);
+
+	size_t cap = 4 * TORUS_MAX_DIMS + 2 * (maxc + 1);
+	struct range *ranges = malloc(cap * sizeof(*ranges));
+	if (!EXPECT(ranges != NULL, "out of memory")) {
+		free(off);
+		return;
+	}
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		struct emu_node_shm *n = emu_shm_node(a, r);
+		uint64_t end = r + 1 < s->nnodes ? off[r + 1] : total;
+		EXPECT(n->rank == r, "%s: node %u block says rank %u", shape_text, r, n->rank);
+		EXPECT(n->ncores == cores[r], "%s: node %u has %u cores, expected %u", shape_text, r, n->ncores, cores[r]);
+		EXPECT(n->region_bytes == end - off[r], "%s: node %u region_bytes %llu, layout gives %llu", shape_text, r,
+		       (unsigned long long)n->region_bytes, (unsigned long long)(end - off[r]));
+		EXPECT(atomic_load(&n->state) == EMU_NODE_NEW, "%s: node %u state %u", shape_text, r,
+		       atomic_load(&n->state));
+		EXPECT(n->off_cores >= off[r] + sizeof(*n), "%s: node %u cores overlap the node block", shape_text, r);
+		EXPECT(n->off_links_in >= n->off_cores + (uint64_t)n->ncores * sizeof(struct emu_core_shm),
+		       "%s: node %u links overlap the core blocks", shape_text, r);
+		uint64_t ctl_end = n->off_links_in + (uint64_t)2 * s->ndims * sizeof(struct torus_link);
+		size_t nr = 0;
+
+		for (uint32_t d = 0; d < s->ndims; d++)
+			for (uint32_t dir = 0; dir < 2; dir++) {
+				struct torus_link *l = emu_shm_link_in(a, r, d, dir);
+				uint32_t from = torus_neighbor(s, r, d, dir == TORUS_PLUS ? TORUS_MINUS : TORUS_PLUS);
+				EXPECT(l->to == r && l->dim == d && l->dir == dir,
+				       "%s: node %u in-link (%u,%u) says to %u dim %u dir %u", shape_text, r, d, dir, l->to,
+				       l->dim, l->dir);
+				EXPECT(l->from == from, "%s: node %u in-link (%u,%c) from %u, expected %u", shape_text, r, d,
+				       dir ? '-' : '+', l->from, from);
+				struct torus_link *out = emu_shm_link_out(a, r, d, dir);
+				EXPECT(out->from == r, "%s: out-link of %u along (%u,%c) starts at %u", shape_text, r, d,
+				       dir ? '-' : '+', out->from);
+				EXPECT(emu_shm_link_out(a, l->from, d, dir) == l, "%s: out-link of %u is not in-link of %u",
+				       shape_text, l->from, r);
+				EXPECT(atomic_load(&l->packets) == 0 && atomic_load(&l->free_at) == 0,
+				       "%s: node %u link counters not zero", shape_text, r);
+				if (s->dims[d] > 1)
+					for (int vc = 0; vc < 2; vc++)
+						ring_check(&l->vc[vc], p->fifo_slots, "link ring", shape_text, r, ranges, &nr);
+			}
+		for (uint32_t c = 0; c < n->ncores; c++) {
+			struct emu_core_shm *co = emu_shm_core(a, n, c);
+			EXPECT(atomic_load(&co->state) == EMU_CORE_RUNNING && atomic_load(&co->sent) == 0,
+			       "%s: node %u core %u not fresh", shape_text, r, c);
+			ring_check(&co->inj, p->inj_slots, "injection ring", shape_text, r, ranges, &nr);
+			ring_check(&co->rx, p->rx_slots, "reception ring", shape_text, r, ranges, &nr);
+		}
+		/* every ring's memory lies in the node's region, after the control blocks, disjoint */
+		qsort(ranges, nr, sizeof(*ranges), range_cmp);
+		for (size_t k = 0; k < nr; k++) {
+			EXPECT(ranges[k].lo >= ctl_end && ranges[k].hi <= end,
+			       "%s: node %u %s [%llu,%llu) outside its region [%llu,%llu)", shape_text, r, ranges[k].what,
+			       (unsigned long long)ranges[k].lo, (unsigned long long)ranges[k].hi,
+			       (unsigned long long)ctl_end, (unsigned long long)end);
+			if (k > 0)
+				EXPECT(ranges[k].lo >= ranges[k - 1].hi, "%s: node %u rings overlap (%s and %s)", shape_text, r,
+				       ranges[k - 1].what, ranges[k].what);
+		}
+	}
+	free(ranges);
+	free(off);
+}
+
+static char *read_all(FILE *f, size_t *len)
+{
+	long sz;
+	fflush(f);
+	if (fseek(f, 0, SEEK_END) || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
+		return NULL;
+	char *buf = malloc((size_t)sz + 1);
+	if (!buf)
+		return NULL;
+	*len = fread(buf, 1, (size_t)sz, f);
+	buf[*len] = '\0';
+	return buf;
+}
+
+static void test_shm_create_attach(void)
+{
+	const char *psets[] = {NULL, "fifo_slots=4", "fifo_slots=1"};
+	for (size_t ps = 0; ps < CUNIT_COUNT(psets); ps++)
+		for (size_t i = 0; i < NSHAPES; i++) {
+			struct torus_shape s;
+			struct torus_params p;
+			char err[256] = "";
+			torus_params_default(&p);
+			if (psets[ps])
+				EXPECT(torus_params_set(&p, psets[ps], err, sizeof(err)) == 0, "%s: %s", psets[ps], err);
+			if (!get_shape(shapes[i], &s))
+				continue;
+			int kind = (int)(i % NCORESMAPS);
+			uint32_t *cores = make_cores(s.nnodes, kind);
+			int *numa = malloc((size_t)s.nnodes * sizeof(int));
+			if (!EXPECT(cores && numa, "out of memory")) {
+				free(cores);
+				free(numa);
+				continue;
+			}
+			emu_numa_plan(s.nnodes, 2, numa);
+			struct emu_shm m, a;
+			int fd = -1;
+			/* the NUMA plan is optional; exercise both */
+			int rc = emu_shm_create(&s, &p, cores, ps ? numa : NULL, &m, &fd, err, sizeof(err));
+			if (!EXPECT(rc == 0 && fd >= 0, "%s: emu_shm_create = %d (%s)", shapes[i], rc, err)) {
+				free(cores);
+				free(numa);
+				continue;
+			}
+			rc = emu_shm_attach(fd, &a, err, sizeof(err));
+			if (EXPECT(rc == 0, "%s: emu_shm_attach = %d (%s)", shapes[i], rc, err)) {
+				check_job_memory(shapes[i], &s, &p, cores, &m, &a);
+
+				/* a packet written through one mapping is read through the other */
+				struct emu_node_shm *n0 = emu_shm_node(&m, 0);
+				struct emu_core_shm *c0 = emu_shm_core(&m, n0, 0);
+				struct torus_ring_view pv, cv;
+				struct torus_side *side = NULL;
+				torus_ring_view_init(&pv, &c0->inj, m.base, TORUS_RING_PRODUCER);
+				struct torus_packet *pkt = torus_ring_reserve(&pv, &side);
+				if (EXPECT(pkt != NULL, "%s: fresh injection FIFO full", shapes[i])) {
+					pkt->hdr.dest = s.nnodes - 1;
+					pkt->hdr.len = 3;
+					memcpy(pkt->payload, "abc", 3);
+					side->vt = 4242;
+					torus_ring_commit(&pv);
+					torus_ring_publish_head(&pv);
+				}
+				struct emu_core_shm *c0a = emu_shm_core(&a, emu_shm_node(&a, 0), 0);
+				torus_ring_view_init(&cv, &c0a->inj, a.base, TORUS_RING_CONSUMER);
+				struct torus_packet *got = torus_ring_peek(&cv, &side);
+				EXPECT(got && got->hdr.dest == s.nnodes - 1 && got->hdr.len == 3 &&
+					       memcmp(got->payload, "abc", 3) == 0 && side->vt == 4242,
+				       "%s: packet not visible through the second mapping", shapes[i]);
+
+				FILE *f = tmpfile();
+				if (EXPECT(f != NULL, "tmpfile failed")) {
+					emu_shm_dump(&a, f);
+					size_t len = 0;
+					char *text = read_all(f, &len);
+					fclose(f);
+					EXPECT(text && strstr(text, "node 0") != NULL, "%s: dump does not mention node 0",
+					       shapes[i]);
+					char want[64];
+					snprintf(want, sizeof(want), "node %u (", s.nnodes - 1);
+					EXPECT(text && strstr(text, want) != NULL, "%s: dump lacks \"%s\"", shapes[i], want);
+					EXPECT(text && strstr(text, "injection FIFO") != NULL && strstr(text, "1/") != NULL,
+					       "%s: dump does not show the queued packet", shapes[i]);
+					free(text);
+				}
+				if (got) {
+					torus_ring_release(&cv);
+					torus_ring_publish_tail(&cv);
+				}
+				emu_shm_detach(&a);
+				EXPECT(a.base == NULL, "detach did not clear the mapping");
+			}
+			close(fd);
+			emu_shm_detach(&m);
+			free(cores);
+			free(numa);
+		}
+}
+
+static void test_shm_attach_bad(void)
+{
+	struct emu_shm a;
+	char err[256];
+	/* an empty file and one with a wrong magic */
+	FILE *f = tmpfile();
+	if (!EXPECT(f != NULL, "tmpfile failed"))
+		return;
+	memset(err, 0, sizeof(err));
+	int rc = emu_shm_attach(fileno(f), &a, err, sizeof(err));
+	EXPECT(rc < 0 && err[0], "attach to an empty file = %d (%s)", rc, err);
+	char junk[4096];
+	memset(junk, 0x42, sizeof(junk));
+	EXPECT(fwrite(junk, 1, sizeof(junk), f) == sizeof(junk), "write failed");
+	fflush(f);
+	memset(err, 0, sizeof(err));
+	rc = emu_shm_attach(fileno(f), &a, err, sizeof(err));
+	EXPECT(rc < 0 && err[0], "attach to junk = %d (%s)", rc, err);
+	fclose(f);
+	memset(err, 0, sizeof(err));
+	rc = emu_shm_attach(-1, &a, err, sizeof(err));
+	EXPECT(rc < 0 && err[0], "attach to fd -1 = %d (%s)", rc, err);
+}
+
+/* ------------------------------------------------------------- bell */
+
+static struct emu_bell *new_bell(void)
+{
+	struct emu_bell *b = aligned_alloc(64, sizeof(*b));
+	if (b)
+		memset(b, 0, sizeof(*b));
+	return b;
+}
+
+static void test_bell_basics(void)
+{
+	struct emu_bell *b = new_bell();
+	if (!EXPECT(b != NULL, "out of memory"))
+		return;
+	/* ringing with nobody asleep leaves seq alone (no syscall) */
+	atomic_store(&b->seq, 77);
+	emu_bell_ring(b);
+	EXPECT(atomic_load(&b->seq) == 77, "ring without sleepers changed seq to %u", atomic_load(&b->seq));
+	uint32_t snap = emu_bell_prepare(b);
+	EXPECT(snap == 77, "prepare returned %u, seq is 77", snap);
+	EXPECT(atomic_load(&b->sleepers) == 1, "prepare: sleepers %u", atomic_load(&b->sleepers));
+	emu_bell_cancel(b);
+	EXPECT(atomic_load(&b->sleepers) == 0, "cancel: sleepers %u", atomic_load(&b->sleepers));
+
+	/* a ring between prepare and sleep bumps seq, so the sleep returns at once */
+	snap = emu_bell_prepare(b);
+	emu_bell_ring(b);
+	EXPECT(atomic_load(&b->seq) != snap, "ring with a prepared sleeper did not bump seq");
+	int rc = emu_bell_sleep(b, snap, 5000);
+	EXPECT(rc == 0, "sleep after a ring did not return at once (%d)", rc);
+	EXPECT(atomic_load(&b->sleepers) == 0, "sleep: sleepers %u", atomic_load(&b->sleepers));
+
+	/* nobody rings: the sleep times out and undoes prepare */
+	snap = emu_bell_prepare(b);
+	rc = emu_bell_sleep(b, snap, 20);
+	EXPECT(rc == -ETIMEDOUT, "unrung sleep returned %d, not -ETIMEDOUT", rc);
+	EXPECT(atomic_load(&b->seq) == snap && atomic_load(&b->sleepers) == 0, "timed-out sleep: seq %u/%u sleepers %u",
+	       atomic_load(&b->seq), snap, atomic_load(&b->sleepers));
+	free(b);
+}
+
+/* Scheduler state ('S' = blocked) of a thread or process from /proc. */
+static char task_state(const char *path)
+{
+	char buf[512];
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return '?';
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' ? rp[2] : '?';
+}
+
+struct bell_test {
+	struct emu_bell *bell;
+	uint32_t rounds;
+	_Atomic uint32_t posted;   /* main: work for round k is published */
+	_Atomic uint32_t acked[8]; /* sleeper i: rounds finished */
+	_Atomic int tid[8];
+	/* per sleeper, read by main after join */
+	uint32_t slept[8], woke[8], spurious[8];
+	_Atomic uint32_t lost[8]; /* main stops early on the first lost wake-up */
+};
+
+struct sleeper_arg {
+	struct bell_test *bt;
+	int id;
+};
+
+static void *bell_sleeper(void *p)
+{
+	struct sleeper_arg *sa = p;
+	struct bell_test *bt = sa->bt;
+	int id = sa->id;
+	atomic_store(&bt->tid[id], (int)gettid());
+	for (uint32_t round = 1; round <= bt->rounds; round++) {
+		for (;;) {
+			if (atomic_load(&bt->posted) >= round)
+				break;
+			uint32_t snap = emu_bell_prepare(bt->bell);
+			if (atomic_load(&bt->posted) >= round) {
+				emu_bell_cancel(bt->bell);
+				break;
+			}
+			emu_bell_sleep(bt->bell, snap, 5000);
+			bt->slept[id]++;
+			if (atomic_load(&bt->bell->seq) != snap)
+				bt->woke[id]++;
+			else if (atomic_load(&bt->posted) >= round)
+				atomic_fetch_add(&bt->lost[id], 1); /* work was posted, but no ring reached this sleeper */
+			else
+				bt->spurious[id]++;
+		}
+		atomic_store(&bt->acked[id], round);
+	}
+	return NULL;
+}
+
+/*
+ * nthreads sleepers on one bell; main publishes work, then rings. In "forced"
+ * rounds main first waits until every sleeper is blocked in the kernel, so
+ * the wake-up path itself is tested; otherwise the two race freely.
+ */
+static void run_bell(int nthreads, uint32_t rounds, uint32_t forced_every)
+{
+	struct bell_test bt;
+	struct sleeper_arg sa[8];
+	pthread_t th[8];
+	int started = 0;
+	uint32_t forced_asleep = 0;
+	bool stuck = false;
+
+	memset(&bt, 0, sizeof(bt));
+	bt.bell = new_bell();
+	bt.rounds = rounds;
+	if (!EXPECT(bt.bell != NULL, "out of memory"))
+		return;
+	for (int i = 0; i < nthreads; i++) {
+		sa[i].bt = &bt;
+		sa[i].id = i;
+		if (pthread_create(&th[i], NULL, bell_sleeper, &sa[i]) == 0)
+			started++;
+	}
+	if (!EXPECT(started == nthreads, "pthread_create failed")) {
+		nthreads = started;
+		atomic_store(&bt.posted, rounds); /* let the started ones finish */
+		emu_bell_ring(bt.bell);
+		for (int i = 0; i < nthreads; i++)
+			pthread_join(th[i], NULL);
+		free(bt.bell);
+		return;
+	}
+	for (uint32_t round = 1; round <= rounds && !stuck; round++) {
+		if (forced_every && round % forced_every == 0) {
+			double deadline = now_s() + 10.0;
+			bool asleep = false;
+			while (!asleep && now_s() < deadline) {
+				asleep = atomic_load(&bt.bell->sleepers) == (uint32_t)nthreads;
+				for (int i = 0; i < nthreads && asleep; i++) {
+					char path[64];
+					snprintf(path, sizeof(path), "/proc/self/task/%d/stat", atomic_load(&bt.tid[i]));
+					asleep = task_state(path) == 'S';
+				}
+				if (!asleep)
+					sched_yield();
+			}
+			forced_asleep += asleep;
+		}
+		atomic_store(&bt.posted, round);
+		emu_bell_ring(bt.bell);
+		/*
+		 * A sleeper the ring missed wakes only at its 5 s timeout and counts
+		 * a lost wake-up (work posted, seq unchanged): no wall-clock
+		 * threshold here. Stop at the first such round: each costs a timeout.
+		 */
+		for (int i = 0; i < nthreads; i++) {
+			while (atomic_load(&bt.acked[i]) < round)
+				sched_yield();
+			if (atomic_load(&bt.acked[i]) < round || atomic_load(&bt.lost[i])) {
+				stuck = true;
+				EXPECT(false, "%d sleepers, round %u%s: sleeper %d not woken by the ring", nthreads, round,
+				       forced_every && round % forced_every == 0 ? " (all asleep)" : "", i);
+			}
+		}
+	}
+	if (stuck) {
+		atomic_store(&bt.posted, rounds);
+		for (uint32_t k = 0; k < 20; k++)
+			emu_bell_ring(bt.bell);
+	}
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	uint32_t woke = 0;
+	for (int i = 0; i < nthreads; i++) {
+		EXPECT(atomic_load(&bt.lost[i]) == 0,
+		       "%d sleepers: sleeper %d missed %u rings (woke by timeout with work posted)", nthreads, i,
+		       atomic_load(&bt.lost[i]));
+		EXPECT(atomic_load(&bt.acked[i]) == rounds, "sleeper %d finished %u of %u rounds", i,
+		       atomic_load(&bt.acked[i]), rounds);
+		woke += bt.woke[i];
+	}
+	/* every sleeper that was blocked in a forced round was woken by the ring */
+	EXPECT(woke >= forced_asleep * (uint32_t)nthreads, "%d sleepers: %u ring wake-ups, expected at least %u",
+	       nthreads, woke, forced_asleep * (uint32_t)nthreads);
+	if (forced_every)
+		EXPECT(forced_asleep > 0, "%d sleepers: never observed a sleeper blocked in the kernel", nthreads);
+	EXPECT(atomic_load(&bt.bell->sleepers) == 0, "sleepers %u at the end", atomic_load(&bt.bell->sleepers));
+	free(bt.bell);
+}
+
+static void test_bell_wakeup_one(void) { run_bell(1, 1000, 4); }
+static void test_bell_wakeup_many(void) { run_bell(4, 200, 5); }
+
+/* The bell is a shared futex: a ring from one process wakes another. */
+static void test_bell_across_processes(void)
+{
+	struct shared {
+		struct emu_bell bell;
+		_Atomic uint32_t posted;
+	} *sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (!EXPECT(sh != MAP_FAILED, "mmap failed"))
+		return;
+	memset(sh, 0, sizeof(*sh));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* child: sleep until posted; exit 0 if a ring woke us, 1 if we timed out with work posted */
+		int status = 0;
+		while (!atomic_load(&sh->posted)) {
+			uint32_t snap = emu_bell_prepare(&sh->bell);
+			if (atomic_load(&sh->posted)) {
+				emu_bell_cancel(&sh->bell);
+				break;
+			}
+			emu_bell_sleep(&sh->bell, snap, 5000);
+			if (atomic_load(&sh->bell.seq) == snap && atomic_load(&sh->posted))
+				status = 1;
+		}
+		_exit(status);
+	}
+	if (!EXPECT(pid > 0, "fork failed")) {
+		munmap(sh, 4096);
+		return;
+	}
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	double deadline = now_s() + 10.0;
+	bool asleep = false;
+	while (!asleep && now_s() < deadline) {
+		asleep = atomic_load(&sh->bell.sleepers) == 1 && task_state(path) == 'S';
+		if (!asleep)
+			sched_yield();
+	}
+	EXPECT(asleep, "child never went to sleep on the bell");
+	uint32_t before = atomic_load(&sh->bell.seq);
+	atomic_store(&sh->posted, 1);
+	emu_bell_ring(&sh->bell);
+	int st = 0;
+	EXPECT(waitpid(pid, &st, 0) == pid, "waitpid failed");
+	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child was not woken by the ring (status %#x)", st);
+	if (asleep)
+		EXPECT(atomic_load(&sh->bell.seq) != before, "ring with a sleeping child did not bump seq");
+	munmap(sh, 4096);
+}
+
+/* ----------------------------------------------------------- config */
+
+#define MAXARGS 32
+struct args {
+	int argc;
+	char *argv[MAXARGS + 1];
+};
+
+/* Build argv from a NULL-terminated list (the strings outlive the parse). */
+static void mkargs(struct args *a, const char *const *list)
+{
+	a->argc = 0;
+	while (list[a->argc] && a->argc < MAXARGS) {
+		a->argv[a->argc] = (char *)list[a->argc];
+		a->argc++;
+	}
+	a->argv[a->argc] = NULL;
+}
+
+static char config_path[64];
+
+static bool write_config(const char *text)
+{
+	snprintf(config_path, sizeof(config_path), "/tmp/test_emu_cfg_XXXXXX");
+	int fd = mkstemp(config_path);
+	if (fd < 0)
+		return false;
+	size_t len = strlen(text);
+	bool ok = write(fd, text, len) == (ssize_t)len;
+	close(fd);
+	return ok;
+}
+
+static int parse(const char *const *list, struct emu_job_config *cfg, struct args *a, char *err, size_t errlen)
+{
+	mkargs(a, list);
+	memset(err, 0, errlen);
+	return emu_config_parse(a->argc, a->argv, cfg, err, errlen);
+}
+
+static bool all_cores(const struct emu_job_config *cfg, uint32_t want)
+{
+	for (uint32_t r = 0; r < cfg->shape.nnodes; r++)
+		if (cfg->cores[r] != want)
+			return false;
+	return true;
+}
+
+static void test_config_good(void)
+{
+	struct emu_job_config cfg;
+	struct args a;
+	char err[512];
+	struct torus_params def;
+	torus_params_default(&def);
+
+	{
+		const char *l[] = {"torusrun", "--torus", "4x4", "--cores", "2", "--", "/bin/true", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "basic parse = %d (%s)", rc, err)) {
+			EXPECT(cfg.shape.ndims == 2 && cfg.shape.dims[0] == 4 && cfg.shape.dims[1] == 4 &&
+				       cfg.shape.nnodes == 16,
+			       "shape not 4x4");
+			EXPECT(cfg.cores && all_cores(&cfg, 2), "cores not all 2");
+			EXPECT(cfg.default_cores == 2, "default_cores %u", cfg.default_cores);
+			EXPECT(strcmp(cfg.program_path, "/bin/true") == 0, "program_path \"%s\"", cfg.program_path);
+			EXPECT(cfg.argc == 1 && strcmp(cfg.argv[0], "/bin/true") == 0, "program argv wrong (argc %d)",
+			       cfg.argc);
+			EXPECT(memcmp(&cfg.params, &def, sizeof(def)) == 0, "params not the defaults");
+			EXPECT(cfg.timeout_s == 60.0, "default timeout %g", cfg.timeout_s);
+			EXPECT(!cfg.quiet && cfg.report_path == NULL, "quiet/report set");
+			emu_config_free(&cfg);
+			EXPECT(cfg.cores == NULL, "emu_config_free left cores");
+		}
+	}
+	{
+		/* no --cores: one core per node */
+		const char *l[] = {"torusrun", "--torus", "3x5x7", "--", "/bin/true", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "parse without --cores = %d (%s)", rc, err)) {
+			EXPECT(cfg.shape.nnodes == 105 && all_cores(&cfg, 1), "default cores not 1");
+			emu_config_free(&cfg);
+		}
+	}
+	{
+		const char *l[] = {"torusrun", "--torus", "2x2", "--cores-map", "1,2,3,4", "--", "/bin/true", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "cores-map parse = %d (%s)", rc, err)) {
+			for (uint32_t r = 0; r < 4; r++)
+				EXPECT(cfg.cores[r] == r + 1, "cores-map: node %u has %u cores", r, cfg.cores[r]);
+			emu_config_free(&cfg);
+		}
+	}
+	{
+		const char *l[] = {"torusrun", "--cores", "3",    "--cores-map", "64,1", "--torus",
+				   "2",        "--",      "/bin/true", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "cores-map over --cores = %d (%s)", rc, err)) {
+			EXPECT(cfg.cores[0] == 64 && cfg.cores[1] == 1, "cores-map did not override --cores (%u,%u)",
+			       cfg.cores[0], cfg.cores[1]);
+			emu_config_free(&cfg);
+		}
+	}
+	{
+		const char *l[] = {"torusrun", "--torus", "2x2", "--param", "link_bw=1GB/s", "--", "/bin/true", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "--param parse = %d (%s)", rc, err)) {
+			EXPECT(cfg.params.link_bw == 1000000000ull, "link_bw %llu", (unsigned long long)cfg.params.link_bw);
+			struct torus_params want = def;
+			want.link_bw = 1000000000ull;
+			EXPECT(memcmp(&cfg.params, &want, sizeof(want)) == 0, "--param changed other parameters");
+			emu_config_free(&cfg);
+		}
+	}
+	{
+		/* --param in order: the last one wins */
+		const char *l[] = {"torusrun", "--param", "hop_latency=1us", "--torus",    "2x2",
+				   "--param",  "hop_latency=2us", "--param", "fifo_slots=4", "--",
+				   "/bin/true", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "repeated --param = %d (%s)", rc, err)) {
+			EXPECT(cfg.params.hop_latency_ps == 2000000ull && cfg.params.fifo_slots == 4,
+			       "repeated --param: hop_latency %llu fifo_slots %u", (unsigned long long)cfg.params.hop_latency_ps,
+			       cfg.params.fifo_slots);
+			emu_config_free(&cfg);
+		}
+	}
+	{
+		const char *l[] = {"torusrun", "--quiet", "--timeout", "2.5", "--report", "/tmp/r.json",
+				   "--torus",  "8",       "--",        "/bin/echo", "a", "--torus", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "options parse = %d (%s)", rc, err)) {
+			EXPECT(cfg.quiet == 1, "--quiet not set");
+			EXPECT(cfg.timeout_s == 2.5, "timeout %g", cfg.timeout_s);
+			EXPECT(cfg.report_path && strcmp(cfg.report_path, "/tmp/r.json") == 0, "report path wrong");
+			EXPECT(cfg.shape.nnodes == 8, "options after the program were parsed (nnodes %u)", cfg.shape.nnodes);
+			EXPECT(cfg.argc == 3 && strcmp(cfg.argv[1], "a") == 0 && strcmp(cfg.argv[2], "--torus") == 0,
+			       "program arguments not passed through (argc %d)", cfg.argc);
+			emu_config_free(&cfg);
+		}
+	}
+	{
+		/* a program found on PATH */
+		const char *l[] = {"torusrun", "--torus", "2", "--timeout", "0", "--", "true", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "PATH lookup parse = %d (%s)", rc, err)) {
+			size_t n = strlen(cfg.program_path);
+			EXPECT(n > 5 && strcmp(cfg.program_path + n - 5, "/true") == 0 && access(cfg.program_path, X_OK) == 0,
+			       "program_path \"%s\" for 'true'", cfg.program_path);
+			EXPECT(cfg.timeout_s == 0.0, "timeout 0 gave %g", cfg.timeout_s);
+			emu_config_free(&cfg);
+		}
+	}
+}
+
+static void test_config_file(void)
+{
+	struct emu_job_config cfg;
+	struct args a;
+	char err[512];
+
+	if (!EXPECT(write_config("torus = 3x3\ncores = 2\nhop_latency = 1us\n# comment\n"), "cannot write config"))
+		return;
+	{
+		const char *l[] = {"torusrun", "--config", config_path, "--", "/bin/true", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "--config parse = %d (%s)", rc, err)) {
+			EXPECT(cfg.shape.ndims == 2 && cfg.shape.dims[0] == 3 && cfg.shape.dims[1] == 3, "config shape wrong");
+			EXPECT(all_cores(&cfg, 2), "config cores not 2");
+			EXPECT(cfg.params.hop_latency_ps == 1000000ull, "config hop_latency %llu",
+			       (unsigned long long)cfg.params.hop_latency_ps);
+			emu_config_free(&cfg);
+		}
+	}
+	{
+		/* the command line wins over the file */
+		const char *l[] = {"torusrun", "--torus",  "2x2", "--config", config_path, "--param", "hop_latency=5ns",
+				   "--",       "/bin/true", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "--config with overrides = %d (%s)", rc, err)) {
+			EXPECT(cfg.shape.ndims == 2 && cfg.shape.dims[0] == 2 && cfg.shape.dims[1] == 2 &&
+				       cfg.shape.nnodes == 4,
+			       "command-line --torus did not override the config");
+			EXPECT(all_cores(&cfg, 2), "cores from the config lost");
+			EXPECT(cfg.params.hop_latency_ps == 5000ull, "--param did not override the config (%llu)",
+			       (unsigned long long)cfg.params.hop_latency_ps);
+			emu_config_free(&cfg);
+		}
+	}
+	{
+		const char *l[] = {"torusrun", "--config", config_path, "--cores", "3", "--", "/bin/true", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "--config with --cores = %d (%s)", rc, err)) {
+			EXPECT(cfg.shape.nnodes == 9 && all_cores(&cfg, 3), "--cores did not override the config");
+			emu_config_free(&cfg);
+		}
+	}
+	unlink(config_path);
+
+	/* report from the file is owned and freed by emu_config_free */
+	if (EXPECT(write_config("  torus=2x2  \n\nreport = /tmp/x.json # where\ncores-map = 1,1,2,2\nfifo_slots = 8\n"),
+		   "cannot write config")) {
+		const char *l[] = {"torusrun", "--config", config_path, "--", "/bin/true", NULL};
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "second config = %d (%s)", rc, err)) {
+			EXPECT(cfg.report_path && strcmp(cfg.report_path, "/tmp/x.json") == 0, "config report \"%s\"",
+			       cfg.report_path ? cfg.report_path : "(null)");
+			EXPECT(cfg.cores[0] == 1 && cfg.cores[1] == 1 && cfg.cores[2] == 2 && cfg.cores[3] == 2,
+			       "config cores-map wrong");
+			EXPECT(cfg.params.fifo_slots == 8, "config fifo_slots %u", cfg.params.fifo_slots);
+			emu_config_free(&cfg);
+			EXPECT(cfg.report_path == NULL && cfg.cores == NULL, "emu_config_free left pointers");
+		}
+		unlink(config_path);
+	}
+}
+
+struct bad_case {
+	const char *args[16];
+	const char *culprit; /* word the message must contain, or NULL */
+};
+
+static void run_bad(const struct bad_case *bc, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct emu_job_config cfg;
+		struct args a;
+		char err[512], line[512] = "";
+		for (int k = 1; bc[i].args[k]; k++) {
+			strncat(line, bc[i].args[k], sizeof(line) - strlen(line) - 2);
+			strcat(line, " ");
+		}
+		int rc = parse(bc[i].args, &cfg, &a, err, sizeof(err));
+		if (!EXPECT(rc < 0, "torusrun %s: accepted (rc %d)", line, rc)) {
+			if (rc == 0)
+				emu_config_free(&cfg);
+			continue;
+		}
+		EXPECT(err[0] != '\0', "torusrun %s: rc %d with an empty message", line, rc);
+		if (bc[i].culprit)
+			EXPECT(strstr(err, bc[i].culprit) != NULL, "torusrun %s: message \"%s\" does not mention \"%s\"", line,
+			       err, bc[i].culprit);
+		EXPECT(cfg.cores == NULL, "torusrun %s: cores left allocated after a failure", line);
+	}
+}
+
+static void test_config_bad(void)
+{
+	static const struct bad_case bad[] = {
+		{{"torusrun", "--", "/bin/true", NULL}, "torus"},
+		{{"torusrun", "--cores", "2", "--", "/bin/true", NULL}, "torus"},
+		{{"torusrun", "--torus", "0", "--", "/bin/true", NULL}, "'0'"},
+		{{"torusrun", "--torus", "4xq", "--", "/bin/true", NULL}, "4xq"},
+		{{"torusrun", "--torus", "2x2x2x2x2x2x2", "--", "/bin/true", NULL}, "2x2x2x2x2x2x2"},
+		{{"torusrun", "--torus", "-4", "--", "/bin/true", NULL}, "-4"},
+		{{"torusrun", "--torus", "4097", "--", "/bin/true", NULL}, "4097"},
+		{{"torusrun", "--torus", "4x4", "--cores", "0", "--", "/bin/true", NULL}, "cores"},
+		{{"torusrun", "--torus", "4x4", "--cores", "-1", "--", "/bin/true", NULL}, "-1"},
+		{{"torusrun", "--torus", "4x4", "--cores", "65", "--", "/bin/true", NULL}, "65"},
+		{{"torusrun", "--torus", "4x4", "--cores", "2x", "--", "/bin/true", NULL}, "2x"},
+		{{"torusrun", "--torus", "2x2", "--cores-map", "1,2,3", "--", "/bin/true", NULL}, "cores-map"},
+		{{"torusrun", "--torus", "2x2", "--cores-map", "1,2,3,4,5", "--", "/bin/true", NULL}, "cores-map"},
+		{{"torusrun", "--torus", "2x2", "--cores-map", "1,,2,3", "--", "/bin/true", NULL}, "cores-map"},
+		{{"torusrun", "--torus", "2x2", "--cores-map", "1,2,3,4,", "--", "/bin/true", NULL}, "cores-map"},
+		{{"torusrun", "--torus", "2x2", "--cores-map", "1,2,0,4", "--", "/bin/true", NULL}, "cores-map"},
+		{{"torusrun", "--torus", "2x2", "--cores-map", "1,2,65,4", "--", "/bin/true", NULL}, "65"},
+		{{"torusrun", "--torus", "2x2", "--cores-map", "", "--", "/bin/true", NULL}, "cores-map"},
+		{{"torusrun", "--torus", "2x2", "--param", "nosuch=1", "--", "/bin/true", NULL}, "nosuch"},
+		{{"torusrun", "--torus", "2x2", "--param", "link_bw", "--", "/bin/true", NULL}, "link_bw"},
+		{{"torusrun", "--torus", "2x2", "--param", "fifo_slots=3", "--", "/bin/true", NULL}, "fifo_slots"},
+		{{"torusrun", "--torus", "2x2", "--timeout", "-1", "--", "/bin/true", NULL}, "timeout"},
+		{{"torusrun", "--torus", "2x2", "--timeout", "abc", "--", "/bin/true", NULL}, "abc"},
+		{{"torusrun", "--torus", "2x2", "--timeout", "1e7", "--", "/bin/true", NULL}, "timeout"},
+		{{"torusrun", "--torus", "2x2", "--timeout", "inf", "--", "/bin/true", NULL}, "timeout"},
+		{{"torusrun", "--torus", "2x2", "--frobnicate", "--", "/bin/true", NULL}, "frobnicate"},
+		{{"torusrun", "--torus", "2x2", NULL}, "program"},
+		{{"torusrun", "--torus", "2x2", "--", NULL}, "program"},
+		{{"torusrun", "--torus", "2x2", "/bin/true", NULL}, "/bin/true"},
+		{{"torusrun", "--torus", "2x2", "--", "/nonexistent/prog", NULL}, "/nonexistent/prog"},
+		{{"torusrun", "--torus", "2x2", "--", "no-such-program-on-path-xyz", NULL}, "no-such-program-on-path-xyz"},
+		{{"torusrun", "--torus", "2x2", "--", "/etc/passwd", NULL}, "/etc/passwd"}, /* not executable */
+		{{"torusrun", "--torus", NULL}, "--torus"},
+		{{"torusrun", "--torus", "2x2", "--cores", NULL}, "--cores"},
+		{{"torusrun", "--torus", "2x2", "--config", "/nonexistent/cfg", "--", "/bin/true", NULL},
+		 "/nonexistent/cfg"},
+		/* a job larger than this machine: 65536 nodes x (64 cores + 2) threads */
+		{{"torusrun", "--torus", "4096x16", "--cores", "64", "--", "/bin/true", NULL}, "needs"},
+	};
+	run_bad(bad, CUNIT_COUNT(bad));
+}
+
+static void test_config_file_bad(void)
+{
+	static const char *files[] = {
+		"torus 3x3\n",               /* no '=' */
+		"torus = 3x3\nnosuch = 1\n", /* unknown parameter */
+		"torus = 3x3\nhop_latency = 5\n",
+		"torus = 3x3\nfifo_slots = 3\n", /* not a power of two */
+		"torus = 3xz\n",
+		"torus = 3x3\ncores = 0\n",
+		"torus = 3x3\ncores-map = 1,2\n",
+		"torus = 3x3\ntimeout = soon\n",
+	};
+	static const char *culprits[] = {
+		NULL /* path */, "nosuch", "hop_latency", "fifo_slots", "3xz", "cores", "cores-map", "soon",
+	};
+	for (size_t i = 0; i < CUNIT_COUNT(files); i++) {
+		if (!EXPECT(write_config(files[i]), "cannot write config"))
+			continue;
+		struct bad_case bc = {{"torusrun", "--config", config_path, "--", "/bin/true", NULL},
+				      culprits[i] ? culprits[i] : config_path};
+		run_bad(&bc, 1);
+		unlink(config_path);
+	}
+}
+
+/* NaN is not a number of seconds: the hang detector would be silently off. */
+static void test_config_timeout_nan(void)
+{
+	static const struct bad_case bad[] = {
+		{{"torusrun", "--torus", "2x2", "--timeout", "nan", "--", "/bin/true", NULL}, "timeout"},
+		{{"torusrun", "--torus", "2x2", "--timeout", "NaN", "--", "/bin/true", NULL}, "timeout"},
+	};
+	run_bad(bad, CUNIT_COUNT(bad));
+}
+
+static void test_config_help(void)
+{
+	const char *variants[] = {"--help", "-h"};
+	for (size_t v = 0; v < CUNIT_COUNT(variants); v++) {
+		struct emu_job_config cfg;
+		struct args a;
+		char err[256];
+		const char *l[] = {"torusrun", "--torus", "2x2", variants[v], "--", "/bin/true", NULL};
+		FILE *cap = tmpfile();
+		if (!EXPECT(cap != NULL, "tmpfile failed"))
+			return;
+		/* capture what --help prints on stdout */
+		fflush(stdout);
+		int saved = dup(STDOUT_FILENO);
+		dup2(fileno(cap), STDOUT_FILENO);
+		int rc = parse(l, &cfg, &a, err, sizeof(err));
+		fflush(stdout);
+		dup2(saved, STDOUT_FILENO);
+		close(saved);
+		size_t len = 0;
+		char *text = read_all(cap, &len);
+		fclose(cap);
+		EXPECT(rc == 1, "%s returned %d, expected 1", variants[v], rc);
+		EXPECT(text && strstr(text, "--torus") && strstr(text, "link_bw"), "%s text lacks options/parameters",
+		       variants[v]);
+		free(text);
+		if (rc == 0)
+			emu_config_free(&cfg);
+	}
+}
+
+/* ---------------------------------------------------------------- main */
+
+static const struct cunit_case layout_cases[] = {
+	CUNIT_CASE(test_numa_plan),
+	CUNIT_CASE(test_shm_layout),
+	CUNIT_CASE(test_shm_create_attach),
+	CUNIT_CASE(test_shm_attach_bad),
+};
+
+static const struct cunit_case bell_cases[] = {
+	CUNIT_CASE(test_bell_basics),
+	CUNIT_CASE(test_bell_wakeup_one),
+	CUNIT_CASE(test_bell_wakeup_many),
+	CUNIT_CASE(test_bell_across_processes),
+};
+
+static const struct cunit_case config_cases[] = {
+	CUNIT_CASE(test_config_good),
+	CUNIT_CASE(test_config_file),
+	CUNIT_CASE(test_config_bad),
+	CUNIT_CASE(test_config_file_bad),
+	CUNIT_CASE(test_config_timeout_nan),
+	CUNIT_CASE(test_config_help),
+};
+
+static const struct cunit_suite suites[] = {
+	{"emu shared memory and NUMA", layout_cases, CUNIT_COUNT(layout_cases)},
+	{"emu doorbells", bell_cases, CUNIT_COUNT(bell_cases)},
+	{"emu configuration", config_cases, CUNIT_COUNT(config_cases)},
+};
+
+int main(void) { return cunit_main(suites, CUNIT_COUNT(suites)); }

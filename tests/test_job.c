@@ -1,0 +1,559 @@
+/*
+ * Whole-job tests: run torusrun with real programs and check what a user
+ * sees (exit status, messages, reports). Run from ctest, which sets
+ * TORUS_BIN to the build's bin/ folder. `test_job --large` runs the long
+ * stress shapes instead (ctest -L stress).
+ */
+#include "cunit_main.h"
+#include "torus/machine.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char bin[1024];
+static char tmpdir[256];
+
+struct result {
+	int status;      /* exit status, or 128+signal */
+	char *out, *err; /* captured stdout and stderr */
+};
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return calloc(1, 1);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	rewind(f);
+	char *s = malloc((size_t)n + 1);
+	size_t got = s ? fread(s, 1, (size_t)n, f) : 0;
+	if (s)
+		s[got] = '\0';
+	fclose(f);
+	return s;
+}
+
+static void result_free(struct result *r)
+{
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Run a shell command line with $B set to the bin folder. */
+static struct result run(const char *fmt, ...)
+{
+	char cmd[8192], full[12288], outp[512], errp[512];
+	struct result r = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	snprintf(outp, sizeof(outp), "%s/out", tmpdir);
+	snprintf(errp, sizeof(errp), "%s/err", tmpdir);
+	snprintf(full, sizeof(full), "export B='%s' T='%s'; (%s) >'%s' 2>'%s'", bin, tmpdir, cmd, outp, errp);
+	int st = system(full);
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r.out = slurp(outp);
+	r.err = slurp(errp);
+	return r;
+}
+
+static int count_lines(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *line = s; *line;) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		char buf[4096];
+		snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1), line);
+		if (!needle || strstr(buf, needle))
+			n++;
+		line += len + (nl ? 1 : 0);
+	}
+	return n;
+}
+
+/* First unsigned number after `"key": ` at or after `from` in a JSON text. */
+static uint64_t json_u64(const char *text, const char *key)
+{
+	char pat[128];
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	const char *p = text ? strstr(text, pat) : NULL;
+	return p ? strtoull(p + strlen(pat), NULL, 10) : UINT64_MAX;
+}
+
+static uint64_t json_sum(const char *text, const char *key)
+{
+	char pat[128];
+	uint64_t sum = 0;
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	for (const char *p = text; (p = strstr(p, pat)); p += strlen(pat))
+		sum += strtoull(p + strlen(pat), NULL, 10);
+	return sum;
+}
+
+static char *section(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+	const char *e = p ? strchr(p, ']') : NULL;
+	if (!p || !e)
+		return calloc(1, 1);
+	return strndup(p, (size_t)(e - p));
+}
+
+/* ------------------------------------------------------------- hello */
+
+/* per_core: greetings each core sends (2N neighbours + the far node) */
+static void check_hello(const char *opts, int total_cores, int per_core)
+{
+	struct result r = run("$B/torusrun %s -- $B/torus-hello", opts);
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_EQUAL(count_lines(r.out, "greetings at"), total_cores);
+	/* every line says heard N/N, and all greetings sent were heard */
+	int good = 0, heard = 0;
+	for (const char *p = r.out; (p = strstr(p, " heard ")); p++) {
+		unsigned a, b;
+		if (sscanf(p, " heard %u/%u", &a, &b) == 2 && a == b) {
+			good++;
+			heard += (int)a;
+		}
+	}
+	CU_ASSERT_EQUAL(good, total_cores);
+	CU_ASSERT_EQUAL(heard, total_cores * per_core);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "job finished"));
+	if (r.status)
+		fprintf(stderr, "hello %s failed:\n%s\n", opts, r.err);
+	result_free(&r);
+}
+
+static void test_hello_4x4x4_cores4(void) { check_hello("--torus 4x4x4 --cores 4", 256, 7); }
+static void test_hello_shapes(void)
+{
+	check_hello("--torus 1", 1, 3);
+	check_hello("--torus 2", 2, 3);
+	check_hello("--torus 3x1x2", 6, 7);
+	check_hello("--torus 2x2 --cores-map 1,2,3,4", 10, 5);
+	check_hello("--torus 2x2x2x2x2x2 --param fifo_slots=1", 64, 13);
+}
+
+/* ------------------------------------------------------------ stress */
+
+/* Expected link traversals of torus-stress: K per ordered core pair times hops. */
+static uint64_t stress_link_packets(const char *shape_text, const uint32_t *cores, uint32_t k)
+{
+	struct torus_shape s;
+	char err[128];
+	if (torus_shape_parse(shape_text, &s, err, sizeof(err)))
+		return 0;
+	uint64_t sum = 0;
+	for (uint32_t a = 0; a < s.nnodes; a++)
+		for (uint32_t b = 0; b < s.nnodes; b++)
+			sum += (uint64_t)cores[a] * cores[b] * torus_hops(&s, a, b);
+	return sum * k;
+}
+
+static void check_stress(const char *shape, uint32_t cores_each, const char *cores_map, uint32_t k, const char *extra)
+{
+	struct torus_shape s;
+	char err[128], opts[512];
+	uint32_t cores[4096];
+	CU_ASSERT_FATAL(torus_shape_parse(shape, &s, err, sizeof(err)) == 0);
+	uint64_t total = 0;
+	for (uint32_t r = 0; r < s.nnodes; r++)
+		cores[r] = cores_each;
+	if (cores_map) {
+		const char *p = cores_map;
+		for (uint32_t r = 0; r < s.nnodes; r++) {
+			cores[r] = (uint32_t)strtoul(p, (char **)&p, 10);
+			if (*p == ',')
+				p++;
+		}
+	}
+	for (uint32_t r = 0; r < s.nnodes; r++)
+		total += cores[r];
+	if (cores_map)
+		snprintf(opts, sizeof(opts), "--cores-map %s", cores_map);
+	else
+		snprintf(opts, sizeof(opts), "--cores %u", cores_each);
+	/* the smallest FIFOs flow control allows: one slot everywhere */
+	struct result r = run("$B/torusrun --torus %s %s --param fifo_slots=1 --param inj_slots=1 --param rx_slots=1 "
+			      "--timeout 60 --report $T/stress.json %s -- $B/torus-stress --packets %u",
+			      shape, opts, extra ? extra : "", k);
+	CU_ASSERT_EQUAL(r.status, 0);
+	if (r.status)
+		fprintf(stderr, "stress %s failed (%d):\n%.4000s\n", shape, r.status, r.err);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/stress.json", tmpdir);
+	char *rep = slurp(path);
+	char *nodes = strstr(rep, "\"node_list\"");
+	/* every packet deposited exactly once: sum of deliveries = K * C * (C-1) */
+	CU_ASSERT_EQUAL(nodes ? json_sum(nodes, "delivered") : 0, (uint64_t)k * total * (total - 1));
+	CU_ASSERT_EQUAL(nodes ? json_sum(nodes, "orphaned") : 1, 0);
+	/* and each crossed exactly its minimal number of links */
+	CU_ASSERT_EQUAL(json_u64(strstr(rep, "\"totals\""), "packets"), stress_link_packets(shape, cores, k));
+	free(rep);
+	result_free(&r);
+}
+
+static void test_stress_rings(void)
+{
+	check_stress("1", 2, NULL, 8, NULL);
+	check_stress("2", 1, NULL, 16, NULL);
+	check_stress("3", 1, NULL, 16, NULL);
+	check_stress("8", 1, NULL, 16, NULL);
+}
+static void test_stress_2d_3d(void)
+{
+	check_stress("4x4", 1, NULL, 8, NULL);
+	check_stress("2x2x2", 1, NULL, 8, NULL);
+	check_stress("3x5x7", 1, NULL, 2, NULL);
+}
+static void test_stress_4x4x4_cores4(void) { check_stress("4x4x4", 4, NULL, 2, NULL); }
+static void test_stress_5d_6d(void)
+{
+	check_stress("2x2x2x2x2", 1, NULL, 4, NULL);
+	check_stress("2x3x2x2x3x2", 1, NULL, 2, NULL);
+}
+static void test_stress_uneven_cores(void)
+{
+	check_stress("3x2x2", 1, "1,2,3,4,1,2,3,4,1,2,3,4", 4, NULL);
+	check_stress("5", 1, "3,1,2,1,4", 8, NULL);
+}
+static void test_stress_fixed_sizes(void)
+{
+	check_stress("4x3", 1, NULL, 4, NULL); /* varying sizes is the default */
+	struct result r = run("$B/torusrun --torus 3x3 --param fifo_slots=1 -- $B/torus-stress --packets 4 --size 240");
+	CU_ASSERT_EQUAL(r.status, 0);
+	result_free(&r);
+	r = run("$B/torusrun --torus 3x3 --param fifo_slots=2 -- $B/torus-stress --packets 4 --size 16");
+	CU_ASSERT_EQUAL(r.status, 0);
+	result_free(&r);
+}
+
+/* ------------------------------------------------------- virtual time */
+
+static void check_timing(const char *opts, const char *cases, int ncases)
+{
+	struct result r = run("$B/torusrun %s -- $B/job-timing %s", opts, cases);
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_EQUAL(count_lines(r.out, " OK"), ncases);
+	CU_ASSERT_EQUAL(count_lines(r.out, "MISMATCH"), 0);
+	if (r.status)
+		fprintf(stderr, "timing %s:\n%s%s\n", opts, r.out, r.err);
+	result_free(&r);
+}
+
+static void test_time_model_exact(void)
+{
+	/* ring of 9: node h is h hops away; every size class of the last packet */
+	check_timing("--torus 9", "0:1 1:1 16:2 239:2 240:3 241:4 480:1 1000:4 100000:4 1048576:3", 10);
+	/* several dimensions, and other parameters */
+	check_timing("--torus 4x4x4 --cores 2", "4800:21 4800:42 999:63 24000:1", 4);
+	check_timing("--torus 5x5 --param link_bw=1GB/s --param hop_latency=1us --param ack_overhead=0 --param fifo_slots=2",
+		     "0:6 240:12 12345:24", 3);
+}
+
+static void test_deterministic(void)
+{
+	/* no link sharing: identical emulated times and counters on every run */
+	char *first = NULL;
+	for (int i = 0; i < 3; i++) {
+		struct result r = run("$B/torusrun --torus 9 --report $T/t.json -- $B/job-timing 5000:3 7777:4 >/dev/null");
+		CU_ASSERT_EQUAL(r.status, 0);
+		char path[512];
+		snprintf(path, sizeof(path), "%s/t.json", tmpdir);
+		char *rep = slurp(path);
+		char *links = section(rep, "\"links\"");
+		uint64_t vt = json_u64(rep, "emulated_time_ps");
+		CU_ASSERT(vt > 0 && vt != UINT64_MAX);
+		char *key = malloc(strlen(links) + 32);
+		sprintf(key, "%" PRIu64 "|%s", vt, links);
+		if (!first)
+			first = key;
+		else {
+			CU_ASSERT_STRING_EQUAL(key, first);
+			free(key);
+		}
+		free(links);
+		free(rep);
+		result_free(&r);
+	}
+	free(first);
+	/* link sharing (times may vary), deterministic routing: counters identical */
+	char *links0 = NULL;
+	for (int i = 0; i < 2; i++) {
+		struct result r = run("$B/torusrun --torus 3x4 --cores 2 --report $T/s.json -- $B/torus-stress --packets 3");
+		CU_ASSERT_EQUAL(r.status, 0);
+		char path[512];
+		snprintf(path, sizeof(path), "%s/s.json", tmpdir);
+		char *rep = slurp(path);
+		/* compare every counter but free_at (a time) */
+		char *links = section(rep, "\"links\"");
+		for (char *p = links; (p = strstr(p, ", \"free_at_ps\": "));) {
+			char *e = strchr(p, '}');
+			memmove(p, e, strlen(e) + 1);
+		}
+		if (!links0)
+			links0 = links;
+		else {
+			CU_ASSERT_STRING_EQUAL(links, links0);
+			free(links);
+		}
+		free(rep);
+		result_free(&r);
+	}
+	free(links0);
+}
+
+/* ------------------------------------------------------------ faults */
+
+static int survivors(const char *marker)
+{
+	struct result r = run("pgrep -f '[%c]%s' | wc -l", marker[0], marker + 1);
+	int n = atoi(r.out);
+	result_free(&r);
+	return n;
+}
+
+static int shm_entries(void)
+{
+	DIR *d = opendir("/dev/shm");
+	int n = 0;
+	if (!d)
+		return 0;
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void check_fault(const char *fault, const char *expect)
+{
+	int before = shm_entries();
+	struct result r = run("$B/torusrun --torus 4x4 -- $B/torus-stress --packets 100000 --fault %s --fault-rank 5", fault);
+	CU_ASSERT_EQUAL(r.status, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "node 5 (1,1)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, expect));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "stopping the job"));
+	CU_ASSERT_EQUAL(shm_entries(), before);
+	if (!strstr(r.err, expect))
+		fprintf(stderr, "fault %s:\n%s\n", fault, r.err);
+	result_free(&r);
+}
+
+static void test_fault_crash(void) { check_fault("crash", "killed by signal 11"); }
+static void test_fault_exit_status(void) { check_fault("exit", "exited with status 7"); }
+static void test_fault_core_error(void) { check_fault("fail", "exited with status 1"); }
+
+static void test_fault_shell_kills_itself(void)
+{
+	/* PROGRAM is a plain shell command; node 3 kills itself, the others
+	 * would sleep for ten minutes unless torusrun stops them */
+	struct result r = run("$B/torusrun --torus 2x2 --report $T/k.json -- sh -c "
+			      "'if [ \"$TORUS_RANK\" = 3 ]; then kill -9 $$; fi; exec sleep 600.25'");
+	CU_ASSERT_EQUAL(r.status, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "node 3 (1,1) was killed by signal 9"));
+	CU_ASSERT_EQUAL(survivors("sleep 600.25"), 0);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/k.json", tmpdir);
+	char *rep = slurp(path);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\"status\": \"failed\""));
+	free(rep);
+	result_free(&r);
+}
+
+static void test_fault_external_kill(void)
+{
+	/* killed from outside while running: the background job sends SIGKILL to
+	 * node 2 once it has started */
+	struct result r = run("$B/torusrun --torus 2x2 -- sh -c 'echo $$ > $T/pid.$TORUS_RANK; exec sleep 600.5' & "
+			      "for i in $(seq 400); do [ -s $T/pid.2 ] && break; sleep 0.05; done; kill -9 $(cat $T/pid.2); wait $!");
+	CU_ASSERT_EQUAL(r.status, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "node 2 (0,1) was killed by signal 9"));
+	CU_ASSERT_EQUAL(survivors("sleep 600.5"), 0);
+	result_free(&r);
+}
+
+static void test_hang_detector(void)
+{
+	struct result r = run("$B/torusrun --torus 2x2 --timeout 1 -- $B/torus-stress --packets 1000 --fault hang --fault-rank 1");
+	CU_ASSERT_EQUAL(r.status, 3);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "the job is hung"));
+	/* the dump names the full FIFOs before stopping */
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "slots used"));
+	const char *dump = strstr(r.err, "slots used");
+	const char *stop = strstr(r.err, "stopping the job");
+	CU_ASSERT(dump && stop && dump < stop);
+	result_free(&r);
+	/* a plain command that never talks is a hang too */
+	r = run("$B/torusrun --torus 2 --timeout 1 -- sh -c 'exec sleep 600.75'");
+	CU_ASSERT_EQUAL(r.status, 3);
+	CU_ASSERT_EQUAL(survivors("sleep 600.75"), 0);
+	result_free(&r);
+}
+
+/* --------------------------------------------------------- bad input */
+
+static void check_bad(const char *args, const char *word)
+{
+	char marker[512];
+	snprintf(marker, sizeof(marker), "%s/started", tmpdir);
+	unlink(marker);
+	struct result r = run("$B/torusrun %s", args);
+	CU_ASSERT_EQUAL(r.status, 2);
+	CU_ASSERT_EQUAL(count_lines(r.err, NULL), 1);
+	CU_ASSERT_EQUAL(strncmp(r.err, "torusrun: ", 10), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, word));
+	CU_ASSERT_EQUAL(access(marker, F_OK), -1); /* nothing started */
+	if (r.status != 2 || !strstr(r.err, word))
+		fprintf(stderr, "bad input '%s' gave %d: %s\n", args, r.status, r.err);
+	result_free(&r);
+}
+
+#define STARTS "-- sh -c 'touch $T/started'"
+static void test_bad_input(void)
+{
+	check_bad("--torus 0 " STARTS, "size");
+	check_bad("--torus -4 " STARTS, "shape");
+	check_bad("--torus 4x0x4 " STARTS, "size");
+	check_bad("--torus 4xq " STARTS, "shape");
+	check_bad("--torus abc " STARTS, "shape");
+	check_bad("--torus 2x2x2x2x2x2x2 " STARTS, "dimensions");
+	check_bad("--torus 2x2 --cores 0 " STARTS, "cores");
+	check_bad("--torus 2x2 --cores -3 " STARTS, "cores");
+	check_bad("--torus 2x2 --cores-map 1,2,3 " STARTS, "cores-map");
+	check_bad("--torus 2x2 --cores-map 1,2,3,4,5 " STARTS, "cores-map");
+	check_bad("--torus 2x2 --cores-map 1,0,1,1 " STARTS, "cores-map");
+	check_bad("--torus 2x2 --param nosuch=1 " STARTS, "nosuch");
+	check_bad("--torus 2x2 --param link_bw " STARTS, "link_bw");
+	check_bad("--torus 2x2 --param link_bw=fast " STARTS, "link_bw");
+	check_bad("--torus 2x2 --param fifo_slots=3 " STARTS, "power");
+	check_bad("--torus 2x2 --timeout soon " STARTS, "timeout");
+	check_bad("--torus 2x2 --frobnicate " STARTS, "frobnicate");
+	check_bad("--torus 2x2 -- /nonexistent/program", "/nonexistent/program");
+	check_bad("--torus 2x2", "no program");
+	check_bad("--cores 2 " STARTS, "torus");
+	check_bad("--torus 64x64x16 --cores 64 " STARTS, "threads");
+	check_bad("--torus 2x2 --config /nonexistent.cfg " STARTS, "nonexistent.cfg");
+}
+
+static void test_config_file(void)
+{
+	struct result r = run("printf 'torus = 2x3  # six nodes\\ncores = 2\\nhop_latency = 1us\\n' > $T/job.cfg && "
+			      "$B/torusrun --config $T/job.cfg --report $T/c.json -- $B/torus-hello");
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_EQUAL(count_lines(r.out, "greetings at"), 12);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/c.json", tmpdir);
+	char *rep = slurp(path);
+	CU_ASSERT_EQUAL(json_u64(rep, "hop_latency_ps"), 1000000);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\"torus\": \"2x3\""));
+	free(rep);
+	result_free(&r);
+}
+
+/* ------------------------------------------------------------ report */
+
+static void test_report_schema(void)
+{
+	struct result r = run("$B/torusrun --torus 2x2x1 --cores 2 --report $T/r.json -- $B/torus-hello");
+	CU_ASSERT_EQUAL(r.status, 0);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/r.json", tmpdir);
+	char *rep = slurp(path);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\"schema\": \"torusrun-report/1\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\"status\": \"ok\""));
+	CU_ASSERT_EQUAL(json_u64(rep, "nodes"), 4);
+	CU_ASSERT_EQUAL(json_u64(rep, "total_cores"), 8);
+	uint64_t vt = json_u64(rep, "emulated_time_ps");
+	CU_ASSERT(vt > 0 && vt != UINT64_MAX);
+	/* 2 dimensions with links x 2 directions x 4 nodes; none for the size-1 one */
+	char *links = section(rep, "\"links\"");
+	CU_ASSERT_EQUAL(count_lines(links, "\"from\""), 16);
+	/* totals are the sums of the per-link counters */
+	char *tot = strstr(rep, "\"totals\"");
+	CU_ASSERT_EQUAL(json_u64(tot, "packets"), json_sum(links, "packets"));
+	CU_ASSERT_EQUAL(json_u64(tot, "wire_bytes"), json_sum(links, "wire_bytes"));
+	CU_ASSERT_EQUAL(json_u64(tot, "payload_bytes"), json_sum(links, "payload_bytes"));
+	/* hello: 8 cores x (4 neighbours + far) greetings; all deposited */
+	CU_ASSERT_EQUAL(json_sum(strstr(rep, "\"node_list\""), "delivered"), 8 * 7);
+	free(links);
+	free(rep);
+	result_free(&r);
+}
+
+static void test_programs_help_and_misuse(void)
+{
+	const char *progs[] = {"torusrun", "torus-hello", "torus-stress"};
+	for (size_t i = 0; i < 3; i++) {
+		struct result r = run("$B/%s --help", progs[i]);
+		CU_ASSERT_EQUAL(r.status, 0);
+		CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "usage"));
+		result_free(&r);
+	}
+	/* a job program started without torusrun says so */
+	struct result r = run("$B/torus-hello");
+	CU_ASSERT_EQUAL(r.status, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "not started by torusrun"));
+	result_free(&r);
+	r = run("$B/torusrun --torus 2 -- $B/torus-stress --packets 0");
+	CU_ASSERT_EQUAL(r.status, 1); /* nodes exit 2 on bad arguments: a failed job */
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "--packets"));
+	result_free(&r);
+}
+
+/* ------------------------------------------------------------ large */
+
+static void test_large_stress(void)
+{
+	check_stress("8x8x8", 1, NULL, 1, "--timeout 300");
+	check_stress("16", 1, NULL, 64, NULL);
+	check_stress("4x4x4x4", 2, NULL, 1, "--timeout 300");
+	check_stress("3x3x3x3x3x3", 1, NULL, 1, "--timeout 300");
+}
+
+int main(int argc, char **argv)
+{
+	const char *b = getenv("TORUS_BIN");
+	snprintf(bin, sizeof(bin), "%s", b ? b : "build/bin");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/torus-test-job.XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 2;
+	}
+	static const struct cunit_case hello[] = {
+		CUNIT_CASE(test_hello_4x4x4_cores4), CUNIT_CASE(test_hello_shapes),
+		CUNIT_CASE(test_programs_help_and_misuse), CUNIT_CASE(test_report_schema),
+		CUNIT_CASE(test_config_file)};
+	static const struct cunit_case stress[] = {
+		CUNIT_CASE(test_stress_rings), CUNIT_CASE(test_stress_2d_3d), CUNIT_CASE(test_stress_4x4x4_cores4),
+		CUNIT_CASE(test_stress_5d_6d), CUNIT_CASE(test_stress_uneven_cores), CUNIT_CASE(test_stress_fixed_sizes)};
+	static const struct cunit_case timing[] = {CUNIT_CASE(test_time_model_exact), CUNIT_CASE(test_deterministic)};
+	static const struct cunit_case faults[] = {
+		CUNIT_CASE(test_fault_crash), CUNIT_CASE(test_fault_exit_status), CUNIT_CASE(test_fault_core_error),
+		CUNIT_CASE(test_fault_shell_kills_itself), CUNIT_CASE(test_fault_external_kill),
+		CUNIT_CASE(test_hang_detector), CUNIT_CASE(test_bad_input)};
+	static const struct cunit_case large[] = {CUNIT_CASE(test_large_stress)};
+	static const struct cunit_suite all[] = {
+		{"job.hello", hello, CUNIT_COUNT(hello)},
+		{"job.stress", stress, CUNIT_COUNT(stress)},
+		{"job.time", timing, CUNIT_COUNT(timing)},
+		{"job.faults", faults, CUNIT_COUNT(faults)}};
+	static const struct cunit_suite big[] = {{"job.large", large, CUNIT_COUNT(large)}};
+	int rc = argc > 1 && !strcmp(argv[1], "--large") ? cunit_main(big, 1) : cunit_main(all, CUNIT_COUNT(all));
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	return rc;
+}
