@@ -138,7 +138,7 @@ static int bench_link(uint64_t n, uint32_t slots)
 		pin(1);
 		struct torus_ring_view v;
 		struct torus_side *side;
-		uint8_t buf[256];
+		alignas(64) uint8_t buf[256];
 		uint64_t sum = 0;
 		uint32_t idle = 0;
 		torus_ring_view_init(&v, &l->vc[0], base, TORUS_RING_CONSUMER);
@@ -160,7 +160,7 @@ static int bench_link(uint64_t n, uint32_t slots)
 				continue;
 			}
 			idle = 0;
-			memcpy(buf, pkt, torus_pkt_copy_bytes(pkt->hdr.len));
+			torus_pkt_copy((struct torus_packet *)buf, pkt);
 			sum += buf[20] + side->vt;
 			torus_ring_release(&v);
 			/* like the engine: hand slots back once per batch */
@@ -199,7 +199,7 @@ static int bench_link(uint64_t n, uint32_t slots)
 			continue;
 		}
 		idle = 0;
-		memcpy(dst, &src, torus_pkt_copy_bytes(src.hdr.len));
+		torus_pkt_copy(dst, &src);
 		torus_pkt_set_vc(&dst->hdr, 0);
 		side->vt = torus_link_charge_cost(l, &cost, ready, src.hdr.len);
 		side->tag = 0;

@@ -73,7 +73,7 @@ static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const
 			return 0; /* the core's release rings our bell */
 		dst = torus_ring_reserve(&ec->rx, &dside);
 	}
-	memcpy(dst, pkt, torus_pkt_copy_bytes(pkt->hdr.len));
+	torus_pkt_copy(dst, pkt);
 	*dside = *side;
 	torus_ring_commit(&ec->rx);
 	mark_dirty(rt, &ec->rx, &ec->shm->bell);
@@ -102,7 +102,7 @@ static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, con
 			return 0; /* the neighbour's release rings our bell */
 		dst = torus_ring_reserve(v, &dside);
 	}
-	memcpy(dst, pkt, torus_pkt_copy_bytes(pkt->hdr.len));
+	torus_pkt_copy(dst, pkt);
 	torus_pkt_set_vc(&dst->hdr, vc);
 	dside->vt = torus_link_charge_cost(out->link, &rt->cost, side->vt, pkt->hdr.len);
 	dside->tag = side->tag;

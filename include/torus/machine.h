@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,9 @@ extern "C" {
 #define TORUS_ROUTE_LOCAL 0xFFu    /* route table entry: destination is here */
 
 typedef uint64_t torus_vt_t; /* virtual time, picoseconds */
+
+/* per-packet hot path: keep it inline whatever the optimisation level */
+#define TORUS_HOT static inline __attribute__((always_inline))
 
 /* ------------------------------------------------------------------ shape */
 
@@ -191,6 +195,16 @@ static inline uint32_t torus_pkt_copy_bytes(uint32_t payload)
 {
 	return (TORUS_HDR_BYTES + payload + 31u) & ~31u;
 }
+/* Copy a packet between slots; a full packet takes the fixed-size path the
+ * compiler turns into vector moves. */
+TORUS_HOT void torus_pkt_copy(struct torus_packet *dst, const struct torus_packet *src)
+{
+	uint32_t n = torus_pkt_copy_bytes(src->hdr.len);
+	if (n == TORUS_SLOT_BYTES)
+		memcpy(dst, src, TORUS_SLOT_BYTES);
+	else
+		memcpy(dst, src, n);
+}
 
 /* ------------------------------------------------------------ time model */
 
@@ -261,7 +275,7 @@ static inline uint32_t torus_ring_count(const struct torus_ring *r)
  * become visible to the consumer at the next publish (once per batch, so a
  * burst pays one release store and one doorbell check).
  */
-static inline struct torus_packet *torus_ring_reserve(struct torus_ring_view *v, struct torus_side **side)
+TORUS_HOT struct torus_packet *torus_ring_reserve(struct torus_ring_view *v, struct torus_side **side)
 {
 	if (v->pos - v->cached > v->mask) {
 		/* pairs with the consumer's release store of tail in torus_ring_publish_tail */
@@ -272,9 +286,9 @@ static inline struct torus_packet *torus_ring_reserve(struct torus_ring_view *v,
 	*side = &v->side[v->pos & v->mask];
 	return &v->slot[v->pos & v->mask];
 }
-static inline void torus_ring_commit(struct torus_ring_view *v) { v->pos++; }
+TORUS_HOT void torus_ring_commit(struct torus_ring_view *v) { v->pos++; }
 /* Producer: make commits visible; returns nonzero if there were any. */
-static inline int torus_ring_publish_head(struct torus_ring_view *v)
+TORUS_HOT int torus_ring_publish_head(struct torus_ring_view *v)
 {
 	if (v->pos == v->published)
 		return 0;
@@ -285,7 +299,7 @@ static inline int torus_ring_publish_head(struct torus_ring_view *v)
 }
 
 /* Consumer: oldest packet, or NULL if empty. Read it, then release. */
-static inline struct torus_packet *torus_ring_peek(struct torus_ring_view *v, struct torus_side **side)
+TORUS_HOT struct torus_packet *torus_ring_peek(struct torus_ring_view *v, struct torus_side **side)
 {
 	if (v->pos == v->cached) {
 		/* pairs with the producer's release store of head in torus_ring_publish_head */
@@ -296,12 +310,12 @@ static inline struct torus_packet *torus_ring_peek(struct torus_ring_view *v, st
 	*side = &v->side[v->pos & v->mask];
 	return &v->slot[v->pos & v->mask];
 }
-static inline void torus_ring_release(struct torus_ring_view *v) { v->pos++; }
+TORUS_HOT void torus_ring_release(struct torus_ring_view *v) { v->pos++; }
 /*
  * Consumer: hand released slots back. Returns nonzero if the producer had
  * asked (torus_ring_mark_full) to be told about free space: ring its bell.
  */
-static inline int torus_ring_publish_tail(struct torus_ring_view *v)
+TORUS_HOT int torus_ring_publish_tail(struct torus_ring_view *v)
 {
 	if (v->pos == v->published)
 		return 0;
@@ -361,7 +375,7 @@ struct torus_link_counters {
  * bandwidth), and arrives `latency` later. Returns the arrival time.
  * Producer side only: the sending engine is the link's single writer.
  */
-static inline torus_vt_t torus_link_account(struct torus_link *l, torus_vt_t ready, uint32_t payload,
+TORUS_HOT torus_vt_t torus_link_account(struct torus_link *l, torus_vt_t ready, uint32_t payload,
 					    uint32_t wire, torus_vt_t ser, torus_vt_t latency)
 {
 	torus_vt_t free_at = atomic_load_explicit(&l->free_at, memory_order_relaxed);
@@ -396,7 +410,7 @@ struct torus_cost {
 	torus_vt_t hop_latency;
 };
 void torus_cost_init(struct torus_cost *c, const struct torus_params *p);
-static inline torus_vt_t torus_link_charge_cost(struct torus_link *l, const struct torus_cost *c,
+TORUS_HOT torus_vt_t torus_link_charge_cost(struct torus_link *l, const struct torus_cost *c,
 						torus_vt_t ready, uint32_t payload)
 {
 	return torus_link_account(l, ready, payload, c->wire[payload], c->ser[payload], c->hop_latency);
