@@ -5,6 +5,9 @@
 #define CUNIT_MAIN_H
 
 #include <CUnit/Basic.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 
 struct cunit_case {
@@ -41,6 +44,40 @@ static inline int cunit_main(const struct cunit_suite *suites, size_t nsuites)
 	CU_cleanup_registry();
 	return failed ? 1 : 0;
 }
+
+/*
+ * expect(): one CUnit assertion with a formatted message. Passes are counted;
+ * failures are recorded with their message, at most MAX_SHOWN per test so a
+ * systematic bug does not bury the report (the test fails either way).
+ */
+#define MAX_SHOWN 25u
+static CU_pTest shown_test __attribute__((unused));
+static unsigned shown __attribute__((unused));
+
+static inline bool expect_at(bool ok, const char *file, unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static inline bool expect_at(bool ok, const char *file, unsigned line, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	if (ok) {
+		CU_assertImplementation(CU_TRUE, line, "", file, "", CU_FALSE);
+		return true;
+	}
+	if (CU_get_current_test() != shown_test) {
+		shown_test = CU_get_current_test();
+		shown = 0;
+	}
+	if (shown++ >= MAX_SHOWN)
+		return false;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	CU_assertImplementation(CU_FALSE, line, msg, file, "", CU_FALSE);
+	return false;
+}
+#define EXPECT(cond, ...) expect_at((cond), __FILE__, __LINE__, __VA_ARGS__)
 
 #define CUNIT_CASE(fn) {#fn, fn}
 #define CUNIT_COUNT(a) (sizeof(a) / sizeof((a)[0]))
