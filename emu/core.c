@@ -16,6 +16,16 @@ const struct torus_shape *emu_shape(const emu_core_t *c) { return c ? &c->node->
 const struct torus_params *emu_params(const emu_core_t *c) { return c ? c->node->params : NULL; }
 torus_vt_t emu_core_now(const emu_core_t *c) { return c ? c->vt : 0; }
 
+uint32_t emu_core_global(const emu_core_t *c) { return c ? c->global : 0; }
+uint32_t emu_core_total(const emu_core_t *c) { return c ? c->node->first_core[c->node->hdr->nnodes] : 0; }
+
+int emu_core_locate(const emu_core_t *c, uint32_t global, uint32_t *node, uint32_t *core)
+{
+	if (!c || !node || !core)
+		return -EINVAL;
+	return emu_rt_locate(c->node, global, node, core);
+}
+
 uint32_t emu_cores_of(const emu_core_t *c, uint32_t node)
 {
 	if (!c || node >= c->node->hdr->nnodes)

@@ -59,6 +59,22 @@ enum emu_node_state {
 
 enum emu_core_state { EMU_CORE_RUNNING = 0, EMU_CORE_WAITING = 1, EMU_CORE_DONE = 2 };
 
+/*
+ * One barrier of the barrier network: slot 0 is the global barrier, the
+ * others are claimed by teams (key = hash of the member list).
+ */
+struct emu_barrier_shm {
+	alignas(64) _Atomic uint64_t key;
+	_Atomic uint32_t arrived;
+	_Atomic uint32_t generation;
+	_Atomic uint64_t max_vt;
+	_Atomic uint64_t release_vt;
+	uint32_t members;
+	uint8_t pad_[28];
+};
+_Static_assert(sizeof(struct emu_barrier_shm) == 64, "barrier is one cache line");
+#define EMU_BARRIER_SLOTS 128u
+
 struct emu_shm_hdr {
 	uint64_t magic;
 	uint32_t version;
@@ -71,6 +87,7 @@ struct emu_shm_hdr {
 	uint64_t off_node_table;   /* uint64_t[nnodes]: offset of each node's emu_node_shm */
 	alignas(64) _Atomic uint32_t shutdown; /* torusrun: every node done, network drained */
 	_Atomic uint32_t abort;                /* torusrun: tearing the job down */
+	struct emu_barrier_shm barrier[EMU_BARRIER_SLOTS];
 };
 
 struct emu_core_shm {
@@ -81,7 +98,9 @@ struct emu_core_shm {
 	_Atomic uint64_t received;
 	_Atomic uint32_t state;
 	_Atomic int32_t status;                /* what the core function returned */
-	uint8_t pad_[24];
+	uint64_t off_dma;                      /* struct dma_core_shm of this core */
+	_Atomic uint64_t posted;               /* DMA descriptors posted */
+	uint8_t pad_[8];
 	struct torus_ring inj;                 /* core -> engine */
 	struct torus_ring rx;                  /* engine -> core */
 };
@@ -93,6 +112,9 @@ struct emu_node_shm {
 	_Atomic uint64_t delivered;            /* packets deposited in a reception FIFO */
 	_Atomic uint64_t orphaned;             /* arrived after the node's cores finished */
 	_Atomic uint64_t final_vt;             /* max core clock at the end */
+	_Atomic uint64_t emitted;              /* packets the DMA unit sent */
+	_Atomic uint64_t desc_done;            /* descriptors fully injected */
+	_Atomic uint64_t jobs_pending;         /* remote gets and faults still to send */
 	_Atomic uint32_t state;
 	_Atomic int32_t pid;
 	uint32_t rank;

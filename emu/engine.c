@@ -18,21 +18,9 @@
  * approximation documented in the README.
  */
 #include "node.h"
+#include "../dma/dma_internal.h"
 
 #include <string.h>
-
-/* Remember an output ring that got its first unpublished packet. */
-static inline void mark_dirty(struct emu_node_rt *rt, struct torus_ring_view *v, struct emu_bell *bell)
-{
-	for (uint32_t i = 0; i < rt->ndirty; i++)
-		if (rt->dirty[i].v == v)
-			return;
-	{
-		rt->dirty[rt->ndirty].v = v;
-		rt->dirty[rt->ndirty].bell = bell;
-		rt->ndirty++;
-	}
-}
 
 /*
  * Publish every output touched by the current batch. Indices go out every
@@ -54,8 +42,14 @@ static void flush_outputs(struct emu_node_rt *rt)
 	rt->ndirty = 0;
 }
 
+/* Deposit a packet that reached its destination node; 0 if it must wait. */
 static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side)
 {
+	if (torus_pkt_kind(&pkt->hdr) != TORUS_PKT_RAW) {
+		int rc = dma_engine_deliver(rt, pkt, side);
+		rt->delivered += (uint64_t)rc;
+		return rc;
+	}
 	uint32_t core = pkt->hdr.sw.raw.dst_core;
 	struct emu_engine_core *ec = &rt->ecore[core < rt->ncores ? core : 0];
 	struct torus_side *dside = NULL;
@@ -76,39 +70,96 @@ static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const
 	torus_pkt_copy(dst, pkt);
 	*dside = *side;
 	torus_ring_commit(&ec->rx);
-	mark_dirty(rt, &ec->rx, &ec->shm->bell);
+	emu_engine_mark_dirty(rt, &ec->rx, &ec->shm->bell);
 	rt->delivered++;
 	return 1;
+}
+
+/*
+ * The next-hop FIFO for a packet to `dest` (not this node) arriving from
+ * `from` on VC in_vc (from == NULL: injected here): a reserved slot, or NULL
+ * if that FIFO is full (the neighbour's release will ring our bell).
+ */
+static struct torus_packet *next_hop(struct emu_node_rt *rt, uint32_t dest, uint16_t hints,
+				     const struct emu_engine_in *from, uint32_t in_vc, struct emu_engine_out **out_link,
+				     struct torus_ring_view **out_view, struct torus_side **dside, uint32_t *vc_out)
+{
+	uint32_t l = torus_route_apply_hints(rt->route[dest], hints);
+	struct emu_engine_out *out = &rt->out[l];
+	uint32_t vc = (from && from->dim == (l >> 1) && from->dir == (l & 1)) ? in_vc : 0;
+	if (out->wrap)
+		vc = 1;
+	struct torus_ring_view *v = &out->vc[vc];
+	struct torus_packet *dst = torus_ring_reserve(v, dside);
+	if (!dst) {
+		if (!torus_ring_mark_full(v))
+			return NULL;
+		dst = torus_ring_reserve(v, dside);
+	}
+	*out_link = out;
+	*out_view = v;
+	*vc_out = vc;
+	return dst;
 }
 
 /* Route one packet; 1 if it moved, 0 if its next FIFO is full. */
 static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side,
 		     const struct emu_engine_in *from, uint32_t in_vc)
 {
-	uint32_t dest = pkt->hdr.dest;
+	struct emu_engine_out *out;
+	struct torus_ring_view *v;
 	struct torus_side *dside = NULL;
+	uint32_t vc;
 
-	if (dest == rt->rank)
+	if (pkt->hdr.dest == rt->rank)
 		return deliver(rt, pkt, side);
-	uint32_t l = torus_route_apply_hints(rt->route[dest], pkt->hdr.hints);
-	struct emu_engine_out *out = &rt->out[l];
-	uint32_t vc = (from && from->dim == (l >> 1) && from->dir == (l & 1)) ? in_vc : 0;
-	if (out->wrap)
-		vc = 1;
-	struct torus_ring_view *v = &out->vc[vc];
-	struct torus_packet *dst = torus_ring_reserve(v, &dside);
-	if (!dst) {
-		if (!torus_ring_mark_full(v))
-			return 0; /* the neighbour's release rings our bell */
-		dst = torus_ring_reserve(v, &dside);
-	}
+	struct torus_packet *dst = next_hop(rt, pkt->hdr.dest, pkt->hdr.hints, from, in_vc, &out, &v, &dside, &vc);
+	if (!dst)
+		return 0;
 	torus_pkt_copy(dst, pkt);
 	torus_pkt_set_vc(&dst->hdr, vc);
 	dside->vt = torus_link_charge_cost(out->link, &rt->cost, side->vt, pkt->hdr.len);
 	dside->tag = side->tag;
 	dside->aux = side->aux;
 	torus_ring_commit(v);
-	mark_dirty(rt, v, out->consumer_bell);
+	emu_engine_mark_dirty(rt, v, out->consumer_bell);
+	return 1;
+}
+
+int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, const void *payload,
+		    torus_vt_t ready, uint32_t tag, uint32_t aux, torus_vt_t *left_at)
+{
+	struct emu_engine_out *out;
+	struct torus_ring_view *v;
+	struct torus_side *dside = NULL;
+	uint32_t vc;
+
+	if (hdr->dest == rt->rank) {
+		/* to ourselves: no link; build the packet and deposit it */
+		struct torus_packet pkt;
+		struct torus_side side = {ready, tag, aux};
+		pkt.hdr = *hdr;
+		if (hdr->len)
+			memcpy(pkt.payload, payload, hdr->len);
+		if (!deliver(rt, &pkt, &side))
+			return 0;
+		*left_at = ready;
+		return 1;
+	}
+	struct torus_packet *dst = next_hop(rt, hdr->dest, hdr->hints, NULL, 0, &out, &v, &dside, &vc);
+	if (!dst)
+		return 0;
+	dst->hdr = *hdr;
+	torus_pkt_set_vc(&dst->hdr, vc);
+	if (hdr->len)
+		memcpy(dst->payload, payload, hdr->len);
+	torus_vt_t arrive = torus_link_charge_cost(out->link, &rt->cost, ready, hdr->len);
+	dside->vt = arrive;
+	dside->tag = tag;
+	dside->aux = aux;
+	torus_ring_commit(v);
+	emu_engine_mark_dirty(rt, v, out->consumer_bell);
+	*left_at = arrive - rt->cost.hop_latency;
 	return 1;
 }
 
@@ -150,7 +201,12 @@ static uint32_t engine_pass(struct emu_node_rt *rt)
 	}
 	for (uint32_t c = 0; c < rt->ncores; c++)
 		moved += drain(rt, &rt->ecore[c].inj, NULL, 0, &rt->ecore[c].shm->bell);
-	return moved;
+	uint32_t dma = dma_engine_inject(rt);
+	if (dma) {
+		flush_outputs(rt);
+		atomic_store_explicit(&rt->me->delivered, rt->delivered, memory_order_release);
+	}
+	return moved + dma;
 }
 
 void *emu_engine_main(void *arg)

@@ -4,6 +4,7 @@
  * the engine forwarding until torusrun declares the whole job finished.
  */
 #include "node.h"
+#include "../dma/dma_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -50,6 +51,14 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		return -ENOMEM;
 	}
 	torus_route_table(s, rank, rt->route);
+	rt->first_core = malloc((s->nnodes + 1) * sizeof(uint32_t));
+	if (!rt->first_core) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rt->first_core[0] = 0;
+	for (uint32_t n = 0; n < s->nnodes; n++)
+		rt->first_core[n + 1] = rt->first_core[n] + emu_shm_node(&rt->shm, n)->ncores;
 	for (uint32_t d = 0; d < s->ndims; d++) {
 		if (!torus_dim_has_links(s, d))
 			continue;
@@ -84,20 +93,49 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		core->node = rt;
 		core->shm = cs;
 		core->index = c;
+		core->global = rt->first_core[rank] + c;
 		torus_ring_view_init(&core->inj, &cs->inj, base, TORUS_RING_PRODUCER);
 		torus_ring_view_init(&core->rx, &cs->rx, base, TORUS_RING_CONSUMER);
 		rt->cores[c] = core;
 	}
+	int rc2 = dma_node_setup(rt, err, errlen);
+	if (rc2)
+		return rc2;
+	for (uint32_t c = 0; c < rt->ncores; c++)
+		if ((rc2 = dma_core_setup(rt, rt->cores[c], err, errlen)))
+			return rc2;
 	pthread_mutex_init(&rt->lock, NULL);
 	pthread_cond_init(&rt->cond, NULL);
 	rt->failed_core = -1;
 	return 0;
 }
 
+int emu_rt_locate(const struct emu_node_rt *rt, uint32_t global, uint32_t *node, uint32_t *core)
+{
+	uint32_t lo = 0, hi = rt->hdr->nnodes;
+	if (global >= rt->first_core[hi])
+		return -EINVAL;
+	while (hi - lo > 1) { /* last node whose first core <= global */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (rt->first_core[mid] <= global)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*node = lo;
+	*core = global - rt->first_core[lo];
+	return 0;
+}
+
 void emu_node_teardown(struct emu_node_rt *rt)
 {
-	for (uint32_t c = 0; rt->cores && c < rt->ncores; c++)
+	for (uint32_t c = 0; rt->cores && c < rt->ncores; c++) {
+		if (rt->cores[c])
+			dma_core_teardown(rt->cores[c]);
 		free(rt->cores[c]);
+	}
+	dma_node_teardown(rt);
+	free(rt->first_core);
 	free(rt->cores);
 	free(rt->ecore);
 	free(rt->route);

@@ -45,6 +45,8 @@ static inline void emu_idle_poll(uint32_t i)
 #define EMU_IDLE_POLLS (EMU_SPIN_POLLS + EMU_YIELD_POLLS)
 
 struct emu_node_rt;
+struct dma_core_local;
+struct dma_engine;
 
 struct emu_core {
 	alignas(64) struct emu_node_rt *node;
@@ -58,6 +60,8 @@ struct emu_core {
 	void *arg;
 	int status;
 	pthread_t thread;
+	struct dma_core_local *dma;
+	uint32_t global;            /* rank among all cores of the job */
 };
 
 struct emu_engine_in {
@@ -104,6 +108,8 @@ struct emu_node_rt {
 	uint64_t delivered, orphaned, moved;
 	struct emu_dirty dirty[4 * TORUS_MAX_DIMS + TORUS_MAX_CORES];
 	uint32_t ndirty;
+	uint32_t *first_core;       /* global rank of each node's core 0; [nnodes] = total */
+	struct dma_engine *dma;
 	pthread_t engine;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -112,6 +118,28 @@ struct emu_node_rt {
 };
 
 void *emu_engine_main(void *arg);
+/* Remember an output ring with unpublished packets; the engine publishes it
+ * and rings its consumer at the end of the batch. */
+static inline void emu_engine_mark_dirty(struct emu_node_rt *rt, struct torus_ring_view *v, struct emu_bell *bell)
+{
+	for (uint32_t i = 0; i < rt->ndirty; i++)
+		if (rt->dirty[i].v == v)
+			return;
+	rt->dirty[rt->ndirty].v = v;
+	rt->dirty[rt->ndirty].bell = bell;
+	rt->ndirty++;
+}
+/*
+ * Emit one packet from this node: hdr (dest, len, kind, hints, sw) plus
+ * len payload bytes read from `payload`, ready at `ready`. Routed like any
+ * injected packet (to a link, or delivered here). Returns 1 and sets
+ * *left_at (when it finished leaving the node), or 0 if the first FIFO is
+ * full (the engine is rung when it drains).
+ */
+int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, const void *payload,
+		    torus_vt_t ready, uint32_t tag, uint32_t aux, torus_vt_t *left_at);
+/* Map a global core rank to (node, core); -EINVAL if out of range. */
+int emu_rt_locate(const struct emu_node_rt *rt, uint32_t global, uint32_t *node, uint32_t *core);
 int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, size_t errlen);
 void emu_node_teardown(struct emu_node_rt *rt);
 

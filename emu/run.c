@@ -130,20 +130,27 @@ static uint64_t progress_sum(const struct job *j)
 	return sum;
 }
 
-/* Every node finished its cores (or left) and every packet sent was deposited. */
+/* Every node finished its cores (or left), every packet sent was deposited
+ * and every DMA descriptor and engine job is done. */
 static int quiescent(const struct job *j)
 {
-	uint64_t sent = 0, delivered = 0;
+	uint64_t sent = 0, delivered = 0, posted = 0, done = 0, pending = 0;
 	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++) {
 		struct emu_node_shm *n = emu_shm_node(&j->shm, r);
 		uint32_t st = atomic_load_explicit(&n->state, memory_order_acquire);
 		if (!j->exited[r] && st != EMU_NODE_DONE)
 			return 0;
-		for (uint32_t c = 0; c < n->ncores; c++)
-			sent += atomic_load_explicit(&emu_shm_core(&j->shm, n, c)->sent, memory_order_acquire);
+		for (uint32_t c = 0; c < n->ncores; c++) {
+			struct emu_core_shm *co = emu_shm_core(&j->shm, n, c);
+			sent += atomic_load_explicit(&co->sent, memory_order_acquire);
+			posted += atomic_load_explicit(&co->posted, memory_order_acquire);
+		}
 		delivered += atomic_load_explicit(&n->delivered, memory_order_acquire);
+		sent += atomic_load_explicit(&n->emitted, memory_order_acquire);
+		done += atomic_load_explicit(&n->desc_done, memory_order_acquire);
+		pending += atomic_load_explicit(&n->jobs_pending, memory_order_acquire);
 	}
-	return sent == delivered;
+	return sent == delivered && posted == done && pending == 0;
 }
 
 static torus_vt_t job_vt(const struct job *j)
@@ -227,7 +234,7 @@ int emu_job_run(struct emu_job_config *cfg)
 
 	double last_check = 0, last_change = emu_wall_now();
 	uint64_t last_progress = UINT64_MAX;
-	int shutdown_sent = 0;
+	int shutdown_sent = 0, quiet_once = 0;
 	while (j.alive) {
 		int st;
 		pid_t pid;
@@ -256,12 +263,21 @@ int emu_job_run(struct emu_job_config *cfg)
 		double now = emu_wall_now();
 		if (now - last_check >= CHECK_EVERY_S) {
 			last_check = now;
-			if (!shutdown_sent && quiescent(&j)) {
-				atomic_store_explicit(&j.shm.hdr->shutdown, 1, memory_order_release);
-				ring_all(&j);
-				shutdown_sent = 1;
-			}
 			uint64_t p = progress_sum(&j);
+			/* drained, and nothing moved since the previous check: the
+			 * per-node counters are read at slightly different times, and a
+			 * second look with no progress between rules out a packet that
+			 * was in flight between two of them */
+			if (!shutdown_sent && quiescent(&j)) {
+				if (p == last_progress && quiet_once) {
+					atomic_store_explicit(&j.shm.hdr->shutdown, 1, memory_order_release);
+					ring_all(&j);
+					shutdown_sent = 1;
+				}
+				quiet_once = 1;
+			} else {
+				quiet_once = 0;
+			}
 			if (p != last_progress) {
 				last_progress = p;
 				last_change = now;

@@ -8,6 +8,7 @@
  */
 #include "cunit_main.h"
 #include "emu_internal.h"
+#include "../dma/dma_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,6 +123,15 @@ static uint64_t my_region_min(const struct torus_shape *s, const struct torus_pa
 			b += 2 /* dirs */ * 2 /* VCs */ * (uint64_t)p->fifo_slots *
 			     (TORUS_SLOT_BYTES + sizeof(struct torus_side));
 	b += (uint64_t)ncores * (p->inj_slots + p->rx_slots) * (TORUS_SLOT_BYTES + sizeof(struct torus_side));
+	/* each core's DMA block, 64-byte aligned: its own rings must fit in it */
+	uint64_t dma = dma_core_shm_bytes(p);
+	uint64_t dma_rings = (uint64_t)(p->rx_slots + p->inj_fifos * p->inj_slots) *
+			     (TORUS_SLOT_BYTES + sizeof(struct torus_side)) +
+			     (uint64_t)p->dma_counters * sizeof(struct dma_counter_shm) +
+			     (uint64_t)p->dma_regions * sizeof(struct dma_region_shm);
+	EXPECT(dma >= dma_rings + sizeof(struct dma_core_shm), "DMA block %llu bytes < its parts %llu",
+	       (unsigned long long)dma, (unsigned long long)dma_rings);
+	b += (uint64_t)ncores * (dma + 64);
 	return b;
 }
 

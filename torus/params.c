@@ -37,6 +37,15 @@ static const struct param_desc params[] = {
 	 "packet slots per virtual channel per link direction (power of two; 1 is the smallest flow control allows)"},
 	{"inj_slots", UNIT_COUNT, P32(inj_slots), 64, 1, 65536, "slots of each core's injection FIFO (power of two)"},
 	{"rx_slots", UNIT_COUNT, P32(rx_slots), 128, 1, 65536, "slots of each core's reception FIFO (power of two)"},
+	{"inj_fifos", UNIT_COUNT, P32(inj_fifos), 2, 1, 16, "DMA injection FIFOs per core"},
+	{"dma_counters", UNIT_COUNT, P32(dma_counters), 64, 1, 4096, "DMA byte counters per core"},
+	{"dma_regions", UNIT_COUNT, P32(dma_regions), 32, 1, 4096, "registered memory regions per core"},
+	{"inj_overhead", UNIT_TIME, P64(inj_overhead_ps), 100000ull, 0, 1000000000000ull,
+	 "core time to post one DMA descriptor (ps, ns, us, ms)"},
+	{"copy_bw", UNIT_BW, P64(copy_bw), 4000000000ull, 1000ull, 1000000000000ull,
+	 "bandwidth of a local DMA copy inside a node"},
+	{"barrier_latency", UNIT_TIME, P64(barrier_latency_ps), 1000000ull, 0, 1000000000000ull,
+	 "latency of the global barrier network (ps, ns, us, ms)"},
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 

@@ -39,6 +39,11 @@ uint32_t emu_core_index(const emu_core_t *c);
 uint32_t emu_node_count(const emu_core_t *c);
 uint32_t emu_cores_of(const emu_core_t *c, uint32_t node); /* 0 for a bad node */
 const struct torus_shape *emu_shape(const emu_core_t *c);
+/* Rank of the calling core among all cores of the job (node-major). */
+uint32_t emu_core_global(const emu_core_t *c);
+uint32_t emu_core_total(const emu_core_t *c);
+/* (node, core) of a global core rank; -EINVAL if out of range. */
+int emu_core_locate(const emu_core_t *c, uint32_t global, uint32_t *node, uint32_t *core);
 const struct torus_params *emu_params(const emu_core_t *c);
 
 /* Virtual clock of the calling core. */

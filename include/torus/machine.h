@@ -120,7 +120,13 @@ struct torus_params {
 	uint32_t fifo_slots;       /* slots per virtual channel per link direction */
 	uint32_t inj_slots;        /* slots of each core's injection FIFO */
 	uint32_t rx_slots;         /* slots of each core's reception FIFO */
+	uint32_t inj_fifos;        /* DMA injection FIFOs per core */
+	uint32_t dma_counters;     /* DMA byte counters per core */
+	uint32_t dma_regions;      /* registered memory regions per core */
 	uint32_t pad_;
+	uint64_t inj_overhead_ps;  /* core time to post one DMA descriptor */
+	uint64_t copy_bw;          /* bytes per second of a local DMA copy */
+	uint64_t barrier_latency_ps; /* latency of the barrier network */
 };
 
 /* Blue Gene/P defaults (003_b0aac8c3d10c7733.txt, section 5.1). */

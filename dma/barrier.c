@@ -1,0 +1,106 @@
+/*
+ * The barrier network: Blue Gene's separate global barrier, modelled as
+ * shared counters. Every participant leaves at max(arrival clocks) +
+ * barrier_latency. Slot 0 is the global barrier; a team barrier claims a
+ * slot by the hash of its member list (open addressing), the same on every
+ * member, so no set-up call is needed.
+ */
+#include "dma_internal.h"
+
+#include <errno.h>
+
+static void max_into(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t old = atomic_load_explicit(a, memory_order_relaxed);
+	while (v > old && !atomic_compare_exchange_weak(a, &old, v))
+		;
+}
+
+/* Ring every member's bell: n cores, by global rank (members NULL: all). */
+static void wake_members(struct emu_node_rt *rt, const uint32_t *members, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t node, core;
+		if (emu_rt_locate(rt, members ? members[i] : (uint32_t)i, &node, &core))
+			continue;
+		emu_bell_ring(&emu_shm_core(&rt->shm, emu_shm_node(&rt->shm, node), core)->bell);
+	}
+}
+
+static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, const uint32_t *members)
+{
+	struct emu_node_rt *rt = c->node;
+	uint32_t gen = atomic_load_explicit(&b->generation, memory_order_acquire);
+	max_into(&b->max_vt, c->vt);
+	if (atomic_fetch_add(&b->arrived, 1) + 1 == n) {
+		/* last to arrive: open the barrier for everybody */
+		uint64_t release = atomic_load(&b->max_vt) + rt->params->barrier_latency_ps;
+		atomic_store(&b->max_vt, 0);
+		atomic_store(&b->arrived, 0);
+		atomic_store(&b->release_vt, release);
+		/* waiters acquire generation, then read release_vt */
+		atomic_store_explicit(&b->generation, gen + 1, memory_order_release);
+		wake_members(rt, members, n);
+	} else {
+		for (uint32_t spin = 0; atomic_load_explicit(&b->generation, memory_order_acquire) == gen; spin++) {
+			if (emu_job_aborting(rt))
+				return -ECANCELED;
+			if (spin < EMU_IDLE_POLLS) {
+				emu_idle_poll(spin);
+				continue;
+			}
+			uint32_t seq = emu_bell_prepare(&c->shm->bell);
+			if (atomic_load(&b->generation) != gen) {
+				emu_bell_cancel(&c->shm->bell);
+				break;
+			}
+			atomic_store_explicit(&c->shm->state, EMU_CORE_WAITING, memory_order_relaxed);
+			emu_bell_sleep(&c->shm->bell, seq, EMU_SLEEP_SLICE_MS);
+			atomic_store_explicit(&c->shm->state, EMU_CORE_RUNNING, memory_order_relaxed);
+		}
+	}
+	/* release_vt cannot change before every member has left this episode */
+	uint64_t release = atomic_load(&b->release_vt);
+	if (release > c->vt)
+		c->vt = release;
+	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
+	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+	return 0;
+}
+
+int dma_barrier(emu_core_t *c)
+{
+	if (!c)
+		return -EINVAL;
+	return barrier_wait(c, &c->node->hdr->barrier[0], emu_core_total(c), NULL);
+}
+
+int dma_barrier_team(emu_core_t *c, const uint32_t *members, size_t n)
+{
+	if (!c || !members || n == 0 || n > emu_core_total(c))
+		return -EINVAL;
+	int me = 0;
+	uint64_t key = 1469598103934665603ull ^ n;
+	for (size_t i = 0; i < n; i++) {
+		if (members[i] >= emu_core_total(c))
+			return -EINVAL;
+		for (size_t k = 0; k < i; k++)
+			if (members[k] == members[i])
+				return -EINVAL; /* duplicates would never release */
+		me |= members[i] == c->global;
+		key = (key ^ members[i]) * 1099511628211ull;
+	}
+	if (!me)
+		return -EINVAL;
+	key |= 1; /* 0 marks a free slot */
+	struct emu_shm_hdr *h = c->node->hdr;
+	for (uint32_t probe = 0; probe < EMU_BARRIER_SLOTS - 1; probe++) {
+		struct emu_barrier_shm *b = &h->barrier[1 + (key + probe) % (EMU_BARRIER_SLOTS - 1)];
+		uint64_t cur = atomic_load(&b->key);
+		if (cur == 0 && atomic_compare_exchange_strong(&b->key, &cur, key))
+			return barrier_wait(c, b, (uint32_t)n, members);
+		if (cur == key)
+			return barrier_wait(c, b, (uint32_t)n, members);
+	}
+	return DMA_ERR_NOSPACE;
+}

@@ -1,0 +1,175 @@
+/*
+ * Internals of dma/: the per-core DMA block in shared memory (counters,
+ * region table, handler bitmap, fault queue, injection and memory-FIFO
+ * reception rings), the wire format of DMA packets, and the engine-side
+ * state. The DMA unit runs on the node's engine thread (emu/engine.c).
+ */
+#ifndef DMA_INTERNAL_H
+#define DMA_INTERNAL_H
+
+#include "../emu/node.h"
+#include "torus/dma.h"
+
+/* Packet kinds of the DMA unit (torus_pkt_kind). */
+enum {
+	DMA_PKT_MEMFIFO = 2, /* sw: packet index(4) dst_core(1) dispatch(1) user(2) */
+	DMA_PKT_PUT = 3,     /* sw: offset(4) region(2) counter(2) */
+	DMA_PKT_GETREQ = 4,  /* payload: struct dma_getreq */
+	DMA_PKT_FAULT = 5,   /* sw[4]: dst core; payload: struct dma_fault_rec */
+};
+#define DMA_PKT_LAST 0x2u /* vc_kind bit 1: last packet of a memory-FIFO message */
+
+/* Sideband aux word: who sent the packet (for faults and dma_recv_info). */
+static inline uint32_t dma_aux(uint32_t node, uint32_t core) { return node << 8 | (core & 0xFFu); }
+static inline uint32_t dma_aux_node(uint32_t aux) { return aux >> 8; }
+static inline uint32_t dma_aux_core(uint32_t aux) { return aux & 0xFFu; }
+
+/* Region and counter ids are node-wide: core * per_core + index. The wire
+ * format carries 16 bits of each. */
+#define DMA_MAX_IDS 65534u /* 0xFFFF on the wire means "no counter" */
+
+struct dma_getreq {
+	uint32_t region;        /* read here, at the target */
+	uint32_t reply_region;  /* written at the requester */
+	uint64_t offset;
+	uint64_t reply_offset;
+	uint64_t len;
+	uint32_t reply_counter;
+	uint32_t tag;
+	uint16_t hints;
+	uint16_t pad_[3];
+};
+_Static_assert(sizeof(struct dma_getreq) <= TORUS_MAX_PAYLOAD, "get request fits one packet");
+
+struct dma_fault_rec {
+	int32_t error;
+	uint32_t node, region, len;
+	uint64_t offset;
+};
+
+struct dma_counter_shm {
+	alignas(64) _Atomic int64_t value;  /* bytes still to come */
+	_Atomic uint64_t vt;                /* virtual time of the latest decrement */
+	_Atomic uint64_t hits;              /* times it reached zero */
+	_Atomic uint64_t waiters;           /* bit per core of this node sleeping on it */
+	_Atomic uint32_t allocated;
+	uint8_t pad_[28];
+};
+_Static_assert(sizeof(struct dma_counter_shm) == 64, "counter is one cache line");
+
+struct dma_region_shm {
+	_Atomic uint64_t size;
+	_Atomic uint32_t valid;
+	uint32_t pad_;
+};
+
+#define DMA_FAULT_SLOTS 16u
+
+/* Per core, in the node's shared-memory region. */
+struct dma_core_shm {
+	_Atomic uint64_t handlers[4];        /* bitmap of registered dispatch ids */
+	_Atomic uint64_t faults_lost;        /* faults dropped on a full queue */
+	_Atomic uint64_t bad_deposits;       /* deposits refused at this core's regions */
+	alignas(64) _Atomic uint32_t fault_head; /* engine writes */
+	_Atomic uint32_t fault_tail;             /* core writes */
+	struct dma_fault_rec faults[DMA_FAULT_SLOTS];
+	uint64_t off_counters;               /* dma_counter_shm[dma_counters] */
+	uint64_t off_regions;                /* dma_region_shm[dma_regions] */
+	uint64_t off_injfifo;                /* torus_ring[inj_fifos] */
+	uint32_t ninj, ncounters, nregions, pad_;
+	struct torus_ring memfifo;           /* engine -> core: memory-FIFO packets */
+};
+
+/* Bytes the DMA block of one core needs (page-independent), and its set-up. */
+uint64_t dma_core_shm_bytes(const struct torus_params *p);
+void dma_core_shm_init(struct dma_core_shm *d, uint64_t off, const struct torus_params *p);
+void dma_core_shm_dump(const struct dma_core_shm *d, void *base, uint32_t core, FILE *out);
+
+static inline struct dma_counter_shm *dma_shm_counter(void *base, struct dma_core_shm *d, uint32_t i)
+{
+	return (struct dma_counter_shm *)((char *)base + d->off_counters) + i;
+}
+static inline struct dma_region_shm *dma_shm_region(void *base, struct dma_core_shm *d, uint32_t i)
+{
+	return (struct dma_region_shm *)((char *)base + d->off_regions) + i;
+}
+static inline struct torus_ring *dma_shm_injfifo(void *base, struct dma_core_shm *d, uint32_t i)
+{
+	return (struct torus_ring *)((char *)base + d->off_injfifo) + i;
+}
+
+/* The descriptor as it sits in an injection FIFO slot. */
+struct dma_wire_desc {
+	struct dma_desc d;
+	torus_vt_t ready;      /* core clock after the injection overhead */
+	uint32_t src_core;
+};
+_Static_assert(sizeof(struct dma_wire_desc) <= sizeof(struct torus_packet), "descriptor fits a slot");
+
+/* ------------------------------------------------ process-local state */
+
+struct dma_handler {
+	dma_recv_fn fn;
+	void *arg;
+};
+
+/* Core side (inside struct emu_core). */
+struct dma_core_local {
+	struct dma_core_shm *shm;
+	struct torus_ring_view memfifo;       /* consumer */
+	struct dma_injfifo *fifos;            /* inj_fifos handles */
+	struct dma_handler handlers[256];
+	void **region_base;                   /* dma_regions entries */
+};
+
+struct dma_injfifo {
+	emu_core_t *core;
+	uint32_t index;
+	struct torus_ring_view view;          /* producer */
+};
+
+/* A transfer the engine is injecting: from a core's FIFO or a remote get. */
+struct dma_job {
+	struct dma_desc d;
+	torus_vt_t ready;
+	uint32_t src_core;                     /* for faults and the sideband */
+	uint64_t done;                         /* bytes injected so far */
+	const uint8_t *src;
+};
+
+struct dma_engine_fifo {
+	struct torus_ring_view view;          /* consumer */
+	struct dma_job job;                   /* head descriptor, once taken */
+	int active;
+	struct emu_bell *core_bell;
+};
+
+/* Engine side (inside struct emu_node_rt). */
+struct dma_engine {
+	struct dma_engine_fifo *fifo;         /* ncores * inj_fifos */
+	struct torus_ring_view *memfifo;      /* producer, per core */
+	struct dma_job *replies;              /* remote gets to answer; grows */
+	uint32_t nreplies, capreplies, reply_head;
+	struct dma_fault_rec *nacks;          /* faults to send back; grows */
+	uint32_t *nack_dest;                  /* aux of their destination */
+	uint32_t nnacks, capnacks, nack_head;
+	uint64_t injected;                    /* descriptors finished */
+};
+
+int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen);
+void dma_node_teardown(struct emu_node_rt *rt);
+int dma_core_setup(struct emu_node_rt *rt, emu_core_t *c, char *err, size_t errlen);
+void dma_core_teardown(emu_core_t *c);
+/* Engine: inject from descriptor FIFOs and reply queues; packets moved. */
+uint32_t dma_engine_inject(struct emu_node_rt *rt);
+/* Engine: deposit a DMA packet that reached this node; 0 if it must wait. */
+int dma_engine_deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side);
+/* Counter update from the engine: subtract bytes at virtual time vt. */
+void dma_counter_sub(struct emu_node_rt *rt, uint32_t id, uint64_t bytes, torus_vt_t vt);
+
+static inline struct dma_core_shm *dma_core_shm_of(const struct emu_shm *m, struct emu_core_shm *cs)
+{
+	return (struct dma_core_shm *)((char *)m->base + cs->off_dma);
+}
+
+#endif

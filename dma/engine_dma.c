@@ -1,0 +1,427 @@
+/*
+ * The DMA unit on the node's engine thread: takes descriptors from the
+ * cores' injection FIFOs and packetises them, answers remote gets, and
+ * deposits DMA packets that reach this node (memory-FIFO packets into a
+ * core's reception FIFO, puts into registered memory with their counter).
+ *
+ * Virtual time: a descriptor is ready at the poster's clock plus the
+ * injection overhead; all its packets are ready then and the links
+ * serialise them (torus_link_charge). An injection counter moves when a
+ * packet has left the node; a reception counter when a packet is deposited
+ * (its arrival time). A remote get's data is ready when the request arrives.
+ * A local copy completes copy_bw later.
+ *
+ * Deposits never wait on the network: a get request or a refused deposit
+ * becomes a job in an unbounded local queue, sent when links allow, so the
+ * engine keeps consuming and the dateline argument still holds.
+ */
+#include "dma_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WIRE_NO_COUNTER 0xFFFFu
+
+int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen)
+{
+	const struct torus_params *p = rt->params;
+	struct dma_engine *e = calloc(1, sizeof(*e));
+	if (!e || !(e->fifo = calloc((size_t)rt->ncores * p->inj_fifos, sizeof(*e->fifo))) ||
+	    !(e->memfifo = calloc(rt->ncores, sizeof(*e->memfifo)))) {
+		if (e)
+			free(e->fifo);
+		free(e);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (uint32_t c = 0; c < rt->ncores; c++) {
+		struct emu_core_shm *cs = emu_shm_core(&rt->shm, rt->me, c);
+		struct dma_core_shm *d = dma_core_shm_of(&rt->shm, cs);
+		torus_ring_view_init(&e->memfifo[c], &d->memfifo, rt->shm.base, TORUS_RING_PRODUCER);
+		for (uint32_t i = 0; i < p->inj_fifos; i++) {
+			struct dma_engine_fifo *f = &e->fifo[c * p->inj_fifos + i];
+			torus_ring_view_init(&f->view, dma_shm_injfifo(rt->shm.base, d, i), rt->shm.base, TORUS_RING_CONSUMER);
+			f->core_bell = &cs->bell;
+		}
+	}
+	rt->dma = e;
+	return 0;
+}
+
+void dma_node_teardown(struct emu_node_rt *rt)
+{
+	if (!rt->dma)
+		return;
+	free(rt->dma->fifo);
+	free(rt->dma->memfifo);
+	free(rt->dma->replies);
+	free(rt->dma->nacks);
+	free(rt->dma->nack_dest);
+	free(rt->dma);
+	rt->dma = NULL;
+}
+
+int dma_core_setup(struct emu_node_rt *rt, emu_core_t *c, char *err, size_t errlen)
+{
+	const struct torus_params *p = rt->params;
+	struct dma_core_local *d = calloc(1, sizeof(*d));
+	if (!d || !(d->fifos = calloc(p->inj_fifos, sizeof(*d->fifos))) ||
+	    !(d->region_base = calloc(p->dma_regions, sizeof(void *)))) {
+		if (d)
+			free(d->fifos);
+		free(d);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	d->shm = dma_core_shm_of(&rt->shm, c->shm);
+	torus_ring_view_init(&d->memfifo, &d->shm->memfifo, rt->shm.base, TORUS_RING_CONSUMER);
+	for (uint32_t i = 0; i < p->inj_fifos; i++) {
+		d->fifos[i].core = c;
+		d->fifos[i].index = i;
+		torus_ring_view_init(&d->fifos[i].view, dma_shm_injfifo(rt->shm.base, d->shm, i), rt->shm.base,
+				     TORUS_RING_PRODUCER);
+	}
+	c->dma = d;
+	return 0;
+}
+
+void dma_core_teardown(emu_core_t *c)
+{
+	if (!c->dma)
+		return;
+	free(c->dma->fifos);
+	free(c->dma->region_base);
+	free(c->dma);
+	c->dma = NULL;
+}
+
+/* ------------------------------------------------------------ local queues */
+
+static int grow(void **arr, uint32_t *cap, size_t elem, uint32_t need)
+{
+	if (need <= *cap)
+		return 0;
+	uint32_t ncap = *cap ? *cap * 2 : 16;
+	void *n = realloc(*arr, (size_t)ncap * elem);
+	if (!n)
+		return -ENOMEM;
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+static void publish_pending(struct emu_node_rt *rt)
+{
+	struct dma_engine *e = rt->dma;
+	atomic_store_explicit(&rt->me->jobs_pending, (e->nreplies - e->reply_head) + (e->nnacks - e->nack_head),
+			      memory_order_release);
+}
+
+/* A deposit was refused: count it and tell the sending core. */
+static void refuse(struct emu_node_rt *rt, uint32_t aux, int error, uint32_t region, uint64_t offset, uint32_t len)
+{
+	struct dma_engine *e = rt->dma;
+	uint32_t owner = region / rt->params->dma_regions;
+	struct dma_core_shm *d = dma_core_shm_of(&rt->shm, emu_shm_core(&rt->shm, rt->me, owner < rt->ncores ? owner : 0));
+	atomic_fetch_add(&d->bad_deposits, 1);
+	uint32_t cap = e->capnacks;
+	if (grow((void **)&e->nacks, &e->capnacks, sizeof(*e->nacks), e->nnacks + 1) ||
+	    grow((void **)&e->nack_dest, &cap, sizeof(*e->nack_dest), e->nnacks + 1)) {
+		fprintf(stderr, "torus: node %u: out of memory for a fault report; fault dropped\n", rt->rank);
+		return;
+	}
+	e->nacks[e->nnacks] = (struct dma_fault_rec){error, rt->rank, region, len, offset};
+	e->nack_dest[e->nnacks] = aux;
+	e->nnacks++;
+	publish_pending(rt);
+}
+
+/* --------------------------------------------------------------- deposits */
+
+static int deliver_memfifo(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side)
+{
+	uint32_t core = pkt->hdr.sw.bytes[4];
+	struct torus_side *dside;
+	if (core >= rt->ncores) {
+		refuse(rt, side->aux, DMA_ERR_DEST, UINT32_MAX, 0, pkt->hdr.len);
+		return 1;
+	}
+	struct emu_core_shm *cs = rt->ecore[core].shm;
+	if (atomic_load_explicit(&cs->state, memory_order_acquire) == EMU_CORE_DONE) {
+		atomic_store_explicit(&rt->me->orphaned, ++rt->orphaned, memory_order_relaxed);
+		return 1;
+	}
+	uint32_t dispatch = pkt->hdr.sw.bytes[5];
+	struct dma_core_shm *d = dma_core_shm_of(&rt->shm, cs);
+	if (dispatch && !(atomic_load(&d->handlers[dispatch / 64]) & (1ull << (dispatch % 64)))) {
+		refuse(rt, side->aux, DMA_ERR_HANDLER, UINT32_MAX, 0, pkt->hdr.len);
+		return 1;
+	}
+	struct torus_ring_view *v = &rt->dma->memfifo[core];
+	struct torus_packet *dst = torus_ring_reserve(v, &dside);
+	if (!dst) {
+		if (!torus_ring_mark_full(v))
+			return 0; /* the core's release rings our bell */
+		dst = torus_ring_reserve(v, &dside);
+	}
+	torus_pkt_copy(dst, pkt);
+	*dside = *side;
+	torus_ring_commit(v);
+	emu_engine_mark_dirty(rt, v, &cs->bell);
+	return 1;
+}
+
+static int deliver_put(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side)
+{
+	uint32_t offset;
+	uint16_t region, counter;
+	memcpy(&offset, &pkt->hdr.sw.bytes[0], 4);
+	memcpy(&region, &pkt->hdr.sw.bytes[4], 2);
+	memcpy(&counter, &pkt->hdr.sw.bytes[6], 2);
+	uint32_t per = rt->params->dma_regions, owner = region / per;
+	uint32_t len = pkt->hdr.len;
+	if (owner >= rt->ncores) {
+		refuse(rt, side->aux, DMA_ERR_REGION, region, offset, len);
+		return 1;
+	}
+	struct dma_core_local *dl = rt->cores[owner]->dma;
+	struct dma_region_shm *r = dma_shm_region(rt->shm.base, dl->shm, region % per);
+	if (!atomic_load_explicit(&r->valid, memory_order_acquire)) {
+		refuse(rt, side->aux, DMA_ERR_REGION, region, offset, len);
+		return 1;
+	}
+	uint64_t size = atomic_load_explicit(&r->size, memory_order_relaxed);
+	if (offset > size || len > size - offset) {
+		/* never a byte outside the region */
+		refuse(rt, side->aux, DMA_ERR_RANGE, region, offset, len);
+		return 1;
+	}
+	if (len)
+		memcpy((char *)dl->region_base[region % per] + offset, pkt->payload, len);
+	if (counter != WIRE_NO_COUNTER)
+		dma_counter_sub(rt, counter, len, side->vt);
+	return 1;
+}
+
+static int deliver_getreq(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side)
+{
+	struct dma_getreq q;
+	struct dma_engine *e = rt->dma;
+	memcpy(&q, pkt->payload, sizeof(q));
+	uint32_t per = rt->params->dma_regions, owner = q.region / per;
+	if (owner >= rt->ncores) {
+		refuse(rt, side->aux, DMA_ERR_REGION, q.region, q.offset, (uint32_t)q.len);
+		return 1;
+	}
+	struct dma_core_local *dl = rt->cores[owner]->dma;
+	struct dma_region_shm *r = dma_shm_region(rt->shm.base, dl->shm, q.region % per);
+	uint64_t size = atomic_load_explicit(&r->size, memory_order_relaxed);
+	if (!atomic_load_explicit(&r->valid, memory_order_acquire) || q.offset > size || q.len > size - q.offset) {
+		refuse(rt, side->aux, atomic_load(&r->valid) ? DMA_ERR_RANGE : DMA_ERR_REGION, q.region, q.offset,
+		       (uint32_t)q.len);
+		return 1;
+	}
+	if (grow((void **)&e->replies, &e->capreplies, sizeof(*e->replies), e->nreplies + 1)) {
+		refuse(rt, side->aux, -ENOMEM, q.region, q.offset, (uint32_t)q.len);
+		return 1;
+	}
+	struct dma_job *j = &e->replies[e->nreplies++];
+	memset(j, 0, sizeof(*j));
+	dma_desc_put(&j->d, dma_aux_node(side->aux), NULL, q.len, q.reply_region, q.reply_offset, q.reply_counter,
+		     DMA_NO_COUNTER);
+	j->d.hints = q.hints;
+	j->d.tag = q.tag;
+	j->src = (const uint8_t *)dl->region_base[q.region % per] + q.offset;
+	j->ready = side->vt;
+	j->src_core = dma_aux_core(side->aux);
+	publish_pending(rt);
+	return 1;
+}
+
+static int deliver_fault(struct emu_node_rt *rt, const struct torus_packet *pkt)
+{
+	uint32_t core = pkt->hdr.sw.bytes[4];
+	if (core >= rt->ncores)
+		return 1;
+	struct emu_core_shm *cs = rt->ecore[core].shm;
+	struct dma_core_shm *d = dma_core_shm_of(&rt->shm, cs);
+	uint32_t head = atomic_load_explicit(&d->fault_head, memory_order_relaxed);
+	if (head - atomic_load_explicit(&d->fault_tail, memory_order_acquire) >= DMA_FAULT_SLOTS) {
+		atomic_fetch_add(&d->faults_lost, 1);
+		return 1;
+	}
+	memcpy(&d->faults[head % DMA_FAULT_SLOTS], pkt->payload, sizeof(struct dma_fault_rec));
+	/* pairs with the acquire load in dma_fault_next */
+	atomic_store_explicit(&d->fault_head, head + 1, memory_order_release);
+	emu_bell_ring(&cs->bell);
+	return 1;
+}
+
+int dma_engine_deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side)
+{
+	switch (torus_pkt_kind(&pkt->hdr)) {
+	case DMA_PKT_MEMFIFO:
+		return deliver_memfifo(rt, pkt, side);
+	case DMA_PKT_PUT:
+		return deliver_put(rt, pkt, side);
+	case DMA_PKT_GETREQ:
+		return deliver_getreq(rt, pkt, side);
+	case DMA_PKT_FAULT:
+		return deliver_fault(rt, pkt);
+	default:
+		/* corrupted kind: count it rather than stall the network */
+		atomic_store_explicit(&rt->me->orphaned, ++rt->orphaned, memory_order_relaxed);
+		return 1;
+	}
+}
+
+/* -------------------------------------------------------------- injection */
+
+static void count_emitted(struct emu_node_rt *rt)
+{
+	struct dma_engine *e = rt->dma;
+	e->injected++;
+	atomic_store_explicit(&rt->me->emitted, e->injected, memory_order_release);
+}
+
+/* Emit packets of a job until it is done, blocked, or the batch is used;
+ * returns packets emitted. */
+static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
+{
+	const struct dma_desc *d = &j->d;
+	uint32_t pay = torus_params_payload(rt->params), n = 0;
+	struct torus_pkt_hdr h;
+	torus_vt_t left;
+
+	*done = 0;
+	if (d->kind == DMA_COPY) {
+		uint32_t per = rt->params->dma_regions;
+		struct dma_core_local *dl = rt->cores[(d->region / per) % rt->ncores]->dma;
+		if (d->len)
+			memcpy((char *)dl->region_base[d->region % per] + d->offset, j->src, d->len);
+		torus_vt_t t = j->ready + (torus_vt_t)((d->len * 1000000000000ull + rt->params->copy_bw - 1) /
+						       rt->params->copy_bw);
+		dma_counter_sub(rt, d->counter, d->len, t);
+		*done = 1;
+		return 1;
+	}
+	memset(&h, 0, sizeof(h));
+	h.dest = d->node;
+	h.hints = d->hints;
+	if (d->kind == DMA_GET) {
+		struct dma_getreq q = {d->region, d->reply_region, d->offset, d->reply_offset, d->len, d->counter,
+				       d->tag, d->hints, {0}};
+		h.len = sizeof(q);
+		h.vc_kind = (uint8_t)(DMA_PKT_GETREQ << 4);
+		if (!emu_engine_emit(rt, &h, &q, j->ready, d->tag, dma_aux(rt->rank, j->src_core), &left))
+			return 0;
+		count_emitted(rt);
+		*done = 1;
+		return 1;
+	}
+	while (n < EMU_ENGINE_BATCH) {
+		uint64_t rest = d->len - j->done;
+		uint32_t len = rest > pay ? pay : (uint32_t)rest;
+		h.len = (uint8_t)len;
+		if (d->kind == DMA_MEMFIFO) {
+			uint32_t index = (uint32_t)(j->done / pay);
+			h.vc_kind = (uint8_t)(DMA_PKT_MEMFIFO << 4 | (len == rest ? DMA_PKT_LAST : 0));
+			memcpy(&h.sw.bytes[0], &index, 4);
+			h.sw.bytes[4] = (uint8_t)d->core;
+			h.sw.bytes[5] = (uint8_t)d->dispatch;
+			memcpy(&h.sw.bytes[6], &d->user, 2);
+		} else {
+			uint32_t off = (uint32_t)(d->offset + j->done);
+			uint16_t region = (uint16_t)d->region;
+			uint16_t counter = d->counter == DMA_NO_COUNTER ? WIRE_NO_COUNTER : (uint16_t)d->counter;
+			h.vc_kind = (uint8_t)(DMA_PKT_PUT << 4);
+			memcpy(&h.sw.bytes[0], &off, 4);
+			memcpy(&h.sw.bytes[4], &region, 2);
+			memcpy(&h.sw.bytes[6], &counter, 2);
+		}
+		if (!emu_engine_emit(rt, &h, j->src + j->done, j->ready, d->tag, dma_aux(rt->rank, j->src_core), &left))
+			break;
+		count_emitted(rt);
+		if (len && d->inj_counter != DMA_NO_COUNTER)
+			dma_counter_sub(rt, d->inj_counter, len, left);
+		j->done += len;
+		n++;
+		if (j->done == d->len) {
+			*done = 1;
+			break;
+		}
+	}
+	return n;
+}
+
+static uint32_t inject_fifo(struct emu_node_rt *rt, struct dma_engine_fifo *f)
+{
+	struct torus_side *side;
+	uint32_t moved = 0;
+	while (moved < EMU_ENGINE_BATCH) {
+		if (!f->active) {
+			struct torus_packet *slot = torus_ring_peek(&f->view, &side);
+			if (!slot)
+				break;
+			const struct dma_wire_desc *w = (const struct dma_wire_desc *)slot;
+			memset(&f->job, 0, sizeof(f->job));
+			f->job.d = w->d;
+			f->job.ready = w->ready;
+			f->job.src_core = w->src_core;
+			f->job.src = w->d.src;
+			f->active = 1;
+		}
+		int done;
+		uint32_t n = run_job(rt, &f->job, &done);
+		moved += n;
+		if (!done)
+			break;
+		f->active = 0;
+		torus_ring_release(&f->view);
+		if (torus_ring_publish_tail(&f->view))
+			emu_bell_ring(f->core_bell);
+		atomic_fetch_add_explicit(&rt->me->desc_done, 1, memory_order_release);
+		if (!n)
+			moved++; /* a finished empty job still counts as progress */
+	}
+	return moved;
+}
+
+uint32_t dma_engine_inject(struct emu_node_rt *rt)
+{
+	struct dma_engine *e = rt->dma;
+	uint32_t moved = 0;
+	torus_vt_t left;
+
+	while (e->nack_head < e->nnacks) {
+		struct torus_pkt_hdr h;
+		memset(&h, 0, sizeof(h));
+		h.dest = dma_aux_node(e->nack_dest[e->nack_head]);
+		h.len = sizeof(struct dma_fault_rec);
+		h.vc_kind = (uint8_t)(DMA_PKT_FAULT << 4);
+		h.sw.bytes[4] = (uint8_t)dma_aux_core(e->nack_dest[e->nack_head]);
+		if (!emu_engine_emit(rt, &h, &e->nacks[e->nack_head], 0, 0, dma_aux(rt->rank, 0), &left))
+			break;
+		count_emitted(rt);
+		e->nack_head++;
+		moved++;
+	}
+	if (e->nack_head == e->nnacks)
+		e->nack_head = e->nnacks = 0;
+	while (e->reply_head < e->nreplies) {
+		int done;
+		moved += run_job(rt, &e->replies[e->reply_head], &done);
+		if (!done)
+			break;
+		e->reply_head++;
+	}
+	if (e->reply_head == e->nreplies)
+		e->reply_head = e->nreplies = 0;
+	uint32_t nf = rt->ncores * rt->params->inj_fifos;
+	for (uint32_t i = 0; i < nf; i++)
+		moved += inject_fifo(rt, &e->fifo[i]);
+	if (moved)
+		publish_pending(rt);
+	return moved;
+}

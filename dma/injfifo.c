@@ -1,0 +1,236 @@
+/*
+ * Descriptors and injection FIFOs: the core side of the DMA unit. Posting
+ * validates the descriptor against the destination's tables in shared
+ * memory (regions, counters, handlers), so a bad descriptor fails at once
+ * with a clear code; the destination still checks every deposit.
+ */
+#include "dma_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void desc_init(struct dma_desc *d, uint32_t kind)
+{
+	memset(d, 0, sizeof(*d));
+	d->kind = kind;
+	d->counter = DMA_NO_COUNTER;
+	d->inj_counter = DMA_NO_COUNTER;
+	d->region = UINT32_MAX;
+	d->reply_region = UINT32_MAX;
+}
+
+void dma_desc_memfifo(struct dma_desc *d, uint32_t node, uint32_t core, uint32_t dispatch, uint16_t user,
+		      const void *buf, size_t len, uint32_t inj_counter)
+{
+	if (!d)
+		return;
+	desc_init(d, DMA_MEMFIFO);
+	d->node = node;
+	d->core = core;
+	d->dispatch = dispatch;
+	d->user = user;
+	d->src = buf;
+	d->len = len;
+	d->inj_counter = inj_counter;
+}
+
+void dma_desc_put(struct dma_desc *d, uint32_t node, const void *src, size_t len, uint32_t region,
+		  uint64_t offset, uint32_t counter, uint32_t inj_counter)
+{
+	if (!d)
+		return;
+	desc_init(d, DMA_PUT);
+	d->node = node;
+	d->src = src;
+	d->len = len;
+	d->region = region;
+	d->offset = offset;
+	d->counter = counter;
+	d->inj_counter = inj_counter;
+}
+
+void dma_desc_get(struct dma_desc *d, uint32_t node, uint32_t region, uint64_t offset, size_t len,
+		  uint32_t reply_region, uint64_t reply_offset, uint32_t reply_counter)
+{
+	if (!d)
+		return;
+	desc_init(d, DMA_GET);
+	d->node = node;
+	d->region = region;
+	d->offset = offset;
+	d->len = len;
+	d->reply_region = reply_region;
+	d->reply_offset = reply_offset;
+	d->counter = reply_counter;
+}
+
+void dma_desc_copy(struct dma_desc *d, const void *src, size_t len, uint32_t region, uint64_t offset,
+		   uint32_t counter)
+{
+	if (!d)
+		return;
+	desc_init(d, DMA_COPY);
+	d->src = src;
+	d->len = len;
+	d->region = region;
+	d->offset = offset;
+	d->counter = counter;
+}
+
+int dma_injfifo_open(emu_core_t *c, uint32_t index, dma_injfifo_t **out)
+{
+	if (!c || !out)
+		return -EINVAL;
+	if (index >= c->dma->shm->ninj)
+		return DMA_ERR_FIFO;
+	*out = &c->dma->fifos[index];
+	return 0;
+}
+
+/* The DMA block of (node, core), or NULL. */
+static struct dma_core_shm *remote_core(struct emu_node_rt *rt, uint32_t node, uint32_t core)
+{
+	if (node >= rt->hdr->nnodes)
+		return NULL;
+	struct emu_node_shm *n = emu_shm_node(&rt->shm, node);
+	if (core >= n->ncores)
+		return NULL;
+	return dma_core_shm_of(&rt->shm, emu_shm_core(&rt->shm, n, core));
+}
+
+/* Is [offset, offset+len) inside region `id` of `node`? */
+static int check_region(struct emu_node_rt *rt, uint32_t node, uint32_t id, uint64_t offset, uint64_t len)
+{
+	uint32_t per = rt->hdr->params.dma_regions;
+	if (id == UINT32_MAX || id > DMA_MAX_IDS)
+		return DMA_ERR_REGION;
+	struct dma_core_shm *d = remote_core(rt, node, id / per);
+	if (!d)
+		return DMA_ERR_REGION;
+	struct dma_region_shm *r = dma_shm_region(rt->shm.base, d, id % per);
+	if (!atomic_load_explicit(&r->valid, memory_order_acquire))
+		return DMA_ERR_REGION;
+	uint64_t size = atomic_load_explicit(&r->size, memory_order_relaxed);
+	if (offset > size || len > size - offset)
+		return DMA_ERR_RANGE;
+	return 0;
+}
+
+static int check_counter(struct emu_node_rt *rt, uint32_t node, uint32_t id)
+{
+	uint32_t per = rt->hdr->params.dma_counters;
+	if (id == DMA_NO_COUNTER)
+		return 0;
+	if (id > DMA_MAX_IDS)
+		return DMA_ERR_COUNTER;
+	struct dma_core_shm *d = remote_core(rt, node, id / per);
+	if (!d || !atomic_load_explicit(&dma_shm_counter(rt->shm.base, d, id % per)->allocated, memory_order_acquire))
+		return DMA_ERR_COUNTER;
+	return 0;
+}
+
+static int check_hints(const struct emu_node_rt *rt, uint16_t hints)
+{
+	for (uint32_t d = 0; d < TORUS_MAX_DIMS; d++) {
+		uint32_t h = (hints >> (2 * d)) & 3u;
+		if (h == 3 || (h && d >= rt->hdr->shape.ndims))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int validate(emu_core_t *c, const struct dma_desc *d)
+{
+	struct emu_node_rt *rt = c->node;
+	int rc;
+
+	if ((d->len && !d->src && d->kind != DMA_GET) || (d->flags & ~DMA_F_UNCHECKED) || check_hints(rt, d->hints))
+		return -EINVAL;
+	/* put packets carry a 32-bit offset */
+	if ((d->kind == DMA_PUT || d->kind == DMA_GET) &&
+	    (d->offset + d->len > (1ull << 32) || d->reply_offset + d->len > (1ull << 32)))
+		return DMA_ERR_RANGE;
+	if ((rc = check_counter(rt, rt->rank, d->inj_counter)))
+		return rc;
+	if (d->flags & DMA_F_UNCHECKED)
+		return d->node < rt->hdr->nnodes || d->kind == DMA_COPY ? 0 : DMA_ERR_DEST;
+	switch (d->kind) {
+	case DMA_MEMFIFO: {
+		struct dma_core_shm *dst = remote_core(rt, d->node, d->core);
+		if (!dst)
+			return DMA_ERR_DEST;
+		if (d->dispatch == 0 || d->dispatch > 255)
+			return d->dispatch == 0 ? 0 : DMA_ERR_HANDLER;
+		uint64_t bits = atomic_load_explicit(&dst->handlers[d->dispatch / 64], memory_order_acquire);
+		return bits & (1ull << (d->dispatch % 64)) ? 0 : DMA_ERR_HANDLER;
+	}
+	case DMA_PUT:
+		if (d->node >= rt->hdr->nnodes)
+			return DMA_ERR_DEST;
+		if ((rc = check_region(rt, d->node, d->region, d->offset, d->len)))
+			return rc;
+		return check_counter(rt, d->node, d->counter);
+	case DMA_GET:
+		if (d->node >= rt->hdr->nnodes)
+			return DMA_ERR_DEST;
+		if ((rc = check_region(rt, d->node, d->region, d->offset, d->len)) ||
+		    (rc = check_region(rt, rt->rank, d->reply_region, d->reply_offset, d->len)))
+			return rc;
+		return check_counter(rt, rt->rank, d->counter);
+	case DMA_COPY:
+		if ((rc = check_region(rt, rt->rank, d->region, d->offset, d->len)))
+			return rc;
+		return check_counter(rt, rt->rank, d->counter);
+	default:
+		return -EINVAL;
+	}
+}
+
+int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
+{
+	struct torus_side *side;
+	int rc;
+
+	if (!f || !d || (flags & ~DMA_POST_WAIT))
+		return -EINVAL;
+	emu_core_t *c = f->core;
+	if ((rc = validate(c, d)))
+		return rc;
+	struct torus_packet *slot;
+	while (!(slot = torus_ring_reserve(&f->view, &side))) {
+		if (!(flags & DMA_POST_WAIT))
+			return -EAGAIN;
+		/* the engine rings this core when it takes a descriptor */
+		uint32_t seq = emu_bell_prepare(&c->shm->bell);
+		if (torus_ring_mark_full(&f->view)) {
+			emu_bell_cancel(&c->shm->bell);
+			continue;
+		}
+		if (emu_job_aborting(c->node)) {
+			emu_bell_cancel(&c->shm->bell);
+			return -ECANCELED;
+		}
+		atomic_store_explicit(&c->shm->state, EMU_CORE_WAITING, memory_order_relaxed);
+		emu_bell_sleep(&c->shm->bell, seq, EMU_SLEEP_SLICE_MS);
+		atomic_store_explicit(&c->shm->state, EMU_CORE_RUNNING, memory_order_relaxed);
+	}
+	c->vt += c->node->params->inj_overhead_ps;
+	struct dma_wire_desc *w = (struct dma_wire_desc *)slot;
+	w->d = *d;
+	w->ready = c->vt;
+	w->src_core = c->index;
+	torus_ring_commit(&f->view);
+	torus_ring_publish_head(&f->view);
+	atomic_fetch_add_explicit(&c->shm->posted, 1, memory_order_release);
+	emu_bell_ring(&c->node->me->bell);
+	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
+	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+	return 0;
+}
+
+int dma_injfifo_pending(dma_injfifo_t *f)
+{
+	if (!f)
+		return -EINVAL;
+	return (int)torus_ring_count(f->view.ring);
+}

@@ -1,0 +1,231 @@
+/*
+ * Registered memory regions and byte counters. Ids are node-wide (core *
+ * per-core count + index) so a remote descriptor can name them; each core
+ * allocates from its own range, so allocation needs no lock. Tables live in
+ * shared memory, where senders check descriptors against them and the hang
+ * detector can see them; region base pointers stay process-local.
+ */
+#include "dma_internal.h"
+
+#include <errno.h>
+
+static struct dma_core_shm *own(emu_core_t *c) { return c->dma->shm; }
+
+int dma_mem_register(emu_core_t *c, void *base, size_t len, uint32_t *region)
+{
+	if (!c || !region || (!base && len))
+		return -EINVAL;
+	struct dma_core_shm *d = own(c);
+	void *shm = c->node->shm.base;
+	for (uint32_t i = 0; i < d->nregions; i++) {
+		struct dma_region_shm *r = dma_shm_region(shm, d, i);
+		if (atomic_load_explicit(&r->valid, memory_order_relaxed))
+			continue;
+		c->dma->region_base[i] = base;
+		atomic_store_explicit(&r->size, len, memory_order_relaxed);
+		/* publishes base and size to the engine and to remote senders */
+		atomic_store_explicit(&r->valid, 1, memory_order_release);
+		*region = c->index * d->nregions + i;
+		return 0;
+	}
+	return DMA_ERR_NOSPACE;
+}
+
+/* The region slot behind a node-wide id of this node, or NULL. */
+static struct dma_region_shm *local_region(emu_core_t *c, uint32_t id, uint32_t *core, uint32_t *idx)
+{
+	struct emu_node_rt *rt = c->node;
+	uint32_t per = rt->hdr->params.dma_regions;
+	if (id / per >= rt->ncores)
+		return NULL;
+	*core = id / per;
+	*idx = id % per;
+	return dma_shm_region(rt->shm.base, rt->cores[*core]->dma->shm, *idx);
+}
+
+int dma_mem_deregister(emu_core_t *c, uint32_t region)
+{
+	uint32_t core, idx;
+	if (!c)
+		return -EINVAL;
+	struct dma_region_shm *r = local_region(c, region, &core, &idx);
+	if (!r || core != c->index || !atomic_load(&r->valid))
+		return DMA_ERR_REGION;
+	atomic_store_explicit(&r->valid, 0, memory_order_release);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- counters */
+
+static struct dma_counter_shm *counter_of(struct emu_node_rt *rt, uint32_t id)
+{
+	uint32_t per = rt->hdr->params.dma_counters;
+	if (id == DMA_NO_COUNTER || id / per >= rt->ncores)
+		return NULL;
+	struct dma_counter_shm *k = dma_shm_counter(rt->shm.base, rt->cores[id / per]->dma->shm, id % per);
+	return atomic_load_explicit(&k->allocated, memory_order_acquire) ? k : NULL;
+}
+
+int dma_counter_alloc(emu_core_t *c, uint32_t *id)
+{
+	if (!c || !id)
+		return -EINVAL;
+	struct dma_core_shm *d = own(c);
+	for (uint32_t i = 0; i < d->ncounters; i++) {
+		struct dma_counter_shm *k = dma_shm_counter(c->node->shm.base, d, i);
+		if (atomic_load_explicit(&k->allocated, memory_order_relaxed))
+			continue;
+		atomic_store(&k->value, 0);
+		atomic_store(&k->vt, 0);
+		atomic_store(&k->hits, 0);
+		atomic_store(&k->waiters, 0);
+		atomic_store_explicit(&k->allocated, 1, memory_order_release);
+		*id = c->index * d->ncounters + i;
+		return 0;
+	}
+	return DMA_ERR_NOSPACE;
+}
+
+int dma_counter_free(emu_core_t *c, uint32_t id)
+{
+	if (!c)
+		return -EINVAL;
+	struct dma_counter_shm *k = counter_of(c->node, id);
+	if (!k || id / c->node->hdr->params.dma_counters != c->index)
+		return DMA_ERR_COUNTER;
+	atomic_store_explicit(&k->allocated, 0, memory_order_release);
+	return 0;
+}
+
+/* Record that a counter reached zero at vt (the engine or a core). */
+static void counter_hit(struct emu_node_rt *rt, struct dma_counter_shm *k, torus_vt_t vt)
+{
+	uint64_t old = atomic_load_explicit(&k->vt, memory_order_relaxed);
+	while (vt > old && !atomic_compare_exchange_weak(&k->vt, &old, vt))
+		;
+	atomic_fetch_add_explicit(&k->hits, 1, memory_order_release);
+	uint64_t w = atomic_load_explicit(&k->waiters, memory_order_acquire);
+	for (uint32_t i = 0; w && i < rt->ncores; i++)
+		if (w & (1ull << i))
+			emu_bell_ring(&rt->cores[i]->shm->bell);
+}
+
+static void counter_change(struct emu_node_rt *rt, struct dma_counter_shm *k, int64_t delta, torus_vt_t vt)
+{
+	if (delta == 0)
+		return; /* an empty message changes nothing, and must not count a hit */
+	uint64_t old = atomic_load_explicit(&k->vt, memory_order_relaxed);
+	while (vt > old && !atomic_compare_exchange_weak(&k->vt, &old, vt))
+		;
+	/* the waiter re-reads value after announcing itself (seq_cst both ways) */
+	if (atomic_fetch_add(&k->value, delta) + delta == 0)
+		counter_hit(rt, k, vt);
+}
+
+void dma_counter_sub(struct emu_node_rt *rt, uint32_t id, uint64_t bytes, torus_vt_t vt)
+{
+	struct dma_counter_shm *k = counter_of(rt, id);
+	if (k)
+		counter_change(rt, k, -(int64_t)bytes, vt);
+}
+
+int dma_counter_add(emu_core_t *c, uint32_t id, int64_t bytes)
+{
+	if (!c)
+		return -EINVAL;
+	struct dma_counter_shm *k = counter_of(c->node, id);
+	if (!k)
+		return DMA_ERR_COUNTER;
+	counter_change(c->node, k, bytes, c->vt);
+	return 0;
+}
+
+int dma_counter_get(emu_core_t *c, uint32_t id, int64_t *value)
+{
+	if (!c || !value)
+		return -EINVAL;
+	struct dma_counter_shm *k = counter_of(c->node, id);
+	if (!k)
+		return DMA_ERR_COUNTER;
+	*value = atomic_load(&k->value);
+	return 0;
+}
+
+int dma_counter_hits(emu_core_t *c, uint32_t id, uint64_t *hits)
+{
+	if (!c || !hits)
+		return -EINVAL;
+	struct dma_counter_shm *k = counter_of(c->node, id);
+	if (!k)
+		return DMA_ERR_COUNTER;
+	*hits = atomic_load(&k->hits);
+	return 0;
+}
+
+/* Zero now? Then move the clock to when it hit. */
+static int counter_done(emu_core_t *c, struct dma_counter_shm *k)
+{
+	if (atomic_load(&k->value) != 0)
+		return 0;
+	torus_vt_t vt = atomic_load_explicit(&k->vt, memory_order_acquire);
+	if (vt > c->vt)
+		c->vt = vt;
+	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
+	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+	return 1;
+}
+
+int dma_counter_test(emu_core_t *c, uint32_t id)
+{
+	if (!c)
+		return -EINVAL;
+	struct dma_counter_shm *k = counter_of(c->node, id);
+	return k ? counter_done(c, k) : DMA_ERR_COUNTER;
+}
+
+int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *which)
+{
+	struct dma_counter_shm *ks[64];
+	if (!c || !ids || !n || n > 64)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!(ks[i] = counter_of(c->node, ids[i])))
+			return DMA_ERR_COUNTER;
+	uint64_t me = 1ull << c->index;
+	for (uint32_t spin = 0;; spin++) {
+		for (size_t i = 0; i < n; i++) {
+			if (counter_done(c, ks[i])) {
+				if (which)
+					*which = i;
+				return 0;
+			}
+		}
+		if (emu_job_aborting(c->node))
+			return -ECANCELED;
+		if (spin < EMU_IDLE_POLLS) {
+			emu_idle_poll(spin);
+			continue;
+		}
+		/* announce, re-check, sleep: counter_hit rings the waiters it sees */
+		uint32_t seq = emu_bell_prepare(&c->shm->bell);
+		for (size_t i = 0; i < n; i++)
+			atomic_fetch_or(&ks[i]->waiters, me);
+		int ready = 0;
+		for (size_t i = 0; i < n; i++)
+			ready |= atomic_load(&ks[i]->value) == 0;
+		if (ready) {
+			emu_bell_cancel(&c->shm->bell);
+		} else {
+			atomic_store_explicit(&c->shm->state, EMU_CORE_WAITING, memory_order_relaxed);
+			emu_bell_sleep(&c->shm->bell, seq, EMU_SLEEP_SLICE_MS);
+			atomic_store_explicit(&c->shm->state, EMU_CORE_RUNNING, memory_order_relaxed);
+		}
+		for (size_t i = 0; i < n; i++)
+			atomic_fetch_and(&ks[i]->waiters, ~me);
+	}
+}
+
+int dma_counter_wait(emu_core_t *c, uint32_t id)
+{
+	return dma_counter_wait_any(c, &id, 1, NULL);
+}

@@ -1,0 +1,165 @@
+/*
+ * Memory-FIFO reception: handlers by dispatch id, polling, and the fault
+ * queue through which a destination reports refused deposits back to the
+ * sending core.
+ */
+#include "dma_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+int dma_handler_register(emu_core_t *c, uint32_t dispatch, dma_recv_fn fn, void *arg)
+{
+	if (!c || dispatch == 0 || dispatch > 255 || !fn)
+		return -EINVAL;
+	c->dma->handlers[dispatch].fn = fn;
+	c->dma->handlers[dispatch].arg = arg;
+	/* senders check this bit; release pairs with their acquire */
+	atomic_fetch_or_explicit(&c->dma->shm->handlers[dispatch / 64], 1ull << (dispatch % 64), memory_order_release);
+	return 0;
+}
+
+static void fill_info(emu_core_t *c, const struct torus_packet *pkt, const struct torus_side *side,
+		      struct dma_recv_info *info)
+{
+	uint32_t index;
+	info->src_node = dma_aux_node(side->aux);
+	info->src_core = dma_aux_core(side->aux);
+	info->dispatch = pkt->hdr.sw.bytes[5];
+	memcpy(&info->user, &pkt->hdr.sw.bytes[6], sizeof(info->user));
+	memcpy(&index, &pkt->hdr.sw.bytes[0], sizeof(index));
+	info->offset = (uint64_t)index * torus_params_payload(c->node->params);
+	info->len = pkt->hdr.len;
+	info->last = (pkt->hdr.vc_kind & DMA_PKT_LAST) != 0;
+	info->arrival = side->vt;
+	if (side->vt > c->vt)
+		c->vt = side->vt;
+}
+
+static void consumed(emu_core_t *c)
+{
+	struct dma_core_local *d = c->dma;
+	torus_ring_release(&d->memfifo);
+	if (torus_ring_publish_tail(&d->memfifo))
+		emu_bell_ring(&c->node->me->bell);
+	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
+	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+}
+
+int dma_recfifo_next(emu_core_t *c, struct dma_recv_info *info, void *buf, size_t cap)
+{
+	struct torus_side *side;
+	if (!c || !info || (cap && !buf))
+		return -EINVAL;
+	struct torus_packet *pkt = torus_ring_peek(&c->dma->memfifo, &side);
+	if (!pkt)
+		return 0;
+	if (pkt->hdr.len > cap)
+		return -EMSGSIZE;
+	fill_info(c, pkt, side, info);
+	if (pkt->hdr.len)
+		memcpy(buf, pkt->payload, pkt->hdr.len);
+	consumed(c);
+	return 1;
+}
+
+int dma_recfifo_poll(emu_core_t *c, unsigned max)
+{
+	struct torus_side *side;
+	struct dma_recv_info info;
+	int n = 0;
+	if (!c || !max)
+		return -EINVAL;
+	while ((unsigned)n < max) {
+		struct torus_packet *pkt = torus_ring_peek(&c->dma->memfifo, &side);
+		if (!pkt)
+			break;
+		fill_info(c, pkt, side, &info);
+		struct dma_handler *h = &c->dma->handlers[info.dispatch];
+		if (!h->fn)
+			return n ? n : -ENOENT; /* a polled packet (dispatch 0): use dma_recfifo_next */
+		int rc = h->fn(c, &info, pkt->payload, h->arg);
+		consumed(c);
+		if (rc < 0)
+			return rc;
+		n++;
+	}
+	return n;
+}
+
+int dma_recfifo_wait(emu_core_t *c, int timeout_ms)
+{
+	if (!c)
+		return -EINVAL;
+	struct torus_ring *r = c->dma->memfifo.ring;
+	int waited = 0;
+	for (uint32_t spin = 0;; spin++) {
+		if (torus_ring_count(r))
+			return 1;
+		if (emu_job_aborting(c->node))
+			return -ECANCELED;
+		if (spin < EMU_IDLE_POLLS) {
+			emu_idle_poll(spin);
+			continue;
+		}
+		if (timeout_ms >= 0 && waited >= timeout_ms)
+			return 0;
+		int slice = timeout_ms >= 0 && timeout_ms - waited < EMU_SLEEP_SLICE_MS ? timeout_ms - waited
+											: EMU_SLEEP_SLICE_MS;
+		uint32_t seq = emu_bell_prepare(&c->shm->bell);
+		if (torus_ring_count(r)) {
+			emu_bell_cancel(&c->shm->bell);
+			continue;
+		}
+		atomic_store_explicit(&c->shm->state, EMU_CORE_WAITING, memory_order_relaxed);
+		int rc = emu_bell_sleep(&c->shm->bell, seq, slice);
+		atomic_store_explicit(&c->shm->state, EMU_CORE_RUNNING, memory_order_relaxed);
+		if (rc == -ETIMEDOUT)
+			waited += slice;
+	}
+}
+
+int dma_fault_next(emu_core_t *c, struct dma_fault *f)
+{
+	if (!c || !f)
+		return -EINVAL;
+	struct dma_core_shm *d = c->dma->shm;
+	uint32_t tail = atomic_load_explicit(&d->fault_tail, memory_order_relaxed);
+	/* pairs with the engine's release store of fault_head */
+	if (tail == atomic_load_explicit(&d->fault_head, memory_order_acquire))
+		return 0;
+	const struct dma_fault_rec *r = &d->faults[tail % DMA_FAULT_SLOTS];
+	f->error = r->error;
+	f->node = r->node;
+	f->region = r->region;
+	f->offset = r->offset;
+	f->len = r->len;
+	atomic_store_explicit(&d->fault_tail, tail + 1, memory_order_release);
+	return 1;
+}
+
+int dma_fault_wait(emu_core_t *c, struct dma_fault *f, int timeout_ms)
+{
+	if (!c || !f)
+		return -EINVAL;
+	int waited = 0;
+	for (;;) {
+		int rc = dma_fault_next(c, f);
+		if (rc)
+			return rc;
+		if (emu_job_aborting(c->node))
+			return -ECANCELED;
+		if (timeout_ms >= 0 && waited >= timeout_ms)
+			return 0;
+		uint32_t seq = emu_bell_prepare(&c->shm->bell);
+		struct dma_core_shm *d = c->dma->shm;
+		if (atomic_load(&d->fault_tail) != atomic_load(&d->fault_head)) {
+			emu_bell_cancel(&c->shm->bell);
+			continue;
+		}
+		int slice = timeout_ms >= 0 && timeout_ms - waited < EMU_SLEEP_SLICE_MS ? timeout_ms - waited
+											: EMU_SLEEP_SLICE_MS;
+		if (emu_bell_sleep(&c->shm->bell, seq, slice) == -ETIMEDOUT)
+			waited += slice;
+	}
+}

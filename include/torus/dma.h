@@ -1,0 +1,175 @@
+/*
+ * dma/ — the emulated Blue Gene/P DMA unit: the only way collectives move
+ * data between nodes (ARCHITECTURE.md, "Layers"; 003_b0aac8c3d10c7733.txt
+ * section 5.1).
+ *
+ * A core registers memory regions and allocates byte counters, opens one
+ * of its injection FIFOs, and posts descriptors; posting returns at once and
+ * the node's engine packetises the message into 240-byte-payload packets:
+ *
+ *   memory FIFO  payload lands in a reception FIFO of the destination core,
+ *                with a dispatch id (a registered handler, or polled) and a
+ *                16-bit user header;
+ *   direct put   payload lands at (region, offset) of the destination node
+ *                and decrements a reception counter there;
+ *   remote get   a request that makes the remote engine direct-put data back;
+ *   local copy   a copy inside the node, by the engine.
+ *
+ * Counters hold "bytes still to come": arm a reception counter with the
+ * expected bytes (dma_counter_add), deposits decrement it, and it hits zero
+ * once. An injection counter given to a descriptor is decremented as the
+ * engine injects its bytes. Waiting on a counter advances the core's virtual
+ * clock to the virtual time the counter hit zero.
+ *
+ * Every function validates its arguments and returns 0 (or a count) or a
+ * negative error: -EINVAL for malformed arguments, -EAGAIN for a full
+ * injection FIFO (back-pressure, not an error), or one of enum dma_error.
+ * Descriptors are validated when posted, against the destination's tables.
+ */
+#ifndef TORUS_DMA_H
+#define TORUS_DMA_H
+
+#include "torus/emu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Errors specific to the DMA unit (negative, below the errno range). */
+enum dma_error {
+	DMA_ERR_DEST = -1001,     /* destination node or core does not exist */
+	DMA_ERR_REGION = -1002,   /* region not registered at its node */
+	DMA_ERR_RANGE = -1003,    /* offset + length outside the region */
+	DMA_ERR_HANDLER = -1004,  /* no handler registered for the dispatch id */
+	DMA_ERR_COUNTER = -1005,  /* counter not allocated at its node */
+	DMA_ERR_FIFO = -1006,     /* no such injection FIFO */
+	DMA_ERR_NOSPACE = -1007,  /* no free region / counter / barrier slot */
+};
+/* Text for a DMA or errno error code. */
+const char *dma_strerror(int err);
+
+#define DMA_NO_COUNTER UINT32_MAX
+
+/* ------------------------------------------------------ registered memory */
+
+/* Register [base, base+len) for remote deposits and gets; region ids are
+ * node-wide (they encode the core). */
+int dma_mem_register(emu_core_t *c, void *base, size_t len, uint32_t *region);
+int dma_mem_deregister(emu_core_t *c, uint32_t region);
+
+/* --------------------------------------------------------------- counters */
+
+int dma_counter_alloc(emu_core_t *c, uint32_t *id);
+int dma_counter_free(emu_core_t *c, uint32_t id);
+/* Add (arm with) bytes; negative values are allowed. */
+int dma_counter_add(emu_core_t *c, uint32_t id, int64_t bytes);
+int dma_counter_get(emu_core_t *c, uint32_t id, int64_t *value);
+/* Times the counter reached zero since it was allocated. */
+int dma_counter_hits(emu_core_t *c, uint32_t id, uint64_t *hits);
+/* 1 if the counter is zero (the clock advances to when it hit), 0 if not. */
+int dma_counter_test(emu_core_t *c, uint32_t id);
+/* Sleep until the counter is zero; the clock advances to when it hit. */
+int dma_counter_wait(emu_core_t *c, uint32_t id);
+/* Sleep until one of ids[0..n) is zero; *which gets its index. */
+int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *which);
+
+/* ------------------------------------------------------- reception FIFOs */
+
+struct dma_recv_info {
+	uint32_t src_node, src_core;
+	uint32_t dispatch;
+	uint16_t user;        /* the sender's user header */
+	uint64_t offset;      /* of this packet's payload within the message */
+	uint32_t len;         /* payload bytes in this packet */
+	int last;             /* last packet of the message */
+	torus_vt_t arrival;
+};
+/* Called for each memory-FIFO packet of its dispatch id; return 0, or a
+ * negative value that dma_recfifo_poll passes back. */
+typedef int (*dma_recv_fn)(emu_core_t *c, const struct dma_recv_info *info, const void *payload, void *arg);
+
+/* Dispatch ids 1..255 (0 means "polled, no handler"). */
+int dma_handler_register(emu_core_t *c, uint32_t dispatch, dma_recv_fn fn, void *arg);
+/* Handle up to max waiting packets; returns how many were handled. */
+int dma_recfifo_poll(emu_core_t *c, unsigned max);
+/* Take the next packet without a handler: 1 and fills info/buf, 0 if none. */
+int dma_recfifo_next(emu_core_t *c, struct dma_recv_info *info, void *buf, size_t cap);
+/* Sleep until the reception FIFO holds a packet (timeout_ms < 0: no limit). */
+int dma_recfifo_wait(emu_core_t *c, int timeout_ms);
+
+/* ------------------------------------------------------- injection FIFOs */
+
+enum dma_kind { DMA_MEMFIFO = 1, DMA_PUT = 2, DMA_GET = 3, DMA_COPY = 4 };
+
+#define DMA_F_UNCHECKED 1u  /* skip post-time checks (to test the destination's) */
+
+/* A descriptor; fill it with one of the dma_desc_* helpers. */
+struct dma_desc {
+	uint32_t kind;
+	uint32_t flags;
+	uint32_t node;          /* destination (PUT, MEMFIFO) or target (GET) node */
+	uint32_t core;          /* MEMFIFO: destination core */
+	uint32_t dispatch;      /* MEMFIFO */
+	uint16_t user;          /* MEMFIFO user header */
+	uint16_t hints;         /* torus direction hints */
+	uint64_t len;
+	const void *src;        /* PUT, MEMFIFO, COPY: local source */
+	uint32_t region;        /* PUT, COPY: destination region; GET: region read at the target */
+	uint64_t offset;
+	uint32_t counter;       /* PUT, GET reply: reception counter at the receiving node */
+	uint32_t reply_region;  /* GET: where the data lands here */
+	uint64_t reply_offset;
+	uint32_t inj_counter;   /* decremented as bytes are injected, or DMA_NO_COUNTER */
+	uint32_t tag;           /* collective / color / phase tag for tracing */
+};
+
+void dma_desc_memfifo(struct dma_desc *d, uint32_t node, uint32_t core, uint32_t dispatch, uint16_t user,
+		      const void *buf, size_t len, uint32_t inj_counter);
+void dma_desc_put(struct dma_desc *d, uint32_t node, const void *src, size_t len, uint32_t region,
+		  uint64_t offset, uint32_t counter, uint32_t inj_counter);
+/* Read len bytes at (target node, region, offset) into (local reply_region,
+ * reply_offset), decrementing the local reply counter. */
+void dma_desc_get(struct dma_desc *d, uint32_t node, uint32_t region, uint64_t offset, size_t len,
+		  uint32_t reply_region, uint64_t reply_offset, uint32_t reply_counter);
+void dma_desc_copy(struct dma_desc *d, const void *src, size_t len, uint32_t region, uint64_t offset,
+		   uint32_t counter);
+
+typedef struct dma_injfifo dma_injfifo_t;
+/* Injection FIFO `index` (0 .. inj_fifos-1) of the calling core. */
+int dma_injfifo_open(emu_core_t *c, uint32_t index, dma_injfifo_t **out);
+
+#define DMA_POST_WAIT 1u /* sleep while the FIFO is full instead of -EAGAIN */
+/* Validate and post; returns at once (the engine does the rest). The core's
+ * clock advances by the per-descriptor injection overhead. */
+int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags);
+/* Descriptors posted and not yet fully injected. */
+int dma_injfifo_pending(dma_injfifo_t *f);
+
+/* ---------------------------------------------------------------- errors */
+
+/* A deposit the destination refused (reported back to the sender's core). */
+struct dma_fault {
+	int error;             /* enum dma_error */
+	uint32_t node;         /* the node that refused */
+	uint32_t region;
+	uint64_t offset;
+	uint32_t len;
+};
+/* 1 and fills *f if a fault was reported to this core, 0 if none. */
+int dma_fault_next(emu_core_t *c, struct dma_fault *f);
+/* Sleep until a fault is reported (timeout_ms < 0: no limit); 1 or 0. */
+int dma_fault_wait(emu_core_t *c, struct dma_fault *f, int timeout_ms);
+
+/* --------------------------------------------------------------- barriers */
+
+/* Global barrier of every core of the job, on the separate barrier network:
+ * every clock leaves at max(arrival clocks) + barrier_latency. */
+int dma_barrier(emu_core_t *c);
+/* Barrier over a team: global core ranks (emu_core_global) members[0..n),
+ * the same list on every member; the caller must be a member. */
+int dma_barrier_team(emu_core_t *c, const uint32_t *members, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
