@@ -135,6 +135,8 @@ struct dma_job {
 	uint32_t src_core;                     /* for faults and the sideband */
 	uint64_t done;                         /* bytes injected so far */
 	const uint8_t *src;
+	uint32_t last_len;                     /* the last packet's injection-counter */
+	torus_vt_t last_left;                  /* decrement, applied once the job is retired */
 };
 
 struct dma_engine_fifo {

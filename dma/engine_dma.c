@@ -343,16 +343,26 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 		if (!emu_engine_emit(rt, &h, j->src + j->done, j->ready, d->tag, dma_aux(rt->rank, j->src_core), &left))
 			break;
 		count_emitted(rt);
-		if (len && d->inj_counter != DMA_NO_COUNTER)
-			dma_counter_sub(rt, d->inj_counter, len, left);
 		j->done += len;
 		n++;
 		if (j->done == d->len) {
+			/* the caller retires the job first, then retire_counter(): a
+			 * zero injection counter means the descriptor left its FIFO */
+			j->last_len = len;
+			j->last_left = left;
 			*done = 1;
 			break;
 		}
+		if (len && d->inj_counter != DMA_NO_COUNTER)
+			dma_counter_sub(rt, d->inj_counter, len, left);
 	}
 	return n;
+}
+
+static void retire_counter(struct emu_node_rt *rt, const struct dma_job *j)
+{
+	if (j->last_len && j->d.inj_counter != DMA_NO_COUNTER)
+		dma_counter_sub(rt, j->d.inj_counter, j->last_len, j->last_left);
 }
 
 static uint32_t inject_fifo(struct emu_node_rt *rt, struct dma_engine_fifo *f)
@@ -382,6 +392,7 @@ static uint32_t inject_fifo(struct emu_node_rt *rt, struct dma_engine_fifo *f)
 		if (torus_ring_publish_tail(&f->view))
 			emu_bell_ring(f->core_bell);
 		atomic_fetch_add_explicit(&rt->me->desc_done, 1, memory_order_release);
+		retire_counter(rt, &f->job);
 		if (!n)
 			moved++; /* a finished empty job still counts as progress */
 	}
@@ -414,6 +425,7 @@ uint32_t dma_engine_inject(struct emu_node_rt *rt)
 		moved += run_job(rt, &e->replies[e->reply_head], &done);
 		if (!done)
 			break;
+		retire_counter(rt, &e->replies[e->reply_head]);
 		e->reply_head++;
 	}
 	if (e->reply_head == e->nreplies)

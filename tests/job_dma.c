@@ -1,0 +1,570 @@
+/*
+ * dma-check: whole-job checks of the DMA API, one scenario per run, every
+ * core of every node taking part at once. Exit status 0 only if every check
+ * of every core held; failures are printed with node and core.
+ *
+ *   torusrun --torus 2x3 --cores-map 1,2,1,3,2,1 -- dma-check put 0 1 240 241 65536
+ *
+ * Scenarios: put|get|memfifo|copy SIZES..., many N, bad, full, barrier,
+ * waitany, bandwidth BYTES.
+ *
+ * Convention: every core registers its receive buffer first and allocates
+ * its reception counter first, so their node-wide ids are
+ * core * dma_regions and core * dma_counters, known to every sender.
+ */
+#include "torus/dma.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *scenario;
+static uint64_t sizes[32];
+static int nsizes;
+
+#define CHECK(c, cond, ...)                                                                 \
+	check_at((c), (cond), __LINE__, __VA_ARGS__)
+
+static int failures;
+static int check_at(emu_core_t *c, int cond, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int check_at(emu_core_t *c, int cond, int line, const char *fmt, ...)
+{
+	if (cond)
+		return 1;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "dma-check %s: node %u core %u (line %d): %s\n", scenario, emu_node_rank(c), emu_core_index(c),
+		line, msg);
+	__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static uint8_t pattern(uint32_t src, uint64_t i) { return (uint8_t)(src * 131u + i * 7u + (i >> 9)); }
+
+static uint32_t region_id(emu_core_t *c, uint32_t core) { return core * emu_params(c)->dma_regions; }
+static uint32_t counter_id(emu_core_t *c, uint32_t core) { return core * emu_params(c)->dma_counters; }
+
+/* The core this one sends to: the next global rank. */
+static void peer(emu_core_t *c, int step, uint32_t *node, uint32_t *core, uint32_t *global)
+{
+	uint32_t total = emu_core_total(c);
+	*global = (emu_core_global(c) + total + (uint32_t)step) % total;
+	emu_core_locate(c, *global, node, core);
+}
+
+static int post(emu_core_t *c, dma_injfifo_t *f, const struct dma_desc *d)
+{
+	int rc = dma_injfifo_post(f, d, DMA_POST_WAIT);
+	CHECK(c, rc == 0, "post: %s", dma_strerror(rc));
+	return rc;
+}
+
+/* ----------------------------------------------------- put / get / copy */
+
+static int run_transfer(emu_core_t *c, int kind)
+{
+	uint64_t max = 0;
+	for (int i = 0; i < nsizes; i++)
+		if (sizes[i] > max)
+			max = sizes[i];
+	uint8_t *rx = malloc(max + 64), *tx = malloc(max + 1);
+	uint32_t reg, cnt, inj, txreg;
+	dma_injfifo_t *f;
+	uint32_t me = emu_core_global(c), to_node, to_core, to_g, from_node, from_core, from_g;
+	if (!CHECK(c, rx && tx, "out of memory"))
+		return 1;
+	peer(c, 1, &to_node, &to_core, &to_g);
+	peer(c, -1, &from_node, &from_core, &from_g);
+	CHECK(c, dma_mem_register(c, rx, max, &reg) == 0 && reg == region_id(c, emu_core_index(c)), "register rx");
+	CHECK(c, dma_counter_alloc(c, &cnt) == 0 && cnt == counter_id(c, emu_core_index(c)), "alloc counter");
+	CHECK(c, dma_counter_alloc(c, &inj) == 0, "alloc injection counter");
+	CHECK(c, dma_mem_register(c, tx, max + 1, &txreg) == 0, "register tx");
+	CHECK(c, dma_injfifo_open(c, 0, &f) == 0, "open fifo");
+	for (uint64_t i = 0; i < max; i++)
+		tx[i] = pattern(me, i);
+	for (int s = 0; s < nsizes; s++) {
+		uint64_t m = sizes[s];
+		memset(rx, 0xEE, max);
+		dma_counter_add(c, cnt, (int64_t)m);
+		uint64_t hits0 = 0, hits1 = 0;
+		dma_counter_hits(c, cnt, &hits0);
+		if (dma_barrier(c))
+			return 1;
+		struct dma_desc d;
+		if (kind == DMA_PUT) {
+			dma_counter_add(c, inj, (int64_t)m);
+			dma_desc_put(&d, to_node, tx, m, region_id(c, to_core), 0, counter_id(c, to_core), inj);
+			post(c, f, &d);
+			CHECK(c, dma_counter_wait(c, inj) == 0, "wait injection counter");
+		} else if (kind == DMA_GET) {
+			/* read the previous core's tx region into my rx: its tx region id
+			 * is its second registration */
+			dma_desc_get(&d, from_node, region_id(c, from_core) + 1, 0, m, reg, 0, cnt);
+			post(c, f, &d);
+		} else {
+			dma_desc_copy(&d, tx, m, reg, 0, cnt);
+			post(c, f, &d);
+		}
+		torus_vt_t before = emu_core_now(c);
+		CHECK(c, dma_counter_wait(c, cnt) == 0, "wait reception counter");
+		dma_counter_hits(c, cnt, &hits1);
+		/* a message reaches zero exactly once (0 bytes: never moves) */
+		CHECK(c, hits1 - hits0 == (m ? 1u : 0u), "size %" PRIu64 ": counter hit zero %" PRIu64 " times", m,
+		      hits1 - hits0);
+		CHECK(c, emu_core_now(c) >= before, "clock went back");
+		uint32_t src = kind == DMA_COPY ? me : from_g;
+		uint64_t bad = UINT64_MAX;
+		for (uint64_t i = 0; i < m && bad == UINT64_MAX; i++)
+			if (rx[i] != pattern(src, i))
+				bad = i;
+		CHECK(c, bad == UINT64_MAX, "size %" PRIu64 ": byte %" PRIu64 " wrong", m, bad);
+		CHECK(c, m == max || rx[m] == 0xEE, "size %" PRIu64 ": wrote past the message", m);
+		int64_t v;
+		dma_counter_get(c, cnt, &v);
+		CHECK(c, v == 0, "counter left at %" PRId64, v);
+		if (dma_barrier(c))
+			return 1;
+	}
+	free(rx);
+	free(tx);
+	return 0;
+}
+
+/* ------------------------------------------------------------- memfifo */
+
+struct assembly {
+	uint8_t *buf;
+	uint64_t got, len;
+	uint32_t src_global;
+	int done, bad;
+	emu_core_t *c;
+};
+
+static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void *payload, void *arg)
+{
+	struct assembly *a = arg;
+	uint32_t node = info->src_node, core = info->src_core, g;
+	(void)c;
+	for (g = 0; g < emu_core_total(c); g++) {
+		uint32_t n2, c2;
+		emu_core_locate(c, g, &n2, &c2);
+		if (n2 == node && c2 == core)
+			break;
+	}
+	if (g != a->src_global || info->dispatch != 7 || info->user != 0xBEEF || info->offset != a->got)
+		a->bad++;
+	memcpy(a->buf + info->offset, payload, info->len);
+	a->got += info->len;
+	if (info->last) {
+		a->done++;
+		if (a->got != a->len)
+			a->bad++;
+	}
+	return 0;
+}
+
+static int run_memfifo(emu_core_t *c)
+{
+	uint64_t max = 0;
+	for (int i = 0; i < nsizes; i++)
+		if (sizes[i] > max)
+			max = sizes[i];
+	uint8_t *tx = malloc(max + 1);
+	struct assembly a = {malloc(max + 1), 0, 0, 0, 0, 0, c};
+	uint32_t me = emu_core_global(c), to_node, to_core, to_g, from_node, from_core, inj;
+	dma_injfifo_t *f;
+	if (!CHECK(c, tx && a.buf, "out of memory") || !CHECK(c, dma_counter_alloc(c, &inj) == 0, "alloc"))
+		return 1;
+	peer(c, 1, &to_node, &to_core, &to_g);
+	peer(c, -1, &from_node, &from_core, &a.src_global);
+	CHECK(c, dma_handler_register(c, 7, on_packet, &a) == 0, "register handler");
+	CHECK(c, dma_injfifo_open(c, emu_params(c)->inj_fifos - 1, &f) == 0, "open last fifo");
+	for (uint64_t i = 0; i < max; i++)
+		tx[i] = pattern(me, i);
+	for (int s = 0; s < nsizes; s++) {
+		uint64_t m = sizes[s];
+		a.got = 0;
+		a.len = m;
+		a.done = 0;
+		if (dma_barrier(c))
+			return 1;
+		struct dma_desc d;
+		dma_counter_add(c, inj, (int64_t)m);
+		dma_desc_memfifo(&d, to_node, to_core, 7, 0xBEEF, tx, m, inj);
+		post(c, f, &d);
+		while (!a.done) {
+			int rc = dma_recfifo_poll(c, 64);
+			if (!CHECK(c, rc >= 0, "poll: %s", dma_strerror(rc)))
+				return 1;
+			if (!rc && dma_recfifo_wait(c, -1) < 0)
+				return 1;
+		}
+		CHECK(c, a.done == 1 && a.bad == 0, "size %" PRIu64 ": message garbled (%d bad)", m, a.bad);
+		uint64_t bad = UINT64_MAX;
+		for (uint64_t i = 0; i < m && bad == UINT64_MAX; i++)
+			if (a.buf[i] != pattern(a.src_global, i))
+				bad = i;
+		CHECK(c, bad == UINT64_MAX, "size %" PRIu64 ": byte %" PRIu64 " wrong", m, bad);
+	}
+	/* polled, without a handler (dispatch 0) */
+	if (dma_barrier(c))
+		return 1;
+	struct dma_desc d;
+	dma_counter_add(c, inj, 100);
+	dma_desc_memfifo(&d, to_node, to_core, 0, 42, tx, 100, inj);
+	post(c, f, &d);
+	struct dma_recv_info info;
+	uint8_t buf[TORUS_MAX_PAYLOAD];
+	int rc;
+	while ((rc = dma_recfifo_next(c, &info, buf, sizeof(buf))) == 0)
+		if (dma_recfifo_wait(c, -1) < 0)
+			return 1;
+	CHECK(c, rc == 1 && info.len == 100 && info.user == 42 && info.last && info.dispatch == 0 &&
+			 info.src_node == from_node && info.src_core == from_core && buf[99] == pattern(a.src_global, 99),
+	      "polled packet wrong");
+	CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
+	free(tx);
+	free(a.buf);
+	return 0;
+}
+
+/* ------------------------------------------------- many outstanding */
+
+static int run_many(emu_core_t *c)
+{
+	uint64_t n = nsizes ? sizes[0] : 4000, chunk = 64;
+	uint8_t *rx = calloc(n, chunk), *tx = malloc(n * chunk);
+	uint32_t reg, cnt, inj, to_node, to_core, to_g, from_node, from_core, from_g;
+	dma_injfifo_t *f[2];
+	if (!CHECK(c, rx && tx, "out of memory"))
+		return 1;
+	peer(c, 1, &to_node, &to_core, &to_g);
+	peer(c, -1, &from_node, &from_core, &from_g);
+	dma_mem_register(c, rx, n * chunk, &reg);
+	dma_counter_alloc(c, &cnt);
+	dma_counter_alloc(c, &inj);
+	dma_injfifo_open(c, 0, &f[0]);
+	dma_injfifo_open(c, emu_params(c)->inj_fifos - 1, &f[1]);
+	for (uint64_t i = 0; i < n * chunk; i++)
+		tx[i] = pattern(emu_core_global(c), i);
+	dma_counter_add(c, cnt, (int64_t)(n * chunk));
+	dma_counter_add(c, inj, (int64_t)(n * chunk));
+	if (dma_barrier(c))
+		return 1;
+	/* thousands of descriptors in flight from every core at once, in
+	 * reverse order over two FIFOs */
+	uint64_t eagain = 0;
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t i = n - 1 - k;
+		struct dma_desc d;
+		dma_desc_put(&d, to_node, tx + i * chunk, chunk, region_id(c, to_core), i * chunk, counter_id(c, to_core), inj);
+		int rc;
+		while ((rc = dma_injfifo_post(f[k % 2], &d, 0)) == -EAGAIN) {
+			eagain++;
+			dma_injfifo_post(f[k % 2], &d, DMA_POST_WAIT);
+			rc = 0;
+			break;
+		}
+		CHECK(c, rc == 0, "post %" PRIu64 ": %s", k, dma_strerror(rc));
+	}
+	CHECK(c, dma_counter_wait(c, inj) == 0 && dma_counter_wait(c, cnt) == 0, "waits");
+	uint64_t hits;
+	dma_counter_hits(c, cnt, &hits);
+	CHECK(c, hits == 1, "reception counter hit zero %" PRIu64 " times", hits);
+	uint64_t bad = UINT64_MAX;
+	for (uint64_t i = 0; i < n * chunk && bad == UINT64_MAX; i++)
+		if (rx[i] != pattern(from_g, i))
+			bad = i;
+	CHECK(c, bad == UINT64_MAX, "byte %" PRIu64 " wrong", bad);
+	CHECK(c, dma_injfifo_pending(f[0]) == 0 && dma_injfifo_pending(f[1]) == 0, "FIFOs not empty");
+	if (emu_core_global(c) == 0)
+		printf("many: %" PRIu64 " descriptors per core, %" PRIu64 " full-FIFO retries on core 0\n", n, eagain);
+	free(rx);
+	free(tx);
+	return 0;
+}
+
+/* ------------------------------------------------------- bad descriptors */
+
+static int run_bad(emu_core_t *c)
+{
+	uint8_t buf[512];
+	uint8_t guard[64 + 256 + 64];
+	uint32_t reg, cnt, to_node, to_core, to_g;
+	dma_injfifo_t *f;
+	struct dma_desc d;
+	peer(c, 1, &to_node, &to_core, &to_g);
+	memset(guard, 0x5A, sizeof(guard));
+	/* the region is the middle 256 bytes; the guards around it must survive */
+	CHECK(c, dma_mem_register(c, guard + 64, 256, &reg) == 0, "register");
+	CHECK(c, dma_counter_alloc(c, &cnt) == 0, "alloc");
+	CHECK(c, dma_injfifo_open(c, 0, &f) == 0, "open");
+	CHECK(c, dma_injfifo_open(c, 99, &f) == DMA_ERR_FIFO, "fifo 99 accepted");
+	CHECK(c, dma_injfifo_open(c, 0, &f) == 0 && dma_injfifo_open(c, 0, NULL) == -EINVAL, "NULL out accepted");
+	if (dma_barrier(c))
+		return 1;
+	uint32_t rr = region_id(c, to_core), rc_ = counter_id(c, to_core);
+	struct {
+		const char *what;
+		int want;
+	} cases[] = {
+		{"unknown region", DMA_ERR_REGION}, {"offset past the end", DMA_ERR_RANGE},
+		{"length past the end", DMA_ERR_RANGE}, {"bad destination node", DMA_ERR_DEST},
+		{"unknown remote counter", DMA_ERR_COUNTER}, {"unknown injection counter", DMA_ERR_COUNTER},
+		{"unregistered handler", DMA_ERR_HANDLER}, {"bad memfifo core", DMA_ERR_DEST},
+		{"get from unknown region", DMA_ERR_REGION}, {"get into short local region", DMA_ERR_RANGE},
+		{"copy out of range", DMA_ERR_RANGE}, {"NULL source", -EINVAL}, {"bad hints", -EINVAL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		switch (i) {
+		case 0: dma_desc_put(&d, to_node, buf, 16, rr + 5, 0, rc_, DMA_NO_COUNTER); break;
+		case 1: dma_desc_put(&d, to_node, buf, 16, rr, 300, rc_, DMA_NO_COUNTER); break;
+		case 2: dma_desc_put(&d, to_node, buf, 257, rr, 0, rc_, DMA_NO_COUNTER); break;
+		case 3: dma_desc_put(&d, emu_node_count(c) + 3, buf, 16, rr, 0, rc_, DMA_NO_COUNTER); break;
+		case 4: dma_desc_put(&d, to_node, buf, 16, rr, 0, rc_ + 7, DMA_NO_COUNTER); break;
+		case 5: dma_desc_put(&d, to_node, buf, 16, rr, 0, rc_, cnt + 9); break;
+		case 6: dma_desc_memfifo(&d, to_node, to_core, 200, 0, buf, 16, DMA_NO_COUNTER); break;
+		case 7: dma_desc_memfifo(&d, to_node, 77, 0, 0, buf, 16, DMA_NO_COUNTER); break;
+		case 8: dma_desc_get(&d, to_node, rr + 3, 0, 16, reg, 0, cnt); break;
+		case 9: dma_desc_get(&d, to_node, rr, 0, 256, reg, 100, cnt); break;
+		case 10: dma_desc_copy(&d, buf, 300, reg, 0, cnt); break;
+		case 11: dma_desc_put(&d, to_node, NULL, 16, rr, 0, rc_, DMA_NO_COUNTER); break;
+		case 12:
+			dma_desc_put(&d, to_node, buf, 16, rr, 0, rc_, DMA_NO_COUNTER);
+			d.hints = 0xFFFF;
+			break;
+		}
+		int rc = dma_injfifo_post(f, &d, 0);
+		CHECK(c, rc == cases[i].want, "%s: got %d (%s), want %d", cases[i].what, rc, dma_strerror(rc), cases[i].want);
+	}
+	CHECK(c, dma_injfifo_post(NULL, &d, 0) == -EINVAL && dma_injfifo_post(f, NULL, 0) == -EINVAL,
+	      "NULL arguments accepted");
+	CHECK(c, dma_counter_add(c, 4000000, 1) == DMA_ERR_COUNTER && dma_counter_wait(c, cnt + 11) == DMA_ERR_COUNTER,
+	      "unknown counter accepted");
+	CHECK(c, dma_handler_register(c, 0, NULL, NULL) == -EINVAL && dma_handler_register(c, 256, NULL, NULL) == -EINVAL,
+	      "bad dispatch id accepted");
+	/* the destination checks too: unchecked descriptors past the region end
+	 * are refused there and reported back to this core */
+	memset(buf, 0xA5, sizeof(buf));
+	dma_desc_put(&d, to_node, buf, 200, rr, 200, rc_, DMA_NO_COUNTER);
+	d.flags = DMA_F_UNCHECKED;
+	CHECK(c, dma_injfifo_post(f, &d, DMA_POST_WAIT) == 0, "unchecked post refused");
+	dma_desc_put(&d, to_node, buf, 16, rr + 6, 0, DMA_NO_COUNTER, DMA_NO_COUNTER);
+	d.flags = DMA_F_UNCHECKED;
+	CHECK(c, dma_injfifo_post(f, &d, DMA_POST_WAIT) == 0, "unchecked post refused");
+	struct dma_fault ft;
+	int range = 0, region = 0;
+	for (int k = 0; k < 2; k++) {
+		if (!CHECK(c, dma_fault_wait(c, &ft, 60000) == 1, "no fault reported"))
+			break;
+		range += ft.error == DMA_ERR_RANGE && ft.node == to_node;
+		region += ft.error == DMA_ERR_REGION && ft.node == to_node;
+	}
+	CHECK(c, range == 1 && region == 1, "faults: %d range, %d region", range, region);
+	if (dma_barrier(c))
+		return 1;
+	/* nothing was written anywhere near my region by my predecessor */
+	int intact = 1;
+	for (size_t i = 0; i < sizeof(guard); i++)
+		intact &= guard[i] == 0x5A;
+	CHECK(c, intact, "memory around the region was written");
+	return 0;
+}
+
+/* ------------------------------------------------------ back-pressure */
+
+static int run_full(emu_core_t *c)
+{
+	/* one big put keeps the FIFO's head busy; with inj_slots=2 the FIFO
+	 * then fills: -EAGAIN without DMA_POST_WAIT, a wait with it */
+	uint64_t big = 8u << 20;
+	uint8_t *tx = malloc(big), *rx = malloc(big);
+	uint32_t reg, cnt, inj, to_node, to_core, to_g;
+	dma_injfifo_t *f;
+	if (!CHECK(c, tx && rx, "out of memory"))
+		return 1;
+	memset(tx, 1, big);
+	peer(c, 1, &to_node, &to_core, &to_g);
+	dma_mem_register(c, rx, big, &reg);
+	dma_counter_alloc(c, &cnt);
+	dma_counter_alloc(c, &inj);
+	dma_injfifo_open(c, 0, &f);
+	dma_counter_add(c, cnt, (int64_t)(big + 3 * 64));
+	dma_counter_add(c, inj, (int64_t)(big + 3 * 64));
+	if (dma_barrier(c))
+		return 1;
+	struct dma_desc d;
+	dma_desc_put(&d, to_node, tx, big, region_id(c, to_core), 0, counter_id(c, to_core), inj);
+	int rc = dma_injfifo_post(f, &d, 0);
+	int again = 0, posted = 0;
+	dma_desc_put(&d, to_node, tx, 64, region_id(c, to_core), 0, counter_id(c, to_core), inj);
+	while (posted < 3) {
+		int r2 = dma_injfifo_post(f, &d, 0);
+		if (r2 == -EAGAIN) {
+			again++;
+			CHECK(c, dma_injfifo_post(f, &d, DMA_POST_WAIT) == 0, "waiting post failed");
+		} else {
+			CHECK(c, r2 == 0, "post: %s", dma_strerror(r2));
+		}
+		posted++;
+	}
+	CHECK(c, rc == 0, "big post: %s", dma_strerror(rc));
+	CHECK(c, again >= 1, "a 2-slot FIFO behind an 8 MiB put never reported -EAGAIN");
+	/* the source may be freed only once the injection counter is zero */
+	CHECK(c, dma_counter_wait(c, cnt) == 0 && dma_counter_wait(c, inj) == 0, "wait");
+	free(tx);
+	free(rx);
+	return 0;
+}
+
+/* ----------------------------------------------------------- barrier */
+
+static int run_barrier(emu_core_t *c)
+{
+	uint32_t me = emu_core_global(c), total = emu_core_total(c);
+	torus_vt_t lat = emu_params(c)->barrier_latency_ps;
+	for (int round = 0; round < 3; round++) {
+		torus_vt_t t0 = emu_core_now(c);
+		/* arrive at different virtual times; the latest is core total-1 */
+		emu_core_compute(c, (torus_vt_t)(me + 1) * 1000 * (round + 1));
+		if (dma_barrier(c))
+			return 1;
+		torus_vt_t want = t0 + (torus_vt_t)total * 1000 * (round + 1) + lat;
+		CHECK(c, emu_core_now(c) == want, "round %d: left at %" PRIu64 " ps, want %" PRIu64, round,
+		      (uint64_t)emu_core_now(c), (uint64_t)want);
+	}
+	/* team of even-ranked cores: they meet each other, not the odd ones */
+	uint32_t members[4096], n = 0;
+	for (uint32_t g = 0; g < total && n < 4096; g += 2)
+		members[n++] = g;
+	if (me % 2 == 0) {
+		torus_vt_t t0 = emu_core_now(c);
+		emu_core_compute(c, me * 10);
+		CHECK(c, dma_barrier_team(c, members, n) == 0, "team barrier");
+		CHECK(c, emu_core_now(c) == t0 + members[n - 1] * 10 + lat, "team barrier time %" PRIu64,
+		      (uint64_t)emu_core_now(c));
+	} else {
+		CHECK(c, dma_barrier_team(c, members, n) == -EINVAL, "non-member accepted");
+	}
+	CHECK(c, dma_barrier_team(c, NULL, 3) == -EINVAL, "NULL team accepted");
+	return dma_barrier(c);
+}
+
+/* ----------------------------------------------------------- wait any */
+
+static int run_waitany(emu_core_t *c)
+{
+	uint32_t k[3];
+	size_t which = 99;
+	for (int i = 0; i < 3; i++)
+		dma_counter_alloc(c, &k[i]);
+	dma_counter_add(c, k[0], 10);
+	dma_counter_add(c, k[2], 10);
+	/* k[1] is zero: wait-any returns it at once */
+	CHECK(c, dma_counter_wait_any(c, k, 3, &which) == 0 && which == 1, "wait_any picked %zu", which);
+	/* a local copy completes k[2] */
+	uint8_t src[10] = {1, 2, 3}, dst[10];
+	uint32_t reg;
+	dma_injfifo_t *f;
+	dma_mem_register(c, dst, sizeof(dst), &reg);
+	dma_injfifo_open(c, 0, &f);
+	struct dma_desc d;
+	dma_desc_copy(&d, src, 10, reg, 0, k[2]);
+	post(c, f, &d);
+	uint32_t two[2] = {k[0], k[2]};
+	CHECK(c, dma_counter_wait_any(c, two, 2, &which) == 0 && which == 1 && dst[2] == 3, "wait_any after copy");
+	CHECK(c, dma_counter_test(c, k[0]) == 0 && dma_counter_test(c, k[2]) == 1, "test");
+	return 0;
+}
+
+/* --------------------------------------------------------- bandwidth */
+
+static int run_bandwidth(emu_core_t *c)
+{
+	/* node 0 core 0 puts m bytes to node 1 core 0 over one link */
+	uint64_t m = nsizes ? sizes[0] : (16u << 20);
+	if (emu_core_index(c) != 0 || emu_node_rank(c) > 1)
+		return dma_barrier(c) || dma_barrier(c);
+	uint8_t *buf = malloc(m);
+	uint32_t reg, cnt, inj;
+	dma_injfifo_t *f;
+	if (!CHECK(c, buf != NULL, "out of memory"))
+		return 1;
+	dma_mem_register(c, buf, m, &reg);
+	dma_counter_alloc(c, &cnt);
+	dma_counter_alloc(c, &inj);
+	dma_injfifo_open(c, 0, &f);
+	if (emu_node_rank(c) == 1)
+		dma_counter_add(c, cnt, (int64_t)m);
+	if (dma_barrier(c))
+		return 1;
+	torus_vt_t t0 = emu_core_now(c);
+	if (emu_node_rank(c) == 0) {
+		struct dma_desc d;
+		dma_counter_add(c, inj, (int64_t)m);
+		dma_desc_put(&d, 1, buf, m, reg, 0, cnt, inj);
+		d.hints = torus_hint_set(0, 0, TORUS_HINT_PLUS);
+		post(c, f, &d);
+		CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
+	} else {
+		dma_counter_wait(c, cnt);
+		const struct torus_params *p = emu_params(c);
+		double model = (double)p->link_bw * torus_params_payload(p) / torus_wire_bytes(p, torus_params_payload(p));
+		/* the descriptor was ready at t0 (same clock after the barrier) plus the injection overhead */
+		double secs = (double)(emu_core_now(c) - t0 - p->inj_overhead_ps) * 1e-12;
+		double bw = (double)m / secs;
+		printf("bandwidth: %" PRIu64 " bytes in %.3f us: %.3f MB/s, model payload rate %.3f MB/s, ratio %.5f\n", m,
+		       secs * 1e6, bw / 1e6, model / 1e6, bw / model);
+		CHECK(c, bw / model > 0.999 && bw / model < 1.001, "bandwidth %.6f of the model", bw / model);
+	}
+	free(buf);
+	return dma_barrier(c);
+}
+
+static int core_main(emu_core_t *c, void *arg)
+{
+	(void)arg;
+	int rc = 1;
+	if (!strcmp(scenario, "put"))
+		rc = run_transfer(c, DMA_PUT);
+	else if (!strcmp(scenario, "get"))
+		rc = run_transfer(c, DMA_GET);
+	else if (!strcmp(scenario, "copy"))
+		rc = run_transfer(c, DMA_COPY);
+	else if (!strcmp(scenario, "memfifo"))
+		rc = run_memfifo(c);
+	else if (!strcmp(scenario, "many"))
+		rc = run_many(c);
+	else if (!strcmp(scenario, "bad"))
+		rc = run_bad(c);
+	else if (!strcmp(scenario, "full"))
+		rc = run_full(c);
+	else if (!strcmp(scenario, "barrier"))
+		rc = run_barrier(c);
+	else if (!strcmp(scenario, "waitany"))
+		rc = run_waitany(c);
+	else if (!strcmp(scenario, "bandwidth"))
+		rc = run_bandwidth(c);
+	if (rc == 0 && dma_barrier(c))
+		rc = 1;
+	return rc || __atomic_load_n(&failures, __ATOMIC_RELAXED) ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help")) {
+		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | bad | full | barrier | "
+		       "waitany | bandwidth BYTES\n");
+		return argc < 2 ? 2 : 0;
+	}
+	scenario = argv[1];
+	for (int i = 2; i < argc && nsizes < 32; i++)
+		sizes[nsizes++] = strtoull(argv[i], NULL, 0);
+	return emu_job_main(argc, argv, core_main, NULL);
+}

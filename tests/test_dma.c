@@ -1,0 +1,105 @@
+/*
+ * The DMA layer's suite: every transfer kind, counters, barriers, bad
+ * descriptors and back-pressure, each run as a whole job (dma-check) on a
+ * table of shapes from 1-D to 4-D, with even and uneven cores per node.
+ */
+#include "cunit_main.h"
+#include "job_util.h"
+
+struct shape_case {
+	const char *opts;   /* torusrun options */
+};
+
+static const struct shape_case shapes[] = {
+	{"--torus 4"},
+	{"--torus 2x3 --cores-map 1,2,1,3,2,1"},
+	{"--torus 2x2x2 --cores 2"},
+	{"--torus 2x1x2x2 --cores-map 2,1,1,2,3,1,1,2"},
+	{"--torus 3 --param fifo_slots=1 --param inj_slots=1 --param rx_slots=1"},
+};
+#define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+static void check_scenario(const char *opts, const char *args)
+{
+	struct result r = run("$B/torusrun %s --timeout 120 -- $B/dma-check %s", opts, args);
+	CU_ASSERT_EQUAL(r.status, 0);
+	if (r.status)
+		fprintf(stderr, "\n[%s] dma-check %s: exit %d\n%.3000s\n", opts, args, r.status, r.err);
+	result_free(&r);
+}
+
+static void each_shape(const char *args)
+{
+	for (size_t i = 0; i < NSHAPES; i++)
+		check_scenario(shapes[i].opts, args);
+}
+
+/* 0 bytes, less than a packet, exactly one, one more, many, and large */
+#define SIZES "0 1 239 240 241 4096 100000 1048576"
+
+static void test_put(void) { each_shape("put " SIZES); }
+static void test_get(void) { each_shape("get " SIZES); }
+static void test_copy(void) { each_shape("copy " SIZES); }
+static void test_memfifo(void) { each_shape("memfifo 0 1 240 241 5000 262144"); }
+static void test_large_64mib(void)
+{
+	check_scenario("--torus 2", "put 67108864");
+	check_scenario("--torus 2", "get 67108864");
+	check_scenario("--torus 2", "memfifo 67108864");
+}
+static void test_many_outstanding(void) { each_shape("many 3000"); }
+static void test_bad_descriptors(void) { each_shape("bad"); }
+static void test_backpressure(void)
+{
+	check_scenario("--torus 2 --param inj_slots=2", "full");
+	check_scenario("--torus 2x2 --cores 2 --param inj_slots=2", "full");
+}
+static void test_barrier(void) { each_shape("barrier"); }
+static void test_wait_any(void) { each_shape("waitany"); }
+
+static void test_bandwidth_model(void)
+{
+	/* emulated bandwidth of a large put over one link = the payload rate */
+	const char *params[] = {"", "--param link_bw=1GB/s --param hop_latency=1us",
+				"--param ack_overhead=0 --param chunk=16"};
+	for (size_t i = 0; i < 3; i++) {
+		struct result r = run("$B/torusrun --torus 2x2 %s -- $B/dma-check bandwidth 16777216", params[i]);
+		CU_ASSERT_EQUAL(r.status, 0);
+		CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "ratio 1.000") ? strstr(r.out, "ratio 1.000") : strstr(r.out, "ratio 0.999"));
+		if (r.status)
+			fprintf(stderr, "%s\n%s\n", r.out, r.err);
+		result_free(&r);
+	}
+}
+
+static void test_pingpong(void)
+{
+	struct result r = run("$B/torusrun --torus 8 -- $B/torus-pingpong --distance 3 --sizes 1:65536");
+	CU_ASSERT_EQUAL(r.status, 0);
+	/* one row per size 1, 2, 4, ..., 65536 after three comment lines */
+	CU_ASSERT_EQUAL(count_lines(r.out, NULL), 3 + 17);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "65536"));
+	result_free(&r);
+	r = run("$B/torusrun --torus 8 -- $B/torus-pingpong --distance 9");
+	CU_ASSERT_NOT_EQUAL(r.status, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "distance"));
+	result_free(&r);
+}
+
+int main(void)
+{
+	if (job_util_init())
+		return 2;
+	static const struct cunit_case transfers[] = {
+		CUNIT_CASE(test_put), CUNIT_CASE(test_get), CUNIT_CASE(test_copy), CUNIT_CASE(test_memfifo),
+		CUNIT_CASE(test_large_64mib), CUNIT_CASE(test_many_outstanding)};
+	static const struct cunit_case control[] = {
+		CUNIT_CASE(test_bad_descriptors), CUNIT_CASE(test_backpressure), CUNIT_CASE(test_barrier),
+		CUNIT_CASE(test_wait_any), CUNIT_CASE(test_bandwidth_model), CUNIT_CASE(test_pingpong)};
+	static const struct cunit_suite all[] = {
+		{"dma.transfers", transfers, CUNIT_COUNT(transfers)},
+		{"dma.control", control, CUNIT_COUNT(control)}};
+	int rc = cunit_main(all, CUNIT_COUNT(all));
+	job_util_cleanup();
+	return rc;
+}
