@@ -44,16 +44,20 @@ static int parse_size(const char *s, uint64_t *out)
 
 struct peer_state {
 	uint8_t *buf;
-	uint32_t reg, cnt;
+	uint32_t reg, cnt, inj;   /* inj: bytes of our puts not yet injected */
 	dma_injfifo_t *f;
 	uint32_t other;
+	emu_core_t *core;
 };
 
 static int put(struct peer_state *p, uint64_t len)
 {
 	struct dma_desc d;
 	/* the peer registered the same way: region 0 and counter 0 of its core 0 */
-	dma_desc_put(&d, p->other, p->buf, len, 0, 0, 0, DMA_NO_COUNTER);
+	dma_desc_put(&d, p->other, p->buf, len, 0, 0, 0, p->inj);
+	int rc = dma_counter_add(p->core, p->inj, (int64_t)len);
+	if (rc)
+		return rc;
 	return dma_injfifo_post(p->f, &d, DMA_POST_WAIT);
 }
 
@@ -73,8 +77,9 @@ static int pingpong(emu_core_t *c, void *arg)
 	struct peer_state p = {0};
 	p.other = me == 0 ? peer_node : 0;
 	p.buf = malloc(opt.max ? opt.max : 1);
+	p.core = c;
 	if (!p.buf || dma_mem_register(c, p.buf, opt.max ? opt.max : 1, &p.reg) || dma_counter_alloc(c, &p.cnt) ||
-	    dma_injfifo_open(c, 0, &p.f)) {
+	    dma_counter_alloc(c, &p.inj) || dma_injfifo_open(c, 0, &p.f)) {
 		fprintf(stderr, "torus-pingpong: set-up failed on node %u\n", me);
 		return 1;
 	}
@@ -122,7 +127,11 @@ static int pingpong(emu_core_t *c, void *arg)
 		if (len == 0 && opt.max == 0)
 			break;
 	}
-	return dma_barrier(c) ? 1 : 0;
+	/* the engine may still be reading the buffer for our last put */
+	int rc = dma_counter_wait(c, p.inj) || dma_barrier(c) ? 1 : 0;
+	dma_mem_deregister(c, p.reg);
+	free(p.buf);
+	return rc;
 }
 
 int main(int argc, char **argv)

@@ -30,6 +30,7 @@ static void wake_members(struct emu_node_rt *rt, const uint32_t *members, size_t
 static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, const uint32_t *members)
 {
 	struct emu_node_rt *rt = c->node;
+	dma_tsan_release(&rt->hdr->barrier[0]);
 	uint32_t gen = atomic_load_explicit(&b->generation, memory_order_acquire);
 	max_into(&b->max_vt, c->vt);
 	if (atomic_fetch_add(&b->arrived, 1) + 1 == n) {
@@ -59,6 +60,7 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 			atomic_store_explicit(&c->shm->state, EMU_CORE_RUNNING, memory_order_relaxed);
 		}
 	}
+	dma_tsan_acquire(&rt->hdr->barrier[0]);
 	/* release_vt cannot change before every member has left this episode */
 	uint64_t release = atomic_load(&b->release_vt);
 	if (release > c->vt)

@@ -53,7 +53,8 @@ struct dma_counter_shm {
 	_Atomic uint64_t hits;              /* times it reached zero */
 	_Atomic uint64_t waiters;           /* bit per core of this node sleeping on it */
 	_Atomic uint32_t allocated;
-	uint8_t pad_[28];
+	_Atomic uint32_t busy;              /* modifiers between their change and its bookkeeping */
+	uint8_t pad_[24];
 };
 _Static_assert(sizeof(struct dma_counter_shm) == 64, "counter is one cache line");
 
@@ -168,6 +169,23 @@ uint32_t dma_engine_inject(struct emu_node_rt *rt);
 int dma_engine_deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side);
 /* Counter update from the engine: subtract bytes at virtual time vt. */
 void dma_counter_sub(struct emu_node_rt *rt, uint32_t id, uint64_t bytes, torus_vt_t vt);
+
+/*
+ * ThreadSanitizer sees one process, so it cannot see that a barrier orders
+ * every core's work before it, in every node process, before the engines'
+ * later deposits and remote-get reads (the chain runs through other
+ * processes). These annotations state that edge on one address per node;
+ * they compile to nothing without TSan.
+ */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static inline void dma_tsan_acquire(void *a) { __tsan_acquire(a); }
+static inline void dma_tsan_release(void *a) { __tsan_release(a); }
+#else
+static inline void dma_tsan_acquire(void *a) { (void)a; }
+static inline void dma_tsan_release(void *a) { (void)a; }
+#endif
 
 static inline struct dma_core_shm *dma_core_shm_of(const struct emu_shm *m, struct emu_core_shm *cs)
 {

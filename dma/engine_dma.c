@@ -197,8 +197,10 @@ static int deliver_put(struct emu_node_rt *rt, const struct torus_packet *pkt, c
 		refuse(rt, side->aux, DMA_ERR_RANGE, region, offset, len);
 		return 1;
 	}
+	dma_tsan_acquire(&rt->hdr->barrier[0]);
 	if (len)
 		memcpy((char *)dl->region_base[region % per] + offset, pkt->payload, len);
+	dma_tsan_release(&rt->hdr->barrier[0]);
 	if (counter != WIRE_NO_COUNTER)
 		dma_counter_sub(rt, counter, len, side->vt);
 	return 1;
@@ -359,6 +361,15 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 	return n;
 }
 
+/* A remote get's data leaving this node (see dma_tsan_acquire). */
+static uint32_t run_reply(struct emu_node_rt *rt, struct dma_job *j, int *done)
+{
+	dma_tsan_acquire(&rt->hdr->barrier[0]);
+	uint32_t n = run_job(rt, j, done);
+	dma_tsan_release(&rt->hdr->barrier[0]);
+	return n;
+}
+
 static void retire_counter(struct emu_node_rt *rt, const struct dma_job *j)
 {
 	if (j->last_len && j->d.inj_counter != DMA_NO_COUNTER)
@@ -422,7 +433,7 @@ uint32_t dma_engine_inject(struct emu_node_rt *rt)
 		e->nack_head = e->nnacks = 0;
 	while (e->reply_head < e->nreplies) {
 		int done;
-		moved += run_job(rt, &e->replies[e->reply_head], &done);
+		moved += run_reply(rt, &e->replies[e->reply_head], &done);
 		if (!done)
 			break;
 		retire_counter(rt, &e->replies[e->reply_head]);

@@ -97,13 +97,10 @@ int dma_counter_free(emu_core_t *c, uint32_t id)
 	return 0;
 }
 
-/* Record that a counter reached zero at vt (the engine or a core). */
+/* A counter reached zero: wake the cores sleeping on it. */
 static void counter_hit(struct emu_node_rt *rt, struct dma_counter_shm *k, torus_vt_t vt)
 {
-	uint64_t old = atomic_load_explicit(&k->vt, memory_order_relaxed);
-	while (vt > old && !atomic_compare_exchange_weak(&k->vt, &old, vt))
-		;
-	atomic_fetch_add_explicit(&k->hits, 1, memory_order_release);
+	(void)vt;
 	uint64_t w = atomic_load_explicit(&k->waiters, memory_order_acquire);
 	for (uint32_t i = 0; w && i < rt->ncores; i++)
 		if (w & (1ull << i))
@@ -114,11 +111,18 @@ static void counter_change(struct emu_node_rt *rt, struct dma_counter_shm *k, in
 {
 	if (delta == 0)
 		return; /* an empty message changes nothing, and must not count a hit */
+	/* busy covers the change and its bookkeeping (vt, hits): a waiter counts
+	 * the counter done only when it reads value 0 and busy 0 (counter_done) */
+	atomic_fetch_add(&k->busy, 1);
 	uint64_t old = atomic_load_explicit(&k->vt, memory_order_relaxed);
 	while (vt > old && !atomic_compare_exchange_weak(&k->vt, &old, vt))
 		;
+	int hit = atomic_fetch_add(&k->value, delta) + delta == 0;
+	if (hit)
+		atomic_fetch_add_explicit(&k->hits, 1, memory_order_relaxed);
+	atomic_fetch_sub(&k->busy, 1);
 	/* the waiter re-reads value after announcing itself (seq_cst both ways) */
-	if (atomic_fetch_add(&k->value, delta) + delta == 0)
+	if (hit)
 		counter_hit(rt, k, vt);
 }
 
@@ -165,7 +169,7 @@ int dma_counter_hits(emu_core_t *c, uint32_t id, uint64_t *hits)
 /* Zero now? Then move the clock to when it hit. */
 static int counter_done(emu_core_t *c, struct dma_counter_shm *k)
 {
-	if (atomic_load(&k->value) != 0)
+	if (atomic_load(&k->value) != 0 || atomic_load(&k->busy) != 0)
 		return 0;
 	torus_vt_t vt = atomic_load_explicit(&k->vt, memory_order_acquire);
 	if (vt > c->vt)
@@ -212,7 +216,7 @@ int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *w
 			atomic_fetch_or(&ks[i]->waiters, me);
 		int ready = 0;
 		for (size_t i = 0; i < n; i++)
-			ready |= atomic_load(&ks[i]->value) == 0;
+			ready |= atomic_load(&ks[i]->value) == 0 && atomic_load(&ks[i]->busy) == 0;
 		if (ready) {
 			emu_bell_cancel(&c->shm->bell);
 		} else {
