@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmarks of the machine layer (issue 2), printed as tables.
+"""Benchmarks of the machine layer (issue 2) and the DMA unit (issue 3).
 
   bench/machine_bench.py [--build build] [--rounds 5] [--packets 2000000]
                          [--stress 8x8x8] [--big 16x16x16] [--big-timeout 900]
@@ -7,7 +7,9 @@
 1. Link throughput: the plain SPSC ring, the emulator's link FIFO and the
    whole emulated path, run alternately (side by side, same load) and
    reported as medians and ratios to the plain ring.
-2. torus-stress on a large torus: wall time, emulated time and the peak
+2. DMA direct put of 1 MiB messages between two neighbouring nodes, side by
+   side with the raw packet path of (1), and descriptor post rates per core.
+3. torus-stress on a large torus: wall time, emulated time and the peak
    memory of the whole job (sum of PSS over torusrun and every node process,
    sampled every 0.2 s; PSS counts shared link memory once).
 """
@@ -15,9 +17,9 @@ import argparse, os, re, statistics, subprocess, sys, time
 
 
 def run_linkbench(b, mode, packets):
-    if mode == "job":
+    if mode in ("job", "put"):
         cmd = [f"{b}/torusrun", "--quiet", "--torus", "2", "--", f"{b}/torus-linkbench",
-               "--mode", "job", "--packets", str(packets // 2)]
+               "--mode", mode, "--packets", str(packets // 2)]
     else:
         cmd = [f"{b}/torus-linkbench", "--mode", mode, "--packets", str(packets)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -47,6 +49,31 @@ def link_table(b, rounds, packets):
         print(f"{names[m]:<44} {pk:8.2f} {gb:13.3f} {pk / ring:7.2f}")
     per_round = [l[0] / r[0] for l, r in zip(res["link"], res["ring"])]
     print(f"link/ring per round: " + " ".join(f"{x:.2f}" for x in per_round))
+
+
+def dma_table(b, rounds, packets):
+    res = {m: [] for m in ("job", "put")}
+    for r in range(rounds):
+        for m in res:
+            res[m].append(run_linkbench(b, m, packets))
+    raw = [x[0] for x in res["job"]]
+    put = [x[0] for x in res["put"]]
+    print(f"\nDMA direct put, 1 MiB messages, node 0 -> node 1, median of {rounds} alternating rounds")
+    print(f"{'path':<44} {'Mpkt/s':>8} {'payload GB/s':>13} {'/ raw':>7}")
+    for m, name in (("job", "raw packets, core->...->core (issue 2)"),
+                    ("put", "DMA direct put, engine->...->memory")):
+        pk = statistics.median(x[0] for x in res[m])
+        gb = statistics.median(x[1] for x in res[m])
+        print(f"{name:<44} {pk:8.2f} {gb:13.3f} {pk / statistics.median(raw):7.2f}")
+    print("put/raw per round: " + " ".join(f"{p / r:.2f}" for p, r in zip(put, raw)))
+    print(f"\nDescriptor post rate (8-byte puts, waiting when the FIFO is full)")
+    print(f"{'cores on node 0':<16} {'per core M/s':>40}  {'node total M/s':>14}")
+    for cores in (1, 2, 4):
+        out = subprocess.run([f"{b}/torusrun", "--quiet", "--torus", "2", "--cores", str(cores), "--",
+                              f"{b}/torus-linkbench", "--mode", "post", "--packets", "200000"],
+                             check=True, capture_output=True, text=True).stdout
+        rates = [float(l.split()[3]) for l in out.splitlines() if l.startswith("post ")]
+        print(f"{cores:<16} {' '.join(f'{x:.2f}' for x in rates):>40}  {sum(rates):14.2f}")
 
 
 def tree_pss_kib(root):
@@ -118,6 +145,7 @@ def main():
     print(f"machine: {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M')}")
     if not a.skip_link:
         link_table(b, a.rounds, a.packets)
+        dma_table(b, a.rounds, a.packets)
     print(f"\ntorus-stress: every core sends K packets to every other core (1 core per node)")
     print(f"{'torus':<10} {'nodes':>6} {'K':>8} {'packets':>12} {'wall s':>8} {'emulated us':>14} "
           f"{'peak MiB':>10} {'KiB/node':>9}  status")
