@@ -527,6 +527,16 @@ static int run_bandwidth(emu_core_t *c)
 	return dma_barrier(c);
 }
 
+/* A counter nobody will ever decrement: only the hang detector ends this. */
+static int run_hang(emu_core_t *c)
+{
+	uint32_t k;
+	if (dma_counter_alloc(c, &k) || dma_counter_add(c, k, 4242))
+		return 1;
+	dma_counter_wait(c, k);
+	return 1;
+}
+
 static int core_main(emu_core_t *c, void *arg)
 {
 	(void)arg;
@@ -551,6 +561,8 @@ static int core_main(emu_core_t *c, void *arg)
 		rc = run_waitany(c);
 	else if (!strcmp(scenario, "bandwidth"))
 		rc = run_bandwidth(c);
+	else if (!strcmp(scenario, "hang"))
+		rc = run_hang(c);
 	if (rc == 0 && dma_barrier(c))
 		rc = 1;
 	return rc || __atomic_load_n(&failures, __ATOMIC_RELAXED) ? 1 : 0;

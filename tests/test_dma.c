@@ -72,6 +72,17 @@ static void test_bandwidth_model(void)
 	}
 }
 
+static void test_hang_detected(void)
+{
+	/* a core waiting on a counter that never moves: the hang detector stops
+	 * the job and its dump names the counter */
+	struct result r = run("$B/torusrun --torus 2 --timeout 1 -- $B/dma-check hang");
+	CU_ASSERT_EQUAL(r.status, 3);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "the job is hung"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "4242 bytes outstanding"));
+	result_free(&r);
+}
+
 static void test_pingpong(void)
 {
 	struct result r = run("$B/torusrun --torus 8 -- $B/torus-pingpong --distance 3 --sizes 1:65536");
@@ -95,7 +106,8 @@ int main(void)
 		CUNIT_CASE(test_large_64mib), CUNIT_CASE(test_many_outstanding)};
 	static const struct cunit_case control[] = {
 		CUNIT_CASE(test_bad_descriptors), CUNIT_CASE(test_backpressure), CUNIT_CASE(test_barrier),
-		CUNIT_CASE(test_wait_any), CUNIT_CASE(test_bandwidth_model), CUNIT_CASE(test_pingpong)};
+		CUNIT_CASE(test_wait_any), CUNIT_CASE(test_bandwidth_model), CUNIT_CASE(test_pingpong),
+		CUNIT_CASE(test_hang_detected)};
 	static const struct cunit_suite all[] = {
 		{"dma.transfers", transfers, CUNIT_COUNT(transfers)},
 		{"dma.control", control, CUNIT_COUNT(control)}};
