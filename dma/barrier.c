@@ -27,6 +27,18 @@ static void wake_members(struct emu_node_rt *rt, const uint32_t *members, size_t
 	}
 }
 
+struct barrier_wait_arg {
+	struct emu_barrier_shm *b;
+	uint32_t gen;
+};
+
+static int barrier_open(void *arg)
+{
+	struct barrier_wait_arg *a = arg;
+	/* acquire pairs with the last arriver's release of generation */
+	return atomic_load_explicit(&a->b->generation, memory_order_acquire) != a->gen;
+}
+
 static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, const uint32_t *members)
 {
 	struct emu_node_rt *rt = c->node;
@@ -43,22 +55,11 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 		atomic_store_explicit(&b->generation, gen + 1, memory_order_release);
 		wake_members(rt, members, n);
 	} else {
-		for (uint32_t spin = 0; atomic_load_explicit(&b->generation, memory_order_acquire) == gen; spin++) {
-			if (emu_job_aborting(rt))
-				return -ECANCELED;
-			if (spin < EMU_IDLE_POLLS) {
-				emu_idle_poll(spin);
-				continue;
-			}
-			uint32_t seq = emu_bell_prepare(&c->shm->bell);
-			if (atomic_load(&b->generation) != gen) {
-				emu_bell_cancel(&c->shm->bell);
-				break;
-			}
-			atomic_store_explicit(&c->shm->state, EMU_CORE_WAITING, memory_order_relaxed);
-			emu_bell_sleep(&c->shm->bell, seq, EMU_SLEEP_SLICE_MS);
-			atomic_store_explicit(&c->shm->state, EMU_CORE_RUNNING, memory_order_relaxed);
-		}
+		struct barrier_wait_arg a = {b, gen};
+		struct emu_wait w = {barrier_open, NULL, NULL, &a};
+		int rc = emu_core_block(c, &w, -1);
+		if (rc < 0)
+			return rc;
 	}
 	dma_tsan_acquire(&rt->hdr->barrier[0]);
 	/* release_vt cannot change before every member has left this episode */

@@ -186,6 +186,20 @@ static int validate(emu_core_t *c, const struct dma_desc *d)
 	}
 }
 
+static int fifo_has_room(void *arg)
+{
+	dma_injfifo_t *f = arg;
+	struct torus_side *side;
+	return torus_ring_reserve(&f->view, &side) != NULL;
+}
+
+/* the engine rings this core when it takes a descriptor from a marked FIFO */
+static void fifo_arm(void *arg)
+{
+	dma_injfifo_t *f = arg;
+	torus_ring_mark_full(&f->view);
+}
+
 int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 {
 	struct torus_side *side;
@@ -200,19 +214,9 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	while (!(slot = torus_ring_reserve(&f->view, &side))) {
 		if (!(flags & DMA_POST_WAIT))
 			return -EAGAIN;
-		/* the engine rings this core when it takes a descriptor */
-		uint32_t seq = emu_bell_prepare(&c->shm->bell);
-		if (torus_ring_mark_full(&f->view)) {
-			emu_bell_cancel(&c->shm->bell);
-			continue;
-		}
-		if (emu_job_aborting(c->node)) {
-			emu_bell_cancel(&c->shm->bell);
-			return -ECANCELED;
-		}
-		atomic_store_explicit(&c->shm->state, EMU_CORE_WAITING, memory_order_relaxed);
-		emu_bell_sleep(&c->shm->bell, seq, EMU_SLEEP_SLICE_MS);
-		atomic_store_explicit(&c->shm->state, EMU_CORE_RUNNING, memory_order_relaxed);
+		struct emu_wait w = {fifo_has_room, fifo_arm, NULL, f};
+		if ((rc = emu_core_block(c, &w, -1)) < 0)
+			return rc;
 	}
 	c->vt += c->node->params->inj_overhead_ps;
 	struct dma_wire_desc *w = (struct dma_wire_desc *)slot;

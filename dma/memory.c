@@ -187,6 +187,40 @@ int dma_counter_test(emu_core_t *c, uint32_t id)
 	return k ? counter_done(c, k) : DMA_ERR_COUNTER;
 }
 
+struct counter_wait {
+	emu_core_t *c;
+	struct dma_counter_shm **ks;
+	size_t n, *which;
+};
+
+static int counters_ready(void *arg)
+{
+	struct counter_wait *cw = arg;
+	for (size_t i = 0; i < cw->n; i++) {
+		if (counter_done(cw->c, cw->ks[i])) {
+			if (cw->which)
+				*cw->which = i;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* counter_hit rings the cores whose bit it sees */
+static void counters_arm(void *arg)
+{
+	struct counter_wait *cw = arg;
+	for (size_t i = 0; i < cw->n; i++)
+		atomic_fetch_or(&cw->ks[i]->waiters, 1ull << cw->c->index);
+}
+
+static void counters_disarm(void *arg)
+{
+	struct counter_wait *cw = arg;
+	for (size_t i = 0; i < cw->n; i++)
+		atomic_fetch_and(&cw->ks[i]->waiters, ~(1ull << cw->c->index));
+}
+
 int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *which)
 {
 	struct dma_counter_shm *ks[64];
@@ -195,38 +229,10 @@ int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *w
 	for (size_t i = 0; i < n; i++)
 		if (!(ks[i] = counter_of(c->node, ids[i])))
 			return DMA_ERR_COUNTER;
-	uint64_t me = 1ull << c->index;
-	for (uint32_t spin = 0;; spin++) {
-		for (size_t i = 0; i < n; i++) {
-			if (counter_done(c, ks[i])) {
-				if (which)
-					*which = i;
-				return 0;
-			}
-		}
-		if (emu_job_aborting(c->node))
-			return -ECANCELED;
-		if (spin < EMU_IDLE_POLLS) {
-			emu_idle_poll(spin);
-			continue;
-		}
-		/* announce, re-check, sleep: counter_hit rings the waiters it sees */
-		uint32_t seq = emu_bell_prepare(&c->shm->bell);
-		for (size_t i = 0; i < n; i++)
-			atomic_fetch_or(&ks[i]->waiters, me);
-		int ready = 0;
-		for (size_t i = 0; i < n; i++)
-			ready |= atomic_load(&ks[i]->value) == 0 && atomic_load(&ks[i]->busy) == 0;
-		if (ready) {
-			emu_bell_cancel(&c->shm->bell);
-		} else {
-			atomic_store_explicit(&c->shm->state, EMU_CORE_WAITING, memory_order_relaxed);
-			emu_bell_sleep(&c->shm->bell, seq, EMU_SLEEP_SLICE_MS);
-			atomic_store_explicit(&c->shm->state, EMU_CORE_RUNNING, memory_order_relaxed);
-		}
-		for (size_t i = 0; i < n; i++)
-			atomic_fetch_and(&ks[i]->waiters, ~me);
-	}
+	struct counter_wait cw = {c, ks, n, which};
+	struct emu_wait w = {counters_ready, counters_arm, counters_disarm, &cw};
+	int rc = emu_core_block(c, &w, -1);
+	return rc > 0 ? 0 : rc;
 }
 
 int dma_counter_wait(emu_core_t *c, uint32_t id)

@@ -87,36 +87,18 @@ int dma_recfifo_poll(emu_core_t *c, unsigned max)
 	return n;
 }
 
+static int memfifo_ready(void *arg)
+{
+	emu_core_t *c = arg;
+	return torus_ring_count(c->dma->memfifo.ring) != 0;
+}
+
 int dma_recfifo_wait(emu_core_t *c, int timeout_ms)
 {
 	if (!c)
 		return -EINVAL;
-	struct torus_ring *r = c->dma->memfifo.ring;
-	int waited = 0;
-	for (uint32_t spin = 0;; spin++) {
-		if (torus_ring_count(r))
-			return 1;
-		if (emu_job_aborting(c->node))
-			return -ECANCELED;
-		if (spin < EMU_IDLE_POLLS) {
-			emu_idle_poll(spin);
-			continue;
-		}
-		if (timeout_ms >= 0 && waited >= timeout_ms)
-			return 0;
-		int slice = timeout_ms >= 0 && timeout_ms - waited < EMU_SLEEP_SLICE_MS ? timeout_ms - waited
-											: EMU_SLEEP_SLICE_MS;
-		uint32_t seq = emu_bell_prepare(&c->shm->bell);
-		if (torus_ring_count(r)) {
-			emu_bell_cancel(&c->shm->bell);
-			continue;
-		}
-		atomic_store_explicit(&c->shm->state, EMU_CORE_WAITING, memory_order_relaxed);
-		int rc = emu_bell_sleep(&c->shm->bell, seq, slice);
-		atomic_store_explicit(&c->shm->state, EMU_CORE_RUNNING, memory_order_relaxed);
-		if (rc == -ETIMEDOUT)
-			waited += slice;
-	}
+	struct emu_wait w = {memfifo_ready, NULL, NULL, c};
+	return emu_core_block(c, &w, timeout_ms);
 }
 
 int dma_fault_next(emu_core_t *c, struct dma_fault *f)
@@ -138,28 +120,22 @@ int dma_fault_next(emu_core_t *c, struct dma_fault *f)
 	return 1;
 }
 
+struct fault_wait {
+	emu_core_t *c;
+	struct dma_fault *f;
+};
+
+static int fault_ready(void *arg)
+{
+	struct fault_wait *fw = arg;
+	return dma_fault_next(fw->c, fw->f);
+}
+
 int dma_fault_wait(emu_core_t *c, struct dma_fault *f, int timeout_ms)
 {
 	if (!c || !f)
 		return -EINVAL;
-	int waited = 0;
-	for (;;) {
-		int rc = dma_fault_next(c, f);
-		if (rc)
-			return rc;
-		if (emu_job_aborting(c->node))
-			return -ECANCELED;
-		if (timeout_ms >= 0 && waited >= timeout_ms)
-			return 0;
-		uint32_t seq = emu_bell_prepare(&c->shm->bell);
-		struct dma_core_shm *d = c->dma->shm;
-		if (atomic_load(&d->fault_tail) != atomic_load(&d->fault_head)) {
-			emu_bell_cancel(&c->shm->bell);
-			continue;
-		}
-		int slice = timeout_ms >= 0 && timeout_ms - waited < EMU_SLEEP_SLICE_MS ? timeout_ms - waited
-											: EMU_SLEEP_SLICE_MS;
-		if (emu_bell_sleep(&c->shm->bell, seq, slice) == -ETIMEDOUT)
-			waited += slice;
-	}
+	struct fault_wait fw = {c, f};
+	struct emu_wait w = {fault_ready, NULL, NULL, &fw};
+	return emu_core_block(c, &w, timeout_ms);
 }

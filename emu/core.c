@@ -133,24 +133,20 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms)
+int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 {
-	if (!c || !events || (events & ~(EMU_EV_SEND | EMU_EV_RECV)))
-		return -EINVAL;
 	long long deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
 	struct emu_bell *bell = &c->shm->bell;
+	int r;
 
 	for (uint32_t spin = 0; spin < EMU_IDLE_POLLS; spin++) {
-		unsigned r = ready_events(c, events);
-		if (r)
-			return (int)r;
+		if ((r = w->ready(w->arg)))
+			return r;
 		emu_idle_poll(spin);
 	}
-
 	for (;;) {
-		unsigned r = ready_events(c, events);
-		if (r)
-			return (int)r;
+		if ((r = w->ready(w->arg)))
+			return r;
 		if (emu_job_aborting(c->node))
 			return -ECANCELED;
 		int slice = EMU_SLEEP_SLICE_MS;
@@ -162,16 +158,47 @@ int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms)
 				slice = (int)left;
 		}
 		uint32_t seq = emu_bell_prepare(bell);
-		if (events & EMU_EV_SEND)
-			torus_ring_mark_full(&c->inj); /* the engine rings us when it pops */
-		if (ready_events(c, events)) {
+		if (w->arm)
+			w->arm(w->arg);
+		if ((r = w->ready(w->arg))) {
 			emu_bell_cancel(bell);
-			continue;
+		} else {
+			atomic_store_explicit(&c->shm->state, EMU_CORE_WAITING, memory_order_relaxed);
+			emu_bell_sleep(bell, seq, slice);
+			atomic_store_explicit(&c->shm->state, EMU_CORE_RUNNING, memory_order_relaxed);
 		}
-		atomic_store_explicit(&c->shm->state, EMU_CORE_WAITING, memory_order_relaxed);
-		emu_bell_sleep(bell, seq, slice);
-		atomic_store_explicit(&c->shm->state, EMU_CORE_RUNNING, memory_order_relaxed);
+		if (w->disarm)
+			w->disarm(w->arg);
+		if (r)
+			return r;
 	}
+}
+
+struct core_wait {
+	emu_core_t *c;
+	unsigned events;
+};
+
+static int core_ready(void *arg)
+{
+	struct core_wait *cw = arg;
+	return (int)ready_events(cw->c, cw->events);
+}
+
+static void core_arm(void *arg)
+{
+	struct core_wait *cw = arg;
+	if (cw->events & EMU_EV_SEND)
+		torus_ring_mark_full(&cw->c->inj); /* the engine rings us when it pops */
+}
+
+int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms)
+{
+	if (!c || !events || (events & ~(EMU_EV_SEND | EMU_EV_RECV)))
+		return -EINVAL;
+	struct core_wait cw = {c, events};
+	struct emu_wait w = {core_ready, core_arm, NULL, &cw};
+	return emu_core_block(c, &w, timeout_ms);
 }
 
 void emu_node_dump(const emu_core_t *c, FILE *out)

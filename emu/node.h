@@ -117,6 +117,23 @@ struct emu_node_rt {
 	int failed_core;
 };
 
+/*
+ * Every wait of a core goes through emu_core_block: poll `ready` a few
+ * microseconds, then announce on the core's doorbell, `arm` (e.g. ask the
+ * engine to ring when a FIFO drains), re-check, and sleep in slices that
+ * also watch for the job being torn down; `disarm` undoes `arm`. Whoever
+ * makes `ready` true rings the core's bell after doing so (Dekker pairing in
+ * emu_bell_prepare / emu_bell_ring). Returns what `ready` returned (> 0 done,
+ * < 0 error), 0 when timeout_ms (>= 0) passed, or -ECANCELED.
+ */
+struct emu_wait {
+	int (*ready)(void *arg);
+	void (*arm)(void *arg);
+	void (*disarm)(void *arg);
+	void *arg;
+};
+int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms);
+
 void *emu_engine_main(void *arg);
 /* Remember an output ring with unpublished packets; the engine publishes it
  * and rings its consumer at the end of the batch. */
