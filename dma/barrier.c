@@ -8,6 +8,8 @@
 #include "dma_internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 static void max_into(_Atomic uint64_t *a, uint64_t v)
 {
@@ -78,32 +80,50 @@ int dma_barrier(emu_core_t *c)
 	return barrier_wait(c, &c->node->hdr->barrier[0], emu_core_total(c), NULL);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A team barrier's slot is found by hashing the sorted member set, so every
+ * member finds the same slot whatever order its list is in. Slots are never
+ * given back: a job can use EMU_BARRIER_SLOTS - 1 distinct teams (a member
+ * that finds none gets DMA_ERR_NOSPACE; the others then wait, and the hang
+ * detector reports them).
+ */
 int dma_barrier_team(emu_core_t *c, const uint32_t *members, size_t n)
 {
 	if (!c || !members || n == 0 || n > emu_core_total(c))
 		return -EINVAL;
-	int me = 0;
+	uint32_t *sorted = malloc(n * sizeof(uint32_t));
+	if (!sorted)
+		return -ENOMEM;
+	memcpy(sorted, members, n * sizeof(uint32_t));
+	qsort(sorted, n, sizeof(uint32_t), cmp_u32);
+	int me = 0, rc = -EINVAL;
 	uint64_t key = 1469598103934665603ull ^ n;
 	for (size_t i = 0; i < n; i++) {
-		if (members[i] >= emu_core_total(c))
-			return -EINVAL;
-		for (size_t k = 0; k < i; k++)
-			if (members[k] == members[i])
-				return -EINVAL; /* duplicates would never release */
-		me |= members[i] == c->global;
-		key = (key ^ members[i]) * 1099511628211ull;
+		if (sorted[i] >= emu_core_total(c) || (i && sorted[i] == sorted[i - 1]))
+			goto out; /* out of range, or a duplicate that would never arrive */
+		me |= sorted[i] == c->global;
+		key = (key ^ sorted[i]) * 1099511628211ull;
 	}
 	if (!me)
-		return -EINVAL;
+		goto out;
 	key |= 1; /* 0 marks a free slot */
 	struct emu_shm_hdr *h = c->node->hdr;
+	rc = DMA_ERR_NOSPACE;
 	for (uint32_t probe = 0; probe < EMU_BARRIER_SLOTS - 1; probe++) {
 		struct emu_barrier_shm *b = &h->barrier[1 + (key + probe) % (EMU_BARRIER_SLOTS - 1)];
 		uint64_t cur = atomic_load(&b->key);
-		if (cur == 0 && atomic_compare_exchange_strong(&b->key, &cur, key))
-			return barrier_wait(c, b, (uint32_t)n, members);
-		if (cur == key)
-			return barrier_wait(c, b, (uint32_t)n, members);
+		if ((cur == 0 && atomic_compare_exchange_strong(&b->key, &cur, key)) || cur == key) {
+			rc = barrier_wait(c, b, (uint32_t)n, sorted);
+			break;
+		}
 	}
-	return DMA_ERR_NOSPACE;
+out:
+	free(sorted);
+	return rc;
 }

@@ -121,6 +121,7 @@ struct dma_core_local {
 	struct dma_injfifo *fifos;            /* inj_fifos handles */
 	struct dma_handler handlers[256];
 	void **region_base;                   /* dma_regions entries */
+	int polling;                          /* inside dma_recfifo_poll (no re-entry) */
 };
 
 struct dma_injfifo {
@@ -134,6 +135,9 @@ struct dma_job {
 	struct dma_desc d;
 	torus_vt_t ready;
 	uint32_t src_core;                     /* for faults and the sideband */
+	uint32_t aux;                          /* sideband of its packets: who faults go to */
+	uint32_t src_region;                   /* remote get: the region read (checked per packet) */
+	uint64_t src_offset;
 	uint64_t done;                         /* bytes injected so far */
 	const uint8_t *src;
 	uint32_t last_len;                     /* the last packet's injection-counter */
@@ -163,6 +167,9 @@ int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen);
 void dma_node_teardown(struct emu_node_rt *rt);
 int dma_core_setup(struct emu_node_rt *rt, emu_core_t *c, char *err, size_t errlen);
 void dma_core_teardown(emu_core_t *c);
+/* A core's function returned: its regions close (no deposit touches them
+ * once this returns), so the program may free them. */
+int dma_core_finish(emu_core_t *c);
 /* Engine: inject from descriptor FIFOs and reply queues; packets moved. */
 uint32_t dma_engine_inject(struct emu_node_rt *rt);
 /* Engine: deposit a DMA packet that reached this node; 0 if it must wait. */

@@ -11,9 +11,12 @@
  * (its arrival time). A remote get's data is ready when the request arrives.
  * A local copy completes copy_bw later.
  *
- * Deposits never wait on the network: a get request or a refused deposit
- * becomes a job in an unbounded local queue, sent when links allow, so the
- * engine keeps consuming and the dateline argument still holds.
+ * Puts, get requests and refused deposits never wait on the network: a get
+ * request or a refusal becomes a job in an unbounded local queue, sent when
+ * links allow, so the engine keeps consuming and the dateline argument still
+ * holds. A memory-FIFO packet waits for room in its core's reception FIFO,
+ * which is the core's to drain (README, "Drain your memory FIFO"); until it
+ * does, that packet holds its link FIFO, as on Blue Gene.
  */
 #include "dma_internal.h"
 
@@ -137,6 +140,31 @@ static void refuse(struct emu_node_rt *rt, uint32_t aux, int error, uint32_t reg
 	publish_pending(rt);
 }
 
+/* Base address of [offset, offset+len) in region `id` of this node, or NULL
+ * with *err set (checked at the moment of use: regions can go away). */
+static uint8_t *local_range(struct emu_node_rt *rt, uint32_t id, uint64_t offset, uint64_t len, int *err)
+{
+	uint32_t per = rt->params->dma_regions, owner = id / per;
+	if (id == UINT32_MAX || owner >= rt->ncores) {
+		*err = DMA_ERR_REGION;
+		return NULL;
+	}
+	struct dma_core_local *dl = rt->cores[owner]->dma;
+	struct dma_region_shm *r = dma_shm_region(rt->shm.base, dl->shm, id % per);
+	/* seq_cst: pairs with the seq_cst store in dma_mem_deregister, ordered
+	 * against the epoch bump of this engine iteration */
+	if (!atomic_load(&r->valid)) {
+		*err = DMA_ERR_REGION;
+		return NULL;
+	}
+	uint64_t size = atomic_load_explicit(&r->size, memory_order_relaxed);
+	if (offset > size || len > size - offset) {
+		*err = DMA_ERR_RANGE;
+		return NULL;
+	}
+	return (uint8_t *)dl->region_base[id % per] + offset;
+}
+
 /* --------------------------------------------------------------- deposits */
 
 static int deliver_memfifo(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side)
@@ -176,30 +204,20 @@ static int deliver_put(struct emu_node_rt *rt, const struct torus_packet *pkt, c
 {
 	uint32_t offset;
 	uint16_t region, counter;
+	int err;
 	memcpy(&offset, &pkt->hdr.sw.bytes[0], 4);
 	memcpy(&region, &pkt->hdr.sw.bytes[4], 2);
 	memcpy(&counter, &pkt->hdr.sw.bytes[6], 2);
-	uint32_t per = rt->params->dma_regions, owner = region / per;
 	uint32_t len = pkt->hdr.len;
-	if (owner >= rt->ncores) {
-		refuse(rt, side->aux, DMA_ERR_REGION, region, offset, len);
-		return 1;
-	}
-	struct dma_core_local *dl = rt->cores[owner]->dma;
-	struct dma_region_shm *r = dma_shm_region(rt->shm.base, dl->shm, region % per);
-	if (!atomic_load_explicit(&r->valid, memory_order_acquire)) {
-		refuse(rt, side->aux, DMA_ERR_REGION, region, offset, len);
-		return 1;
-	}
-	uint64_t size = atomic_load_explicit(&r->size, memory_order_relaxed);
-	if (offset > size || len > size - offset) {
-		/* never a byte outside the region */
-		refuse(rt, side->aux, DMA_ERR_RANGE, region, offset, len);
+	uint8_t *dst = local_range(rt, region, offset, len, &err);
+	if (!dst) {
+		/* never a byte outside a live region */
+		refuse(rt, side->aux, err, region, offset, len);
 		return 1;
 	}
 	dma_tsan_acquire(&rt->hdr->barrier[0]);
 	if (len)
-		memcpy((char *)dl->region_base[region % per] + offset, pkt->payload, len);
+		memcpy(dst, pkt->payload, len);
 	dma_tsan_release(&rt->hdr->barrier[0]);
 	if (counter != WIRE_NO_COUNTER)
 		dma_counter_sub(rt, counter, len, side->vt);
@@ -210,18 +228,10 @@ static int deliver_getreq(struct emu_node_rt *rt, const struct torus_packet *pkt
 {
 	struct dma_getreq q;
 	struct dma_engine *e = rt->dma;
+	int err;
 	memcpy(&q, pkt->payload, sizeof(q));
-	uint32_t per = rt->params->dma_regions, owner = q.region / per;
-	if (owner >= rt->ncores) {
-		refuse(rt, side->aux, DMA_ERR_REGION, q.region, q.offset, (uint32_t)q.len);
-		return 1;
-	}
-	struct dma_core_local *dl = rt->cores[owner]->dma;
-	struct dma_region_shm *r = dma_shm_region(rt->shm.base, dl->shm, q.region % per);
-	uint64_t size = atomic_load_explicit(&r->size, memory_order_relaxed);
-	if (!atomic_load_explicit(&r->valid, memory_order_acquire) || q.offset > size || q.len > size - q.offset) {
-		refuse(rt, side->aux, atomic_load(&r->valid) ? DMA_ERR_RANGE : DMA_ERR_REGION, q.region, q.offset,
-		       (uint32_t)q.len);
+	if (!local_range(rt, q.region, q.offset, q.len, &err)) {
+		refuse(rt, side->aux, err, q.region, q.offset, (uint32_t)q.len);
 		return 1;
 	}
 	if (grow((void **)&e->replies, &e->capreplies, sizeof(*e->replies), e->nreplies + 1)) {
@@ -234,9 +244,12 @@ static int deliver_getreq(struct emu_node_rt *rt, const struct torus_packet *pkt
 		     DMA_NO_COUNTER);
 	j->d.hints = q.hints;
 	j->d.tag = q.tag;
-	j->src = (const uint8_t *)dl->region_base[q.region % per] + q.offset;
+	j->src_region = q.region;
+	j->src_offset = q.offset;
 	j->ready = side->vt;
 	j->src_core = dma_aux_core(side->aux);
+	/* faults about the reply's deposit go back to the requester */
+	j->aux = side->aux;
 	publish_pending(rt);
 	return 1;
 }
@@ -298,14 +311,19 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 
 	*done = 0;
 	if (d->kind == DMA_COPY) {
-		uint32_t per = rt->params->dma_regions;
-		struct dma_core_local *dl = rt->cores[(d->region / per) % rt->ncores]->dma;
+		int err;
+		uint8_t *dst = local_range(rt, d->region, d->offset, d->len, &err);
+		*done = 1;
+		if (!dst) {
+			/* deregistered since it was posted: report, write nothing */
+			refuse(rt, j->aux, err, d->region, d->offset, (uint32_t)d->len);
+			return 1;
+		}
 		if (d->len)
-			memcpy((char *)dl->region_base[d->region % per] + d->offset, j->src, d->len);
+			memcpy(dst, j->src, d->len);
 		torus_vt_t t = j->ready + (torus_vt_t)((d->len * 1000000000000ull + rt->params->copy_bw - 1) /
 						       rt->params->copy_bw);
 		dma_counter_sub(rt, d->counter, d->len, t);
-		*done = 1;
 		return 1;
 	}
 	memset(&h, 0, sizeof(h));
@@ -316,7 +334,7 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 				       d->tag, d->hints, {0}};
 		h.len = sizeof(q);
 		h.vc_kind = (uint8_t)(DMA_PKT_GETREQ << 4);
-		if (!emu_engine_emit(rt, &h, &q, j->ready, d->tag, dma_aux(rt->rank, j->src_core), &left))
+		if (!emu_engine_emit(rt, &h, &q, j->ready, d->tag, j->aux, &left))
 			return 0;
 		count_emitted(rt);
 		*done = 1;
@@ -324,6 +342,17 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 	}
 	while (n < EMU_ENGINE_BATCH) {
 		uint64_t rest = d->len - j->done;
+		const uint8_t *src = j->src + j->done;
+		if (j->src_region != UINT32_MAX) {
+			/* a remote get reads registered memory, which can go away */
+			int err;
+			if (!(src = local_range(rt, j->src_region, j->src_offset + j->done, rest, &err))) {
+				refuse(rt, j->aux, err, j->src_region, j->src_offset + j->done, (uint32_t)rest);
+				j->last_len = 0;
+				*done = 1;
+				break;
+			}
+		}
 		uint32_t len = rest > pay ? pay : (uint32_t)rest;
 		h.len = (uint8_t)len;
 		if (d->kind == DMA_MEMFIFO) {
@@ -342,7 +371,7 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 			memcpy(&h.sw.bytes[4], &region, 2);
 			memcpy(&h.sw.bytes[6], &counter, 2);
 		}
-		if (!emu_engine_emit(rt, &h, j->src + j->done, j->ready, d->tag, dma_aux(rt->rank, j->src_core), &left))
+		if (!emu_engine_emit(rt, &h, src, j->ready, d->tag, j->aux, &left))
 			break;
 		count_emitted(rt);
 		j->done += len;
@@ -391,6 +420,8 @@ static uint32_t inject_fifo(struct emu_node_rt *rt, struct dma_engine_fifo *f)
 			f->job.ready = w->ready;
 			f->job.src_core = w->src_core;
 			f->job.src = w->d.src;
+			f->job.aux = dma_aux(rt->rank, w->src_core);
+			f->job.src_region = UINT32_MAX;
 			f->active = 1;
 		}
 		int done;

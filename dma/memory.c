@@ -51,8 +51,18 @@ int dma_mem_deregister(emu_core_t *c, uint32_t region)
 	struct dma_region_shm *r = local_region(c, region, &core, &idx);
 	if (!r || core != c->index || !atomic_load(&r->valid))
 		return DMA_ERR_REGION;
-	atomic_store_explicit(&r->valid, 0, memory_order_release);
-	return 0;
+	/* seq_cst, then wait out any deposit that saw the region still valid:
+	 * when this returns, the engine no longer touches the memory */
+	atomic_store(&r->valid, 0);
+	return emu_engine_quiesce(c->node);
+}
+
+int dma_core_finish(emu_core_t *c)
+{
+	struct dma_core_shm *d = c->dma->shm;
+	for (uint32_t i = 0; i < d->nregions; i++)
+		atomic_store(&dma_shm_region(c->node->shm.base, d, i)->valid, 0);
+	return emu_engine_quiesce(c->node);
 }
 
 /* ---------------------------------------------------------------- counters */

@@ -67,24 +67,31 @@ int dma_recfifo_poll(emu_core_t *c, unsigned max)
 {
 	struct torus_side *side;
 	struct dma_recv_info info;
-	int n = 0;
+	int n = 0, rc = 0;
 	if (!c || !max)
 		return -EINVAL;
+	if (c->dma->polling)
+		return -EBUSY; /* called from a handler: the packet it handles is not released yet */
+	c->dma->polling = 1;
 	while ((unsigned)n < max) {
 		struct torus_packet *pkt = torus_ring_peek(&c->dma->memfifo, &side);
 		if (!pkt)
 			break;
+		struct dma_handler *h = &c->dma->handlers[pkt->hdr.sw.bytes[5]];
+		if (!h->fn) {
+			rc = n ? 0 : -ENOENT; /* a polled packet (dispatch 0): use dma_recfifo_next */
+			break;
+		}
 		fill_info(c, pkt, side, &info);
-		struct dma_handler *h = &c->dma->handlers[info.dispatch];
-		if (!h->fn)
-			return n ? n : -ENOENT; /* a polled packet (dispatch 0): use dma_recfifo_next */
-		int rc = h->fn(c, &info, pkt->payload, h->arg);
+		rc = h->fn(c, &info, pkt->payload, h->arg);
 		consumed(c);
 		if (rc < 0)
-			return rc;
+			break;
+		rc = 0;
 		n++;
 	}
-	return n;
+	c->dma->polling = 0;
+	return rc < 0 ? rc : n;
 }
 
 static int memfifo_ready(void *arg)

@@ -280,8 +280,8 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	if (cmap) {
 		const char *p = cmap;
 		uint32_t k = 0;
-		if (cmap[strlen(cmap) - 1] == ',') {
-			snprintf(err, errlen, "bad --cores-map '%s': trailing comma", cmap);
+		if (!*cmap || cmap[strlen(cmap) - 1] == ',') {
+			snprintf(err, errlen, "bad --cores-map '%s': %s", cmap, *cmap ? "trailing comma" : "empty");
 			goto out;
 		}
 		while (*p) {
@@ -308,6 +308,16 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 			snprintf(err, errlen, "bad --cores-map: %u entries for %u nodes", k, n);
 			goto out;
 		}
+	}
+	uint32_t maxc = 0;
+	for (uint32_t r = 0; r < n; r++)
+		if (cfg->cores[r] > maxc)
+			maxc = cfg->cores[r];
+	/* region and counter ids are node-wide and travel in 16-bit packet fields */
+	if ((uint64_t)maxc * cfg->params.dma_regions > 65535 || (uint64_t)maxc * cfg->params.dma_counters > 65535) {
+		snprintf(err, errlen, "%u cores x %u regions or %u counters exceeds the 65535 ids a node can have", maxc,
+			 cfg->params.dma_regions, cfg->params.dma_counters);
+		goto out;
 	}
 	rc = find_program(cfg->argv[0], cfg->program_path, sizeof(cfg->program_path));
 	if (rc) {

@@ -20,6 +20,7 @@
 #include "node.h"
 #include "../dma/dma_internal.h"
 
+#include <errno.h>
 #include <string.h>
 
 /*
@@ -214,9 +215,12 @@ void *emu_engine_main(void *arg)
 	struct emu_node_rt *rt = arg;
 
 	for (;;) {
+		/* partner: emu_engine_quiesce (seq_cst, like the flags it orders) */
+		atomic_fetch_add(&rt->epoch, 1);
 		uint32_t moved = engine_pass(rt);
 		if (!moved) {
-			if (atomic_load_explicit(&rt->hdr->shutdown, memory_order_acquire) || emu_job_aborting(rt))
+			if (atomic_load_explicit(&rt->hdr->shutdown, memory_order_acquire) || emu_job_aborting(rt) ||
+			    emu_launcher_check(rt))
 				break;
 			for (uint32_t spin = 0; spin < EMU_IDLE_POLLS && !moved; spin++) {
 				emu_idle_poll(spin);
@@ -225,6 +229,7 @@ void *emu_engine_main(void *arg)
 		}
 		if (!moved) {
 			uint32_t seq = emu_bell_prepare(&rt->me->bell);
+			atomic_fetch_add(&rt->epoch, 1); /* asleep: no deposit in progress */
 			moved = engine_pass(rt);
 			if (moved)
 				emu_bell_cancel(&rt->me->bell);
@@ -232,10 +237,26 @@ void *emu_engine_main(void *arg)
 				emu_bell_sleep(&rt->me->bell, seq, EMU_SLEEP_SLICE_MS);
 		}
 		if (moved) {
+			/* busy for long stretches: look for torusrun now and then */
+			if ((atomic_load_explicit(&rt->epoch, memory_order_relaxed) & 0xFFFF) == 0 && emu_launcher_check(rt))
+				break;
 			rt->moved += moved;
 			/* read by torusrun's hang detector */
 			atomic_store_explicit(&rt->me->progress, rt->moved, memory_order_relaxed);
 		}
 	}
 	return NULL;
+}
+
+int emu_engine_quiesce(struct emu_node_rt *rt)
+{
+	uint64_t e = atomic_load(&rt->epoch);
+	/* the engine moves on within one pass; ring in case it is asleep */
+	while (atomic_load(&rt->epoch) == e) {
+		if (emu_job_aborting(rt))
+			return -ECANCELED;
+		emu_bell_ring_slow(&rt->me->bell);
+		sched_yield();
+	}
+	return 0;
 }

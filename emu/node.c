@@ -7,8 +7,12 @@
 #include "../dma/dma_internal.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static int env_u32(const char *name, uint32_t *out)
@@ -98,6 +102,17 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		torus_ring_view_init(&core->rx, &cs->rx, base, TORUS_RING_CONSUMER);
 		rt->cores[c] = core;
 	}
+	uint32_t launcher;
+	rt->launcher_fd = -1;
+	if (env_u32("TORUS_LAUNCHER_PID", &launcher) == 0) {
+#ifdef SYS_pidfd_open
+		rt->launcher_fd = (int)syscall(SYS_pidfd_open, (pid_t)launcher, 0);
+#endif
+		if (rt->launcher_fd < 0 && kill((pid_t)launcher, 0) != 0) {
+			snprintf(err, errlen, "torusrun (pid %u) is gone", launcher);
+			return -ESRCH;
+		}
+	}
 	int rc2 = dma_node_setup(rt, err, errlen);
 	if (rc2)
 		return rc2;
@@ -108,6 +123,15 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 	pthread_cond_init(&rt->cond, NULL);
 	rt->failed_core = -1;
 	return 0;
+}
+
+int emu_launcher_check(struct emu_node_rt *rt)
+{
+	struct pollfd p = {rt->launcher_fd, POLLIN, 0};
+	/* a pidfd becomes readable when its process exits */
+	if (rt->launcher_fd >= 0 && poll(&p, 1, 0) == 1)
+		atomic_store(&rt->launcher_gone, 1);
+	return atomic_load(&rt->launcher_gone);
 }
 
 int emu_rt_locate(const struct emu_node_rt *rt, uint32_t global, uint32_t *node, uint32_t *core)
@@ -136,6 +160,8 @@ void emu_node_teardown(struct emu_node_rt *rt)
 	}
 	dma_node_teardown(rt);
 	free(rt->first_core);
+	if (rt->launcher_fd >= 0)
+		close(rt->launcher_fd);
 	free(rt->cores);
 	free(rt->ecore);
 	free(rt->route);
@@ -149,6 +175,8 @@ static void *core_main(void *arg)
 	struct emu_node_rt *rt = c->node;
 
 	c->status = c->fn(c, c->arg);
+	/* the program may free its buffers now: close them to the DMA unit */
+	dma_core_finish(c);
 	atomic_store_explicit(&c->shm->status, c->status, memory_order_relaxed);
 	/* the engine checks DONE before depositing; release pairs with its acquire */
 	atomic_store_explicit(&c->shm->state, EMU_CORE_DONE, memory_order_release);
@@ -197,10 +225,23 @@ int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg)
 		}
 	}
 	pthread_mutex_lock(&rt.lock);
-	while (rt.cores_finished < rt.ncores && rt.failed_core < 0)
-		pthread_cond_wait(&rt.cond, &rt.lock);
+	while (rt.cores_finished < rt.ncores && rt.failed_core < 0 && !emu_job_aborting(&rt)) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 200000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&rt.cond, &rt.lock, &until);
+	}
 	int failed = rt.failed_core;
 	pthread_mutex_unlock(&rt.lock);
+	if (failed < 0 && emu_job_aborting(&rt)) {
+		if (atomic_load(&rt.launcher_gone))
+			fprintf(stderr, "%s: node %u: torusrun is gone; leaving\n", prog, rank);
+		return 1;
+	}
 	if (failed >= 0) {
 		/* leave at once: torusrun sees the status and tears the job down */
 		fprintf(stderr, "%s: node %u core %d failed with status %d\n", prog, rank, failed,

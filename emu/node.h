@@ -109,6 +109,9 @@ struct emu_node_rt {
 	struct emu_dirty dirty[4 * TORUS_MAX_DIMS + TORUS_MAX_CORES];
 	uint32_t ndirty;
 	uint32_t *first_core;       /* global rank of each node's core 0; [nnodes] = total */
+	_Atomic uint64_t epoch;     /* engine iterations started (see emu_engine_quiesce) */
+	int launcher_fd;            /* pidfd of torusrun, -1 if unknown */
+	_Atomic int launcher_gone;  /* torusrun died: tear this node down */
 	struct dma_engine *dma;
 	pthread_t engine;
 	pthread_mutex_t lock;
@@ -155,6 +158,12 @@ static inline void emu_engine_mark_dirty(struct emu_node_rt *rt, struct torus_ri
  */
 int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, const void *payload,
 		    torus_vt_t ready, uint32_t tag, uint32_t aux, torus_vt_t *left_at);
+/*
+ * Wait until the engine has finished every deposit that might have begun
+ * before the caller's last seq_cst store (e.g. a region's valid flag): the
+ * engine bumps `epoch` at the start of each iteration and before sleeping.
+ */
+int emu_engine_quiesce(struct emu_node_rt *rt);
 /* Map a global core rank to (node, core); -EINVAL if out of range. */
 int emu_rt_locate(const struct emu_node_rt *rt, uint32_t global, uint32_t *node, uint32_t *core);
 int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, size_t errlen);
@@ -162,7 +171,10 @@ void emu_node_teardown(struct emu_node_rt *rt);
 
 static inline int emu_job_aborting(const struct emu_node_rt *rt)
 {
-	return atomic_load_explicit(&rt->hdr->abort, memory_order_relaxed) != 0;
+	return atomic_load_explicit(&rt->hdr->abort, memory_order_relaxed) != 0 ||
+	       atomic_load_explicit(&rt->launcher_gone, memory_order_relaxed) != 0;
 }
+/* Engine: has torusrun exited? (sets launcher_gone) */
+int emu_launcher_check(struct emu_node_rt *rt);
 
 #endif

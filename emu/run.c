@@ -54,6 +54,10 @@ static void child_exec(const struct emu_job_config *cfg, int fd, uint32_t rank, 
 	}
 	snprintf(v, sizeof(v), "%d", fd);
 	setenv("TORUS_SHM_FD", v, 1);
+	/* PR_SET_PDEATHSIG reaches only this child; a node behind a wrapper
+	 * script watches torusrun itself (emu_node_setup) */
+	snprintf(v, sizeof(v), "%d", (int)parent);
+	setenv("TORUS_LAUNCHER_PID", v, 1);
 	snprintf(v, sizeof(v), "%u", rank);
 	setenv("TORUS_RANK", v, 1);
 	snprintf(v, sizeof(v), "%u", cfg->shape.nnodes);
@@ -140,6 +144,9 @@ static int quiescent(const struct job *j)
 		uint32_t st = atomic_load_explicit(&n->state, memory_order_acquire);
 		if (!j->exited[r] && st != EMU_NODE_DONE)
 			return 0;
+		/* pending first: the engine raises it before counting the packet
+		 * that created the job, and lowers it after counting the job's own */
+		pending += atomic_load_explicit(&n->jobs_pending, memory_order_acquire);
 		for (uint32_t c = 0; c < n->ncores; c++) {
 			struct emu_core_shm *co = emu_shm_core(&j->shm, n, c);
 			sent += atomic_load_explicit(&co->sent, memory_order_acquire);
@@ -148,7 +155,6 @@ static int quiescent(const struct job *j)
 		delivered += atomic_load_explicit(&n->delivered, memory_order_acquire);
 		sent += atomic_load_explicit(&n->emitted, memory_order_acquire);
 		done += atomic_load_explicit(&n->desc_done, memory_order_acquire);
-		pending += atomic_load_explicit(&n->jobs_pending, memory_order_acquire);
 	}
 	return sent == delivered && posted == done && pending == 0;
 }
@@ -281,7 +287,9 @@ int emu_job_run(struct emu_job_config *cfg)
 			if (p != last_progress) {
 				last_progress = p;
 				last_change = now;
-			} else if (cfg->timeout_s > 0 && now - last_change > cfg->timeout_s) {
+			} else if (cfg->timeout_s > 0 && !shutdown_sent && now - last_change > cfg->timeout_s) {
+				/* after shutdown the emulated machine is done; nodes may
+				 * still be finishing their own work after emu_job_main */
 				fprintf(stderr,
 					"torusrun: no packet moved and no core advanced for %.1f s: the job is hung.\n"
 					"torusrun: non-empty FIFOs and node states:\n",

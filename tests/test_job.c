@@ -293,6 +293,19 @@ static void test_fault_external_kill(void)
 	result_free(&r);
 }
 
+static void test_launcher_killed(void)
+{
+	/* torusrun dies (SIGKILL) while nodes run behind a wrapper script, out of
+	 * reach of PR_SET_PDEATHSIG: the nodes notice and leave by themselves */
+	struct result r = run("$B/torusrun --torus 2x2 --timeout 0 -- sh -c "
+			      "'exec 3>&-; $B/torus-stress --packets 77 --fault hang --fault-rank 1; true' & "
+			      "for i in $(seq 100); do [ $(pgrep -fc 'torus-stres[s] --packets 77') -ge 4 ] && break; sleep 0.05; done; "
+			      "kill -9 $!; for i in $(seq 100); do pgrep -f 'torus-stres[s] --packets 77' >/dev/null || break; sleep 0.05; done");
+	CU_ASSERT_EQUAL(survivors("torus-stress --packets 77"), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "torusrun is gone"));
+	result_free(&r);
+}
+
 static void test_hang_detector(void)
 {
 	struct result r = run("$B/torusrun --torus 2x2 --timeout 1 -- $B/torus-stress --packets 1000 --fault hang --fault-rank 1");
@@ -446,7 +459,7 @@ int main(int argc, char **argv)
 	static const struct cunit_case faults[] = {
 		CUNIT_CASE(test_fault_crash), CUNIT_CASE(test_fault_exit_status), CUNIT_CASE(test_fault_core_error),
 		CUNIT_CASE(test_fault_shell_kills_itself), CUNIT_CASE(test_fault_external_kill),
-		CUNIT_CASE(test_hang_detector), CUNIT_CASE(test_bad_input)};
+		CUNIT_CASE(test_hang_detector), CUNIT_CASE(test_launcher_killed), CUNIT_CASE(test_bad_input)};
 	static const struct cunit_case large[] = {CUNIT_CASE(test_large_stress)};
 	static const struct cunit_suite all[] = {
 		{"job.hello", hello, CUNIT_COUNT(hello)},
