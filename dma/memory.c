@@ -96,6 +96,44 @@ int dma_counter_alloc(emu_core_t *c, uint32_t *id)
 	return DMA_ERR_NOSPACE;
 }
 
+int dma_counter_alloc_n(emu_core_t *c, uint32_t n, uint32_t *first)
+{
+	if (!c || !first || n == 0)
+		return -EINVAL;
+	struct dma_core_shm *d = own(c);
+	for (uint32_t i = 0; i + n <= d->ncounters; i++) {
+		uint32_t k = 0;
+		while (k < n && !atomic_load(&dma_shm_counter(c->node->shm.base, d, i + k)->allocated))
+			k++;
+		if (k < n) {
+			i += k; /* skip past the allocated one */
+			continue;
+		}
+		for (k = 0; k < n; k++) {
+			struct dma_counter_shm *ks = dma_shm_counter(c->node->shm.base, d, i + k);
+			atomic_store(&ks->value, 0);
+			atomic_store(&ks->vt, 0);
+			atomic_store(&ks->hits, 0);
+			atomic_store(&ks->waiters, 0);
+			atomic_store_explicit(&ks->allocated, 1, memory_order_release);
+		}
+		*first = c->index * d->ncounters + i;
+		return 0;
+	}
+	return DMA_ERR_NOSPACE;
+}
+
+int dma_counter_free_n(emu_core_t *c, uint32_t first, uint32_t n)
+{
+	int rc = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		int r = dma_counter_free(c, first + k);
+		if (r && !rc)
+			rc = r;
+	}
+	return rc;
+}
+
 int dma_counter_free(emu_core_t *c, uint32_t id)
 {
 	if (!c)

@@ -46,6 +46,8 @@ static const struct param_desc params[] = {
 	 "bandwidth of a local DMA copy inside a node"},
 	{"barrier_latency", UNIT_TIME, P64(barrier_latency_ps), 1000000ull, 0, 1000000000000ull,
 	 "latency of the global barrier network (ps, ns, us, ms)"},
+	{"reduce_bw", UNIT_BW, P64(reduce_bw), 2000000000ull, 1000ull, 1000000000000ull,
+	 "bytes per second one core combines in a reduction (the gamma of the cost models)"},
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 

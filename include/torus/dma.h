@@ -61,6 +61,10 @@ int dma_mem_deregister(emu_core_t *c, uint32_t region);
 
 int dma_counter_alloc(emu_core_t *c, uint32_t *id);
 int dma_counter_free(emu_core_t *c, uint32_t id);
+/* n counters with consecutive ids first .. first+n-1 (one per step of a
+ * pipelined algorithm), and their release. */
+int dma_counter_alloc_n(emu_core_t *c, uint32_t n, uint32_t *first);
+int dma_counter_free_n(emu_core_t *c, uint32_t first, uint32_t n);
 /* Add (arm with) bytes; negative values are allowed. */
 int dma_counter_add(emu_core_t *c, uint32_t id, int64_t bytes);
 int dma_counter_get(emu_core_t *c, uint32_t id, int64_t *value);

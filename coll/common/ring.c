@@ -1,0 +1,155 @@
+/*
+ * The ring bucket building blocks (section 2.2 of 003_b0aac8c3d10c7733.txt):
+ * members in team order form a ring; each of the p-1 steps sends one block
+ * to the successor with a direct put into its scratch (reduce-scatter) or
+ * straight into its buffer (allgather), and waits for the predecessor's
+ * block on the step's own counter, so every step's arrival time is exact.
+ */
+#include "../coll_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void coll_charge_reduce(emu_core_t *c, size_t bytes)
+{
+	uint64_t bw = emu_params(c)->reduce_bw;
+	emu_core_compute(c, (torus_vt_t)((bytes * 1000000000000ull + bw - 1) / bw));
+}
+
+static uint32_t mod(int64_t a, uint32_t p) { return (uint32_t)(((a % p) + p) % p); }
+
+/* State shared by both directions of data flow. */
+struct ring_call {
+	coll_team_t *t;
+	uint32_t succ, pred, region, k0, inj;
+	int have_region, have_counters, have_inj;
+	struct coll_addr next;
+	dma_injfifo_t *f;
+};
+
+static int ring_setup(struct ring_call *r, coll_team_t *t, void *recvbuf, size_t bytes, const size_t *step_bytes,
+		      uint64_t count_check)
+{
+	emu_core_t *c = t->core;
+	uint32_t p = t->size;
+	int rc;
+	memset(r, 0, sizeof(*r));
+	r->t = t;
+	r->succ = (t->rank + 1) % p;
+	r->pred = (t->rank + p - 1) % p;
+	if ((rc = dma_mem_register(c, recvbuf, bytes, &r->region)))
+		return rc;
+	r->have_region = 1;
+	if ((rc = dma_counter_alloc_n(c, p - 1, &r->k0)))
+		return rc;
+	r->have_counters = 1;
+	for (uint32_t s = 0; s + 1 < p; s++)
+		if ((rc = dma_counter_add(c, r->k0 + s, (int64_t)step_bytes[s])))
+			return rc;
+	if ((rc = dma_counter_alloc(c, &r->inj)))
+		return rc;
+	r->have_inj = 1;
+	if ((rc = dma_injfifo_open(c, 0, &r->f)))
+		return rc;
+	struct coll_addr mine = {r->region, r->k0, count_check};
+	return coll_exchange(t, r->pred, r->succ, t->seq++, &mine, &r->next);
+}
+
+static int ring_put(struct ring_call *r, const void *src, size_t bytes, uint64_t offset, uint32_t step)
+{
+	struct dma_desc d;
+	/* an empty block is not sent: its counter was armed with 0 and the
+	 * successor may already have finished and closed its region */
+	if (!bytes)
+		return 0;
+	int rc = dma_counter_add(r->t->core, r->inj, (int64_t)bytes);
+	if (rc)
+		return rc;
+	dma_desc_put(&d, r->t->node[r->succ], src, bytes, r->next.region, offset, r->next.counter0 + step, r->inj);
+	return dma_injfifo_post(r->f, &d, DMA_POST_WAIT);
+}
+
+static int ring_finish(struct ring_call *r, int rc)
+{
+	emu_core_t *c = r->t->core;
+	if (r->have_inj) {
+		int w = dma_counter_wait(c, r->inj); /* sources may be reused after this */
+		rc = rc ? rc : w;
+		dma_counter_free(c, r->inj);
+	}
+	if (r->have_counters)
+		dma_counter_free_n(c, r->k0, r->t->size - 1);
+	if (r->have_region)
+		dma_mem_deregister(c, r->region);
+	return rc;
+}
+
+int coll_ring_reduce_scatter(coll_team_t *t, void *buf, const struct coll_blocks *b, enum coll_dtype dtype,
+			     enum coll_op op, uint64_t count_check)
+{
+	uint32_t p = t->size, i = t->rank;
+	size_t esz = coll_dtype_size(dtype);
+	emu_core_t *c = t->core;
+	struct ring_call r;
+	if (p == 1)
+		return 0;
+	/* step s receives block (i-2-s) into scratch slot s */
+	size_t *step = calloc(p, sizeof(size_t));
+	uint8_t *scratch = malloc(b->max * esz * (p - 1) + 1);
+	int rc = -ENOMEM;
+	if (!step || !scratch)
+		goto out;
+	for (uint32_t s = 0; s + 1 < p; s++)
+		step[s] = b->counts[mod((int64_t)i - 2 - s, p)] * esz;
+	if ((rc = ring_setup(&r, t, scratch, b->max * esz * (p - 1), step, count_check)))
+		goto done;
+	for (uint32_t s = 0; s + 1 < p; s++) {
+		uint32_t sb = mod((int64_t)i - 1 - s, p), rb = mod((int64_t)i - 2 - s, p);
+		/* the successor's slot s sits at s * max block; it reduces block sb */
+		if ((rc = ring_put(&r, (uint8_t *)buf + b->displs[sb] * esz, b->counts[sb] * esz, s * b->max * esz, s)))
+			goto done;
+		if ((rc = dma_counter_wait(c, r.k0 + s)))
+			goto done;
+		if ((rc = coll_reduce_local(dtype, op, (uint8_t *)buf + b->displs[rb] * esz, scratch + s * b->max * esz,
+					    b->counts[rb])))
+			goto done;
+		coll_charge_reduce(c, b->counts[rb] * esz);
+	}
+done:
+	rc = ring_finish(&r, rc);
+out:
+	free(step);
+	free(scratch);
+	return rc;
+}
+
+int coll_ring_allgather(coll_team_t *t, void *buf, const struct coll_blocks *b, enum coll_dtype dtype,
+			uint64_t count_check)
+{
+	uint32_t p = t->size, i = t->rank;
+	size_t esz = coll_dtype_size(dtype), total = b->displs[p - 1] + b->counts[p - 1];
+	emu_core_t *c = t->core;
+	struct ring_call r;
+	if (p == 1)
+		return 0;
+	size_t *step = calloc(p, sizeof(size_t));
+	int rc = -ENOMEM;
+	if (!step)
+		return rc;
+	/* step s receives block (i-1-s) straight into its place in buf */
+	for (uint32_t s = 0; s + 1 < p; s++)
+		step[s] = b->counts[mod((int64_t)i - 1 - s, p)] * esz;
+	if ((rc = ring_setup(&r, t, buf, total * esz, step, count_check)))
+		goto done;
+	for (uint32_t s = 0; s + 1 < p; s++) {
+		uint32_t sb = mod((int64_t)i - s, p);
+		if ((rc = ring_put(&r, (uint8_t *)buf + b->displs[sb] * esz, b->counts[sb] * esz, b->displs[sb] * esz, s)) ||
+		    (rc = dma_counter_wait(c, r.k0 + s)))
+			goto done;
+	}
+done:
+	rc = ring_finish(&r, rc);
+	free(step);
+	return rc;
+}

@@ -1,0 +1,100 @@
+/* Teams: ordered lists of cores, like communicators. */
+#include "../coll_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int coll_team_create(emu_core_t *c, const uint32_t *members, size_t n, coll_team_t **out)
+{
+	if (!c || !members || !out || n == 0 || n > emu_core_total(c))
+		return -EINVAL;
+	coll_team_t *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->members = malloc(n * sizeof(uint32_t));
+	t->node = malloc(n * sizeof(uint32_t));
+	t->cpu = malloc(n * sizeof(uint32_t));
+	int rc = -EINVAL;
+	if (!t->members || !t->node || !t->cpu) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	t->core = c;
+	t->size = (uint32_t)n;
+	t->rank = UINT32_MAX;
+	t->key = 1469598103934665603ull ^ n;
+	for (size_t i = 0; i < n; i++) {
+		if (emu_core_locate(c, members[i], &t->node[i], &t->cpu[i]))
+			goto fail;
+		for (size_t k = 0; k < i; k++)
+			if (members[k] == members[i])
+				goto fail;
+		t->members[i] = members[i];
+		if (members[i] == emu_core_global(c))
+			t->rank = (uint32_t)i;
+		t->key = (t->key ^ members[i]) * 1099511628211ull;
+	}
+	if (t->rank == UINT32_MAX)
+		goto fail;
+	*out = t;
+	return 0;
+fail:
+	coll_team_free(t);
+	return rc;
+}
+
+int coll_team_world(emu_core_t *c, coll_team_t **out)
+{
+	if (!c || !out)
+		return -EINVAL;
+	uint32_t n = emu_core_total(c);
+	uint32_t *m = malloc(n * sizeof(uint32_t));
+	if (!m)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		m[i] = i;
+	int rc = coll_team_create(c, m, n, out);
+	free(m);
+	return rc;
+}
+
+void coll_team_free(coll_team_t *t)
+{
+	if (!t)
+		return;
+	free(t->members);
+	free(t->node);
+	free(t->cpu);
+	free(t);
+}
+
+uint32_t coll_team_size(const coll_team_t *t) { return t ? t->size : 0; }
+uint32_t coll_team_rank(const coll_team_t *t) { return t ? t->rank : 0; }
+
+int coll_blocks_init(struct coll_blocks *b, uint32_t p, size_t total, size_t per_member)
+{
+	b->counts = malloc(p * sizeof(size_t));
+	b->displs = malloc(p * sizeof(size_t));
+	b->max = 0;
+	if (!b->counts || !b->displs) {
+		coll_blocks_free(b);
+		return -ENOMEM;
+	}
+	size_t off = 0;
+	for (uint32_t i = 0; i < p; i++) {
+		b->counts[i] = per_member ? per_member : total / p + (i < total % p);
+		b->displs[i] = off;
+		off += b->counts[i];
+		if (b->counts[i] > b->max)
+			b->max = b->counts[i];
+	}
+	return 0;
+}
+
+void coll_blocks_free(struct coll_blocks *b)
+{
+	free(b->counts);
+	free(b->displs);
+	b->counts = b->displs = NULL;
+}
