@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 /*
  * Publish every output touched by the current batch. Indices go out every
@@ -251,12 +252,18 @@ void *emu_engine_main(void *arg)
 int emu_engine_quiesce(struct emu_node_rt *rt)
 {
 	uint64_t e = atomic_load(&rt->epoch);
-	/* the engine moves on within one pass; ring in case it is asleep */
-	while (atomic_load(&rt->epoch) == e) {
+	/* the engine moves on within one pass; ring in case it is asleep, and
+	 * sleep rather than spin if it takes longer (a loaded machine) */
+	for (uint32_t tries = 0; atomic_load(&rt->epoch) == e; tries++) {
 		if (emu_job_aborting(rt))
 			return -ECANCELED;
 		emu_bell_ring_slow(&rt->me->bell);
-		sched_yield();
+		if (tries < 16) {
+			sched_yield();
+		} else {
+			struct timespec ts = {0, 50000};
+			nanosleep(&ts, NULL);
+		}
 	}
 	return 0;
 }
