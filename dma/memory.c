@@ -78,22 +78,7 @@ static struct dma_counter_shm *counter_of(struct emu_node_rt *rt, uint32_t id)
 
 int dma_counter_alloc(emu_core_t *c, uint32_t *id)
 {
-	if (!c || !id)
-		return -EINVAL;
-	struct dma_core_shm *d = own(c);
-	for (uint32_t i = 0; i < d->ncounters; i++) {
-		struct dma_counter_shm *k = dma_shm_counter(c->node->shm.base, d, i);
-		if (atomic_load_explicit(&k->allocated, memory_order_relaxed))
-			continue;
-		atomic_store(&k->value, 0);
-		atomic_store(&k->vt, 0);
-		atomic_store(&k->hits, 0);
-		atomic_store(&k->waiters, 0);
-		atomic_store_explicit(&k->allocated, 1, memory_order_release);
-		*id = c->index * d->ncounters + i;
-		return 0;
-	}
-	return DMA_ERR_NOSPACE;
+	return dma_counter_alloc_n(c, 1, id);
 }
 
 int dma_counter_alloc_n(emu_core_t *c, uint32_t n, uint32_t *first)

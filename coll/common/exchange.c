@@ -77,8 +77,10 @@ int coll_exchange(coll_team_t *t, uint32_t to, uint32_t from, uint32_t seq, cons
 	    (rc = dma_injfifo_open(c, 0, &f)))
 		return rc;
 	dma_desc_memfifo(&d, t->node[to], t->cpu[to], COLL_DISPATCH, 0, &m, sizeof(m), inj);
-	if ((rc = dma_injfifo_post(f, &d, DMA_POST_WAIT)))
-		goto out;
+	if ((rc = dma_injfifo_post(f, &d, DMA_POST_WAIT))) {
+		dma_counter_free(c, inj); /* nothing was posted: nothing to wait for */
+		return rc;
+	}
 	while (!take(box, t->key, seq, from, theirs)) {
 		rc = dma_recfifo_poll(c, 16);
 		if (rc < 0)
@@ -86,11 +88,11 @@ int coll_exchange(coll_team_t *t, uint32_t to, uint32_t from, uint32_t seq, cons
 		if (rc == 0 && (rc = dma_recfifo_wait(c, -1)) < 0)
 			goto out;
 	}
-	rc = dma_counter_wait(c, inj); /* m lives on this stack */
-	if (!rc && theirs->count != mine->count)
-		rc = -EPROTO;
-out:
-	dma_counter_wait(c, inj);
+	rc = theirs->count != mine->count ? -EPROTO : 0;
+out:;
+	/* m lives on this stack: it must have left before we return */
+	int w = dma_counter_wait(c, inj);
+	rc = rc ? rc : w;
 	dma_counter_free(c, inj);
 	return rc;
 }
