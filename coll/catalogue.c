@@ -11,18 +11,42 @@
 int coll_reduce_scatter_ring(const struct coll_args *a);
 int coll_allgather_ring(const struct coll_args *a);
 int coll_allreduce_ring(const struct coll_args *a);
+int coll_reduce_scatter_multicolor(const struct coll_args *a);
+int coll_allgather_multicolor(const struct coll_args *a);
+int coll_allreduce_multicolor(const struct coll_args *a);
+int coll_reduce_scatter_direct(const struct coll_args *a);
+int coll_allgather_direct(const struct coll_args *a);
+int coll_allreduce_direct(const struct coll_args *a);
 
+#define MC_RESTRICT "a team of every node in node order (node team, or one core per node); " \
+		    "node teams share the 2N color-direction streams among their cores"
+#define RING_RESTRICT "team size <= dma_counters - 1 (a counter per step, two more per call)"
+#define DIRECT_RESTRICT "team size <= dma_counters - 2 (a counter per source, two more per call)"
+
+/* The first algorithm whose restrictions a team meets is the default. */
 static const struct coll_algorithm reduce_scatter[] = {
-	{"ring", COLL_REDUCE_SCATTER, coll_reduce_scatter_ring, "team size <= dma_counters - 1 (a counter per step, two more per call)",
+	{"multicolor", COLL_REDUCE_SCATTER, coll_reduce_scatter_multicolor, MC_RESTRICT, COLL_F_MULTICORE | COLL_F_TORUS,
+	 "N-D multicolor bucket, 2N colour-direction streams (003_b0aac8c3d10c7733.txt section 4, Algorithm 1, eq. 2-3)"},
+	{"ring", COLL_REDUCE_SCATTER, coll_reduce_scatter_ring, RING_RESTRICT, 0,
 	 "1-D bucket over the team in rank order (003_b0aac8c3d10c7733.txt section 2.2, eq. 1)"},
+	{"direct", COLL_REDUCE_SCATTER, coll_reduce_scatter_direct, DIRECT_RESTRICT, 0,
+	 "baseline: every member puts each block straight to its owner, who reduces them"},
 };
 static const struct coll_algorithm allgather[] = {
-	{"ring", COLL_ALLGATHER, coll_allgather_ring, "team size <= dma_counters - 1 (a counter per step, two more per call)",
+	{"multicolor", COLL_ALLGATHER, coll_allgather_multicolor, MC_RESTRICT, COLL_F_MULTICORE | COLL_F_TORUS,
+	 "N-D multicolor bucket, the reverse of reduce-scatter without computation (section 4)"},
+	{"ring", COLL_ALLGATHER, coll_allgather_ring, RING_RESTRICT, 0,
 	 "1-D bucket over the team in rank order (section 2.2, reverse of reduce-scatter)"},
+	{"direct", COLL_ALLGATHER, coll_allgather_direct, DIRECT_RESTRICT, 0,
+	 "baseline: every member puts its block straight to every other member"},
 };
 static const struct coll_algorithm allreduce[] = {
-	{"ring", COLL_ALLREDUCE, coll_allreduce_ring, "team size <= dma_counters - 1 (a counter per step, two more per call)",
+	{"multicolor", COLL_ALLREDUCE, coll_allreduce_multicolor, MC_RESTRICT, COLL_F_MULTICORE | COLL_F_TORUS,
+	 "multicolor reduce-scatter then multicolor allgather, per stream (section 4)"},
+	{"ring", COLL_ALLREDUCE, coll_allreduce_ring, RING_RESTRICT, 0,
 	 "ring reduce-scatter then ring allgather (section 2.2); any count"},
+	{"direct", COLL_ALLREDUCE, coll_allreduce_direct, DIRECT_RESTRICT, 0,
+	 "baseline: direct reduce-scatter then direct allgather"},
 };
 
 static const struct {
@@ -59,8 +83,23 @@ static int overlap(const void *a, size_t an, const void *b, size_t bn)
 	return an && bn && x < y + bn && y < x + an;
 }
 
-static int run(enum coll_kind kind, const char *algo, const struct coll_args *a, size_t send_bytes,
-	       size_t recv_bytes, int needs_op)
+/* Does the team meet the algorithm's restrictions? */
+int coll_team_fits(const coll_team_t *t, const struct coll_algorithm *alg)
+{
+	if ((alg->flags & COLL_F_TORUS)) {
+		if (t->size != emu_node_count(t->core))
+			return 0;
+		for (uint32_t i = 0; i < t->size; i++)
+			if (t->node[i] != i)
+				return 0;
+	}
+	return 1;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
+
+static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_t send_bytes, size_t recv_bytes,
+	       int needs_op)
 {
 	if (!a->team || (send_bytes && !a->send) || (recv_bytes && !a->recv) || !coll_dtype_size(a->dtype))
 		return -EINVAL;
@@ -70,7 +109,7 @@ static int run(enum coll_kind kind, const char *algo, const struct coll_args *a,
 	if (!(kind == COLL_ALLREDUCE && a->send == a->recv) && overlap(a->send, send_bytes, a->recv, recv_bytes))
 		return -EINVAL;
 	size_t n;
-	const struct coll_algorithm *list = coll_catalogue(kind, &n);
+	const struct coll_algorithm *list = coll_catalogue(kind, &n), *alg = NULL;
 	const char *want = algo;
 	if (!want) {
 		char env[64];
@@ -79,16 +118,39 @@ static int run(enum coll_kind kind, const char *algo, const struct coll_args *a,
 			*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
 		want = getenv(env);
 	}
-	for (size_t i = 0; i < n; i++)
-		if (!want || !strcmp(want, list[i].name))
-			return list[i].run(a);
-	return -ENOENT; /* no such algorithm */
+	for (size_t i = 0; i < n && !alg; i++)
+		if (want ? !strcmp(want, list[i].name) : coll_team_fits(a->team, &list[i]))
+			alg = &list[i];
+	if (!alg)
+		return -ENOENT; /* no such algorithm */
+	if (!coll_team_fits(a->team, alg))
+		return -ENOTSUP; /* the same on every member: nobody waits */
+	/* what every member must agree on, checked against the neighbours' */
+	uint64_t h = 1469598103934665603ull;
+	h = mix(mix(mix(mix(h, kind), a->count), a->dtype), needs_op ? a->op : 0);
+	for (const char *p = alg->name; *p; p++)
+		h = mix(h, (uint8_t)*p);
+	a->check = h;
+	coll_team_t *t = a->team;
+	int rc = 0;
+	int all = t->cores == 1 || (alg->flags & COLL_F_MULTICORE);
+	t->part = all ? t->members : t->leads;
+	t->npart = all ? t->nmembers : t->size;
+	if (all || t->sub == 0)
+		rc = alg->run(a);
+	if (t->cores > 1) {
+		/* a node's cores leave together, with the worst error among them */
+		uint32_t worst;
+		int b = dma_barrier_node(t->core, t->cores, rc < 0 ? (uint32_t)-rc : 0, &worst);
+		rc = b ? b : -(int)worst;
+	}
+	return rc;
 }
 
 int coll_reduce_scatter(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
 			enum coll_op op, const char *algo)
 {
-	struct coll_args a = {t, send, recv, count, dtype, op};
+	struct coll_args a = {t, send, recv, count, dtype, op, 0};
 	size_t esz = coll_dtype_size(dtype);
 	return run(COLL_REDUCE_SCATTER, algo, &a, t ? count * t->size * esz : 0, count * esz, 1);
 }
@@ -96,7 +158,7 @@ int coll_reduce_scatter(coll_team_t *t, const void *send, void *recv, size_t cou
 int coll_allgather(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
 		   const char *algo)
 {
-	struct coll_args a = {t, send, recv, count, dtype, COLL_SUM};
+	struct coll_args a = {t, send, recv, count, dtype, COLL_SUM, 0};
 	size_t esz = coll_dtype_size(dtype);
 	return run(COLL_ALLGATHER, algo, &a, count * esz, t ? count * t->size * esz : 0, 0);
 }
@@ -104,7 +166,7 @@ int coll_allgather(coll_team_t *t, const void *send, void *recv, size_t count, e
 int coll_allreduce(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
 		   enum coll_op op, const char *algo)
 {
-	struct coll_args a = {t, send, recv, count, dtype, op};
+	struct coll_args a = {t, send, recv, count, dtype, op, 0};
 	size_t esz = coll_dtype_size(dtype);
 	return run(COLL_ALLREDUCE, algo, &a, count * esz, count * esz, 1);
 }

@@ -12,7 +12,12 @@
 struct coll_team {
 	emu_core_t *core;
 	uint32_t size, rank;
-	uint32_t *members, *node, *cpu; /* global rank, node and core of each member */
+	uint32_t *node, *cpu;           /* node and (first) core of each member */
+	uint32_t cores, sub;            /* cores per member (node teams), and which one this is */
+	uint32_t *members, nmembers;    /* global rank of every core of the team (barriers) */
+	uint32_t *leads;                /* global rank of each member's first core */
+	const uint32_t *part;           /* the cores taking part in this call: members or leads */
+	uint32_t npart;
 	uint64_t key;                   /* hash of the member list */
 	uint32_t seq;                   /* collective calls so far (tags messages) */
 };
@@ -21,16 +26,32 @@ struct coll_team {
 struct coll_addr {
 	uint32_t region;
 	uint32_t counter0;
-	uint64_t count;                 /* elements the peer was called with */
+	uint64_t check;                 /* the peer's coll_args.check (0: its set-up failed) */
+};
+
+/* One address exchange with a neighbour: send `mine` to core (to_node,
+ * to_core), which will put into us; receive `theirs` from team member
+ * `from` (whom we put into). tag tells apart the exchanges of one call. */
+struct coll_xchg {
+	uint32_t to_node, to_core, from, tag;
+	struct coll_addr mine, theirs;
 };
 
 /*
- * Send our address to member `to` (who will put into us) and receive the
- * address of member `from` (whom we put into), for collective call `seq`.
- * Fails with -EPROTO if the peer was called with a different count.
+ * Send every x[i].mine, then wait for every x[i].theirs, for collective
+ * call `seq`. Returns -EPROTO if a peer's check differs from ours (it was
+ * called differently, or its set-up failed), else 0 or a DMA error. Always
+ * sends, so that no neighbour waits for us in vain.
  */
+int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t n);
 int coll_exchange(coll_team_t *t, uint32_t to, uint32_t from, uint32_t seq, const struct coll_addr *mine,
 		  struct coll_addr *theirs);
+/*
+ * Every core taking part leaves with the worst error any of them had
+ * (on the barrier network, before data moves): a member that failed, or
+ * saw a mismatch, makes every member fail alike instead of hanging.
+ */
+int coll_agree(coll_team_t *t, int rc);
 
 /* Blocks of a vector split over p members: counts[b] elements at displs[b]. */
 struct coll_blocks {
@@ -49,6 +70,8 @@ int coll_ring_reduce_scatter(coll_team_t *t, void *buf, const struct coll_blocks
 			     enum coll_op op, uint64_t count_check);
 int coll_ring_allgather(coll_team_t *t, void *buf, const struct coll_blocks *b, enum coll_dtype dtype,
 			uint64_t count_check);
+
+int coll_team_fits(const coll_team_t *t, const struct coll_algorithm *alg);
 
 /* Virtual time of reducing `bytes` (machine parameter reduce_bw). */
 void coll_charge_reduce(emu_core_t *c, size_t bytes);

@@ -18,12 +18,20 @@ static void max_into(_Atomic uint64_t *a, uint64_t v)
 		;
 }
 
-/* Ring every member's bell: n cores, by global rank (members NULL: all). */
-static void wake_members(struct emu_node_rt *rt, const uint32_t *members, size_t n)
+static void max_into32(_Atomic uint32_t *a, uint32_t v)
+{
+	uint32_t old = atomic_load_explicit(a, memory_order_relaxed);
+	while (v > old && !atomic_compare_exchange_weak(a, &old, v))
+		;
+}
+
+/* Ring every member's bell: n cores, by global rank (members NULL: the n
+ * cores from global rank first_global on). */
+static void wake_members(struct emu_node_rt *rt, const uint32_t *members, size_t n, uint32_t first_global)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint32_t node, core;
-		if (emu_rt_locate(rt, members ? members[i] : (uint32_t)i, &node, &core))
+		if (emu_rt_locate(rt, members ? members[i] : first_global + (uint32_t)i, &node, &core))
 			continue;
 		emu_bell_ring(&emu_shm_core(&rt->shm, emu_shm_node(&rt->shm, node), core)->bell);
 	}
@@ -41,21 +49,25 @@ static int barrier_open(void *arg)
 	return atomic_load_explicit(&a->b->generation, memory_order_acquire) != a->gen;
 }
 
-static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, const uint32_t *members)
+static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, const uint32_t *members,
+			uint32_t in, uint32_t *out, uint32_t first_global)
 {
 	struct emu_node_rt *rt = c->node;
 	dma_tsan_release(&rt->hdr->barrier[0]);
 	uint32_t gen = atomic_load_explicit(&b->generation, memory_order_acquire);
 	max_into(&b->max_vt, c->vt);
+	if (in)
+		max_into32(&b->max_in, in);
 	if (atomic_fetch_add(&b->arrived, 1) + 1 == n) {
 		/* last to arrive: open the barrier for everybody */
 		uint64_t release = atomic_load(&b->max_vt) + rt->params->barrier_latency_ps;
 		atomic_store(&b->max_vt, 0);
 		atomic_store(&b->arrived, 0);
 		atomic_store(&b->release_vt, release);
+		atomic_store(&b->max_out, atomic_exchange(&b->max_in, 0));
 		/* waiters acquire generation, then read release_vt */
 		atomic_store_explicit(&b->generation, gen + 1, memory_order_release);
-		wake_members(rt, members, n);
+		wake_members(rt, members, n, first_global);
 	} else {
 		struct barrier_wait_arg a = {b, gen};
 		struct emu_wait w = {barrier_open, NULL, NULL, &a};
@@ -66,6 +78,8 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 	dma_tsan_acquire(&rt->hdr->barrier[0]);
 	/* release_vt cannot change before every member has left this episode */
 	uint64_t release = atomic_load(&b->release_vt);
+	if (out)
+		*out = atomic_load(&b->max_out);
 	if (release > c->vt)
 		c->vt = release;
 	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
@@ -77,7 +91,27 @@ int dma_barrier(emu_core_t *c)
 {
 	if (!c)
 		return -EINVAL;
-	return barrier_wait(c, &c->node->hdr->barrier[0], emu_core_total(c), NULL);
+	return barrier_wait(c, &c->node->hdr->barrier[0], emu_core_total(c), NULL, 0, NULL, 0);
+}
+
+/*
+ * The node's lockbox: a barrier of cores 0..ncores-1 of one node. The cores
+ * of a node are threads of one process, so its state is process memory,
+ * one slot per ncores (teams of different sizes never share a slot).
+ */
+static struct emu_barrier_shm lockbox[TORUS_MAX_CORES + 1];
+
+int dma_barrier_node(emu_core_t *c, uint32_t ncores, uint32_t in, uint32_t *out)
+{
+	if (!c || ncores == 0 || ncores > c->node->ncores || emu_core_index(c) >= ncores)
+		return -EINVAL;
+	if (ncores == 1) {
+		if (out)
+			*out = in;
+		return 0;
+	}
+	uint32_t first = emu_core_global(c) - emu_core_index(c);
+	return barrier_wait(c, &lockbox[ncores], ncores, NULL, in, out, first);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -94,6 +128,11 @@ static int cmp_u32(const void *a, const void *b)
  * detector reports them).
  */
 int dma_barrier_team(emu_core_t *c, const uint32_t *members, size_t n)
+{
+	return dma_barrier_team_max(c, members, n, 0, NULL);
+}
+
+int dma_barrier_team_max(emu_core_t *c, const uint32_t *members, size_t n, uint32_t in, uint32_t *out)
 {
 	if (!c || !members || n == 0 || n > emu_core_total(c))
 		return -EINVAL;
@@ -119,7 +158,7 @@ int dma_barrier_team(emu_core_t *c, const uint32_t *members, size_t n)
 		struct emu_barrier_shm *b = &h->barrier[1 + (key + probe) % (EMU_BARRIER_SLOTS - 1)];
 		uint64_t cur = atomic_load(&b->key);
 		if ((cur == 0 && atomic_compare_exchange_strong(&b->key, &cur, key)) || cur == key) {
-			rc = barrier_wait(c, b, (uint32_t)n, sorted);
+			rc = barrier_wait(c, b, (uint32_t)n, sorted, in, out, 0);
 			break;
 		}
 	}

@@ -211,3 +211,14 @@ void emu_node_dump(const emu_core_t *c, FILE *out)
 	for (uint32_t i = 0; i < rt->nin; i++)
 		torus_link_dump(rt->in[i].link, "  ", out);
 }
+
+int emu_link_read(const emu_core_t *c, uint32_t dim, uint32_t dir, struct torus_link_counters *out)
+{
+	if (!c || !out || dir > 1)
+		return -EINVAL;
+	const struct torus_shape *s = &c->node->hdr->shape;
+	if (dim >= s->ndims || !torus_dim_has_links(s, dim))
+		return -EINVAL;
+	torus_link_read(emu_shm_link_out(&c->node->shm, c->node->rank, dim, dir), out);
+	return 0;
+}

@@ -70,7 +70,9 @@ struct emu_barrier_shm {
 	_Atomic uint64_t max_vt;
 	_Atomic uint64_t release_vt;
 	uint32_t members;
-	uint8_t pad_[28];
+	_Atomic uint32_t max_in;     /* largest input of this episode (dma_barrier_team_max) */
+	_Atomic uint32_t max_out;    /* the last episode's largest input, read by the leavers */
+	uint8_t pad_[20];
 };
 _Static_assert(sizeof(struct emu_barrier_shm) == 64, "barrier is one cache line");
 #define EMU_BARRIER_SLOTS 128u

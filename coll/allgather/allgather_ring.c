@@ -19,7 +19,7 @@ int coll_allgather_ring(const struct coll_args *a)
 	if (coll_blocks_init(&b, t->size, a->count * t->size, a->count))
 		return -ENOMEM;
 	memmove((uint8_t *)a->recv + b.displs[t->rank] * esz, a->send, a->count * esz);
-	int rc = coll_ring_allgather(t, a->recv, &b, a->dtype, a->count);
+	int rc = coll_ring_allgather(t, a->recv, &b, a->dtype, a->check);
 	coll_blocks_free(&b);
 	return rc;
 }

@@ -19,9 +19,9 @@ int coll_allreduce_ring(const struct coll_args *a)
 		return -ENOMEM;
 	if (a->recv != a->send)
 		memcpy(a->recv, a->send, a->count * esz);
-	int rc = coll_ring_reduce_scatter(t, a->recv, &b, a->dtype, a->op, a->count);
+	int rc = coll_ring_reduce_scatter(t, a->recv, &b, a->dtype, a->op, a->check);
 	if (!rc)
-		rc = coll_ring_allgather(t, a->recv, &b, a->dtype, a->count);
+		rc = coll_ring_allgather(t, a->recv, &b, a->dtype, a->check);
 	coll_blocks_free(&b);
 	return rc;
 }

@@ -1,21 +1,23 @@
 /*
- * Address exchange between ring neighbours, over the memory FIFO: a member
- * tells the member that will put into it which region and counters to use.
- * Messages carry the team, the call's sequence number and its count, so a
- * member called with a different count is caught here, not by garbage.
+ * Address exchange between neighbours, over the memory FIFO: a member tells
+ * the member that will put into it which region and counters to use.
+ * Messages carry the team, the call's sequence number, a tag and the hash
+ * of the call's arguments, so a member called differently is caught here,
+ * not by garbage; coll_agree then spreads the verdict to every member.
  */
 #include "../coll_internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct addr_msg {
 	uint64_t team;
-	uint32_t seq, from;
+	uint32_t seq, from, tag, pad_;
 	struct coll_addr addr;
 };
 
-#define INBOX_SLOTS 64u
+#define INBOX_SLOTS 256u
 
 /* Per core of this process: messages that arrived before they were wanted. */
 struct inbox {
@@ -41,11 +43,12 @@ static int on_addr(emu_core_t *c, const struct dma_recv_info *info, const void *
 	return -ENOSPC;
 }
 
-static int take(struct inbox *box, uint64_t team, uint32_t seq, uint32_t from, struct coll_addr *out)
+static int take(struct inbox *box, uint64_t team, uint32_t seq, uint32_t from, uint32_t tag, struct coll_addr *out)
 {
 	for (uint32_t i = 0; i < INBOX_SLOTS; i++) {
-		if (box->used[i] && box->msg[i].team == team && box->msg[i].seq == seq && box->msg[i].from == from) {
-			*out = box->msg[i].addr;
+		const struct addr_msg *m = &box->msg[i];
+		if (box->used[i] && m->team == team && m->seq == seq && m->from == from && m->tag == tag) {
+			*out = m->addr;
 			box->used[i] = 0;
 			return 1;
 		}
@@ -53,13 +56,13 @@ static int take(struct inbox *box, uint64_t team, uint32_t seq, uint32_t from, s
 	return 0;
 }
 
-int coll_exchange(coll_team_t *t, uint32_t to, uint32_t from, uint32_t seq, const struct coll_addr *mine,
-		  struct coll_addr *theirs)
+int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t n)
 {
 	emu_core_t *c = t->core;
 	struct inbox *box = &inboxes[emu_core_index(c)];
 	dma_injfifo_t *f;
 	struct dma_desc d;
+	uint32_t inj;
 	int rc;
 
 	if (!box->registered) {
@@ -67,32 +70,64 @@ int coll_exchange(coll_team_t *t, uint32_t to, uint32_t from, uint32_t seq, cons
 			return rc;
 		box->registered = 1;
 		/* nobody may send to a core before its handler exists: the first
-		 * collective of a team starts with a team barrier */
-		if ((rc = dma_barrier_team(c, t->members, t->size)))
+		 * collective of a core starts with a barrier of the cores taking part */
+		if ((rc = dma_barrier_team(c, t->part, t->npart)))
 			return rc;
 	}
-	struct addr_msg m = {t->key, seq, t->rank, *mine};
-	uint32_t inj;
-	if ((rc = dma_counter_alloc(c, &inj)) || (rc = dma_counter_add(c, inj, sizeof(m))) ||
-	    (rc = dma_injfifo_open(c, 0, &f)))
-		return rc;
-	dma_desc_memfifo(&d, t->node[to], t->cpu[to], COLL_DISPATCH, 0, &m, sizeof(m), inj);
-	if ((rc = dma_injfifo_post(f, &d, DMA_POST_WAIT))) {
-		dma_counter_free(c, inj); /* nothing was posted: nothing to wait for */
+	struct addr_msg *m = calloc(n ? n : 1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	if ((rc = dma_counter_alloc(c, &inj))) {
+		free(m);
 		return rc;
 	}
-	while (!take(box, t->key, seq, from, theirs)) {
-		rc = dma_recfifo_poll(c, 16);
-		if (rc < 0)
-			goto out;
-		if (rc == 0 && (rc = dma_recfifo_wait(c, -1)) < 0)
-			goto out;
+	size_t sent = 0;
+	if (!(rc = dma_injfifo_open(c, 0, &f))) {
+		for (; sent < n; sent++) {
+			m[sent] = (struct addr_msg){t->key, seq, t->rank, x[sent].tag, 0, x[sent].mine};
+			if ((rc = dma_counter_add(c, inj, sizeof(m[sent]))))
+				break;
+			dma_desc_memfifo(&d, x[sent].to_node, x[sent].to_core, COLL_DISPATCH, 0, &m[sent], sizeof(m[sent]),
+					 inj);
+			if ((rc = dma_injfifo_post(f, &d, DMA_POST_WAIT))) {
+				dma_counter_add(c, inj, -(int64_t)sizeof(m[sent])); /* it never left */
+				break;
+			}
+		}
 	}
-	rc = theirs->count != mine->count ? -EPROTO : 0;
-out:;
-	/* m lives on this stack: it must have left before we return */
+	int mismatch = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		while (!take(box, t->key, seq, x[i].from, x[i].tag, &x[i].theirs)) {
+			rc = dma_recfifo_poll(c, 16);
+			if (rc < 0)
+				break;
+			if (rc == 0 && (rc = dma_recfifo_wait(c, -1)) < 0)
+				break;
+			rc = 0;
+		}
+		if (!rc && x[i].theirs.check != x[i].mine.check)
+			mismatch = 1;
+	}
+	/* the messages must have left before they are freed */
 	int w = dma_counter_wait(c, inj);
 	rc = rc ? rc : w;
 	dma_counter_free(c, inj);
+	free(m);
+	return rc ? rc : mismatch ? -EPROTO : 0;
+}
+
+int coll_exchange(coll_team_t *t, uint32_t to, uint32_t from, uint32_t seq, const struct coll_addr *mine,
+		  struct coll_addr *theirs)
+{
+	struct coll_xchg x = {t->node[to], t->cpu[to], from, 0, *mine, {0, 0, 0}};
+	int rc = coll_exchange_many(t, seq, &x, 1);
+	*theirs = x.theirs;
 	return rc;
+}
+
+int coll_agree(coll_team_t *t, int rc)
+{
+	uint32_t worst;
+	int b = dma_barrier_team_max(t->core, t->part, t->npart, rc < 0 ? (uint32_t)-rc : 0, &worst);
+	return b ? b : -(int)worst;
 }

@@ -11,12 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void coll_charge_reduce(emu_core_t *c, size_t bytes)
-{
-	uint64_t bw = emu_params(c)->reduce_bw;
-	emu_core_compute(c, (torus_vt_t)((bytes * 1000000000000ull + bw - 1) / bw));
-}
-
 static uint32_t mod(int64_t a, uint32_t p) { return (uint32_t)(((a % p) + p) % p); }
 
 /* State shared by both directions of data flow. */
@@ -29,7 +23,7 @@ struct ring_call {
 };
 
 static int ring_setup(struct ring_call *r, coll_team_t *t, void *recvbuf, size_t bytes, const size_t *step_bytes,
-		      uint64_t count_check)
+		      uint64_t check)
 {
 	emu_core_t *c = t->core;
 	uint32_t p = t->size;
@@ -38,22 +32,20 @@ static int ring_setup(struct ring_call *r, coll_team_t *t, void *recvbuf, size_t
 	r->t = t;
 	r->succ = (t->rank + 1) % p;
 	r->pred = (t->rank + p - 1) % p;
-	if ((rc = dma_mem_register(c, recvbuf, bytes, &r->region)))
-		return rc;
-	r->have_region = 1;
-	if ((rc = dma_counter_alloc_n(c, p - 1, &r->k0)))
-		return rc;
-	r->have_counters = 1;
-	for (uint32_t s = 0; s + 1 < p; s++)
-		if ((rc = dma_counter_add(c, r->k0 + s, (int64_t)step_bytes[s])))
-			return rc;
-	if ((rc = dma_counter_alloc(c, &r->inj)))
-		return rc;
-	r->have_inj = 1;
-	if ((rc = dma_injfifo_open(c, 0, &r->f)))
-		return rc;
-	struct coll_addr mine = {r->region, r->k0, count_check};
-	return coll_exchange(t, r->pred, r->succ, t->seq++, &mine, &r->next);
+	if (!(rc = dma_mem_register(c, recvbuf, bytes, &r->region)))
+		r->have_region = 1;
+	if (!rc && !(rc = dma_counter_alloc_n(c, p - 1, &r->k0)))
+		r->have_counters = 1;
+	for (uint32_t s = 0; !rc && s + 1 < p; s++)
+		rc = dma_counter_add(c, r->k0 + s, (int64_t)step_bytes[s]);
+	if (!rc && !(rc = dma_counter_alloc(c, &r->inj)))
+		r->have_inj = 1;
+	if (!rc)
+		rc = dma_injfifo_open(c, 0, &r->f);
+	/* exchange even after a failure (check 0), so nobody waits in vain */
+	struct coll_addr mine = {r->region, r->k0, rc ? 0 : check};
+	int x = coll_exchange(t, r->pred, r->succ, t->seq++, &mine, &r->next);
+	return coll_agree(t, rc ? rc : x);
 }
 
 static int ring_put(struct ring_call *r, const void *src, size_t bytes, uint64_t offset, uint32_t step)
@@ -86,7 +78,7 @@ static int ring_finish(struct ring_call *r, int rc)
 }
 
 int coll_ring_reduce_scatter(coll_team_t *t, void *buf, const struct coll_blocks *b, enum coll_dtype dtype,
-			     enum coll_op op, uint64_t count_check)
+			     enum coll_op op, uint64_t check)
 {
 	uint32_t p = t->size, i = t->rank;
 	size_t esz = coll_dtype_size(dtype);
@@ -102,7 +94,7 @@ int coll_ring_reduce_scatter(coll_team_t *t, void *buf, const struct coll_blocks
 		goto out;
 	for (uint32_t s = 0; s + 1 < p; s++)
 		step[s] = b->counts[mod((int64_t)i - 2 - s, p)] * esz;
-	if ((rc = ring_setup(&r, t, scratch, b->max * esz * (p - 1), step, count_check)))
+	if ((rc = ring_setup(&r, t, scratch, b->max * esz * (p - 1), step, check)))
 		goto done;
 	for (uint32_t s = 0; s + 1 < p; s++) {
 		uint32_t sb = mod((int64_t)i - 1 - s, p), rb = mod((int64_t)i - 2 - s, p);
@@ -125,7 +117,7 @@ out:
 }
 
 int coll_ring_allgather(coll_team_t *t, void *buf, const struct coll_blocks *b, enum coll_dtype dtype,
-			uint64_t count_check)
+			uint64_t check)
 {
 	uint32_t p = t->size, i = t->rank;
 	size_t esz = coll_dtype_size(dtype), total = b->displs[p - 1] + b->counts[p - 1];
@@ -140,7 +132,7 @@ int coll_ring_allgather(coll_team_t *t, void *buf, const struct coll_blocks *b, 
 	/* step s receives block (i-1-s) straight into its place in buf */
 	for (uint32_t s = 0; s + 1 < p; s++)
 		step[s] = b->counts[mod((int64_t)i - 1 - s, p)] * esz;
-	if ((rc = ring_setup(&r, t, buf, total * esz, step, count_check)))
+	if ((rc = ring_setup(&r, t, buf, total * esz, step, check)))
 		goto done;
 	for (uint32_t s = 0; s + 1 < p; s++) {
 		uint32_t sb = mod((int64_t)i - s, p);

@@ -13,6 +13,7 @@ int coll_team_create(emu_core_t *c, const uint32_t *members, size_t n, coll_team
 	if (!t)
 		return -ENOMEM;
 	t->members = malloc(n * sizeof(uint32_t));
+	t->leads = t->members;
 	t->node = malloc(n * sizeof(uint32_t));
 	t->cpu = malloc(n * sizeof(uint32_t));
 	int rc = -EINVAL;
@@ -21,6 +22,8 @@ int coll_team_create(emu_core_t *c, const uint32_t *members, size_t n, coll_team
 		goto fail;
 	}
 	t->core = c;
+	t->cores = 1;
+	t->nmembers = (uint32_t)n;
 	t->size = (uint32_t)n;
 	t->rank = UINT32_MAX;
 	t->key = 1469598103934665603ull ^ n;
@@ -59,10 +62,89 @@ int coll_team_world(emu_core_t *c, coll_team_t **out)
 	return rc;
 }
 
+int coll_team_create_nodes(emu_core_t *c, const uint32_t *nodes, size_t n, uint32_t cores, coll_team_t **out)
+{
+	if (!c || !nodes || !out || n == 0 || n > emu_node_count(c))
+		return -EINVAL;
+	uint32_t k = cores ? cores : emu_cores_of(c, nodes[0]);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t have = emu_cores_of(c, nodes[i]); /* 0 for a bad node */
+		if (!have || (cores ? k > have : k != have))
+			return -EINVAL;
+		for (size_t j = 0; j < i; j++)
+			if (nodes[j] == nodes[i])
+				return -EINVAL;
+	}
+	if (emu_core_index(c) >= k)
+		return -EINVAL; /* the caller is not one of the team's cores */
+	coll_team_t *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->members = malloc(n * k * sizeof(uint32_t));
+	t->leads = malloc(n * sizeof(uint32_t));
+	t->node = malloc(n * sizeof(uint32_t));
+	t->cpu = calloc(n, sizeof(uint32_t));
+	if (!t->members || !t->leads || !t->node || !t->cpu) {
+		coll_team_free(t);
+		return -ENOMEM;
+	}
+	t->core = c;
+	t->cores = k;
+	t->sub = emu_core_index(c);
+	t->size = (uint32_t)n;
+	t->nmembers = (uint32_t)(n * k);
+	t->rank = UINT32_MAX;
+	t->key = (1469598103934665603ull ^ n) * 31 + k;
+	uint32_t first = emu_core_global(c) - emu_core_index(c);
+	/* global ranks are node-major: node x's core 0 follows the cores of nodes < x */
+	uint32_t nn = emu_node_count(c);
+	uint32_t *first_of = malloc(nn * sizeof(uint32_t));
+	if (!first_of) {
+		coll_team_free(t);
+		return -ENOMEM;
+	}
+	for (uint32_t x = 0, g = 0; x < nn; g += emu_cores_of(c, x), x++)
+		first_of[x] = g;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t g0 = first_of[nodes[i]];
+		t->node[i] = nodes[i];
+		t->leads[i] = g0;
+		for (uint32_t j = 0; j < k; j++)
+			t->members[i * k + j] = g0 + j;
+		if (g0 == first)
+			t->rank = (uint32_t)i;
+		t->key = (t->key ^ nodes[i]) * 1099511628211ull;
+	}
+	free(first_of);
+	if (t->rank == UINT32_MAX) {
+		coll_team_free(t);
+		return -EINVAL;
+	}
+	*out = t;
+	return 0;
+}
+
+int coll_team_nodes(emu_core_t *c, uint32_t cores, coll_team_t **out)
+{
+	if (!c || !out)
+		return -EINVAL;
+	uint32_t n = emu_node_count(c);
+	uint32_t *m = malloc(n * sizeof(uint32_t));
+	if (!m)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		m[i] = i;
+	int rc = coll_team_create_nodes(c, m, n, cores, out);
+	free(m);
+	return rc;
+}
+
 void coll_team_free(coll_team_t *t)
 {
 	if (!t)
 		return;
+	if (t->leads != t->members)
+		free(t->leads);
 	free(t->members);
 	free(t->node);
 	free(t->cpu);
@@ -71,6 +153,7 @@ void coll_team_free(coll_team_t *t)
 
 uint32_t coll_team_size(const coll_team_t *t) { return t ? t->size : 0; }
 uint32_t coll_team_rank(const coll_team_t *t) { return t ? t->rank : 0; }
+uint32_t coll_team_cores(const coll_team_t *t) { return t ? t->cores : 0; }
 
 int coll_blocks_init(struct coll_blocks *b, uint32_t p, size_t total, size_t per_member)
 {

@@ -29,7 +29,7 @@ int coll_reduce_scatter_ring(const struct coll_args *a)
 		return -ENOMEM;
 	}
 	memcpy(work, a->send, n * esz);
-	rc = coll_ring_reduce_scatter(t, work, &b, a->dtype, a->op, a->count);
+	rc = coll_ring_reduce_scatter(t, work, &b, a->dtype, a->op, a->check);
 	if (!rc)
 		memcpy(a->recv, work + b.displs[t->rank] * esz, a->count * esz);
 	free(work);

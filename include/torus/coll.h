@@ -14,7 +14,18 @@
  *   coll_allreduce       MPI_Allreduce: send and recv hold count elements.
  *
  * Algorithms are chosen by name from one catalogue per collective (the
- * `algo` argument, NULL for the default; coll_catalogue lists them).
+ * `algo` argument; NULL: the TORUS_COLL_<COLLECTIVE> environment variable,
+ * else the first algorithm whose restrictions the team meets).
+ *
+ * Errors (negative, the same on every member where it can be seen):
+ *   -EINVAL   NULL team or buffers, unknown dtype, op undefined on the
+ *             dtype, overlapping send and receive buffers;
+ *   -ENOENT   no algorithm of that name;
+ *   -ENOTSUP  the team does not meet the algorithm's restrictions;
+ *   -EPROTO   members were called with different counts, dtypes, ops or
+ *             algorithms (found when neighbours exchange addresses, then
+ *             agreed by every member before any data moves);
+ *   DMA errors (enum dma_error, e.g. DMA_ERR_NOSPACE) from the DMA unit.
  */
 #ifndef TORUS_COLL_H
 #define TORUS_COLL_H
@@ -45,9 +56,24 @@ typedef struct coll_team coll_team_t;
 int coll_team_create(emu_core_t *c, const uint32_t *members, size_t n, coll_team_t **out);
 /* Every core of the job, in global rank order. */
 int coll_team_world(emu_core_t *c, coll_team_t **out);
+/*
+ * A node team: cores 0..cores-1 of each of the given nodes act as ONE
+ * member per node (rank = the node's position in `nodes`), like an MPI
+ * process whose threads all enter the collective. Every one of those cores
+ * calls each collective with the same arguments and the same buffers (a
+ * node's cores share its memory); the algorithm shares the work among them
+ * (the multicolor algorithms: one color, or one color and direction, per
+ * core). Algorithms without a multi-core variant run on core 0 while the
+ * others wait. cores = 0 means every core of the node (all nodes must then
+ * have the same number).
+ */
+int coll_team_create_nodes(emu_core_t *c, const uint32_t *nodes, size_t n, uint32_t cores, coll_team_t **out);
+/* Every node of the job, in node order. */
+int coll_team_nodes(emu_core_t *c, uint32_t cores, coll_team_t **out);
 void coll_team_free(coll_team_t *t);
-uint32_t coll_team_size(const coll_team_t *t);
+uint32_t coll_team_size(const coll_team_t *t);  /* members (nodes, for a node team) */
 uint32_t coll_team_rank(const coll_team_t *t);
+uint32_t coll_team_cores(const coll_team_t *t); /* cores per member: 1 but for node teams */
 
 int coll_reduce_scatter(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
 			enum coll_op op, const char *algo);
@@ -56,9 +82,35 @@ int coll_allgather(coll_team_t *t, const void *send, void *recv, size_t count, e
 int coll_allreduce(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
 		   enum coll_op op, const char *algo);
 
+enum coll_kind { COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_ALLREDUCE, COLL_KIND_COUNT };
+
+/*
+ * Artificial computation delay (the experiment of Fig. 6(d)): every
+ * reduction of a collective additionally charges ps_per_kib picoseconds of
+ * virtual time per KiB it reduces, on the core that reduces. 0 (the
+ * default) turns it off. Process-wide: set it on every node.
+ */
+void coll_set_compute_delay(uint64_t ps_per_kib);
+
+/* ----------------------------------------------------------- lower bounds */
+
+/* Time per payload byte on one link direction when packets are full (the
+ * bandwidth term beta of the paper), in picoseconds. */
+double coll_beta_ps(const struct torus_params *p);
+/*
+ * The bidirectional lower bound on the bandwidth cost of Fig. 2 of
+ * 003_b0aac8c3d10c7733.txt, in picoseconds, for a collective over every
+ * node of the torus s: n_bytes is the paper's n, the whole vector each node
+ * starts with (reduce-scatter, allreduce) or ends with (allgather):
+ *   reduce-scatter, allgather  (p-1)/p * n beta / 2N
+ *   allreduce                  2 (p-1)/p * n beta / 2N
+ * N counts the dimensions that have links. 0 for one node.
+ */
+double coll_lower_bound_ps(enum coll_kind kind, const struct torus_shape *s, const struct torus_params *p,
+			   double n_bytes);
+
 /* ------------------------------------------------------------- catalogue */
 
-enum coll_kind { COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_ALLREDUCE, COLL_KIND_COUNT };
 
 struct coll_args {
 	coll_team_t *team;
@@ -67,6 +119,7 @@ struct coll_args {
 	size_t count;
 	enum coll_dtype dtype;
 	enum coll_op op;
+	uint64_t check;  /* hash of what every member must agree on (set by the dispatcher) */
 };
 
 struct coll_algorithm {
@@ -74,8 +127,12 @@ struct coll_algorithm {
 	enum coll_kind kind;
 	int (*run)(const struct coll_args *a);
 	const char *restrictions;  /* when it applies */
+	unsigned flags;            /* COLL_F_* */
 	const char *description;   /* steps and the paper section */
 };
+
+#define COLL_F_MULTICORE 1u   /* shares a node team's work among its cores */
+#define COLL_F_TORUS 2u       /* needs a team of every node, in node order */
 
 /* The algorithms for one collective; *n gets their number. */
 const struct coll_algorithm *coll_catalogue(enum coll_kind kind, size_t *n);

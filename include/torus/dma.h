@@ -172,6 +172,15 @@ int dma_barrier(emu_core_t *c);
 /* Barrier over a team: global core ranks (emu_core_global) members[0..n),
  * the same list on every member; the caller must be a member. */
 int dma_barrier_team(emu_core_t *c, const uint32_t *members, size_t n);
+/* The same barrier, combining a word from every member as Blue Gene's
+ * collective network does: every member leaves with *out = the largest of
+ * all members' `in` (out may be NULL). Collectives use it to agree, before
+ * any data moves, that every member was called alike. */
+int dma_barrier_team_max(emu_core_t *c, const uint32_t *members, size_t n, uint32_t in, uint32_t *out);
+/* The node's lockbox: a barrier of cores 0..ncores-1 of the calling node
+ * (the caller must be one of them), combining `in` as above; leaves at
+ * max(clocks) + barrier_latency. Teams of different ncores never share one. */
+int dma_barrier_node(emu_core_t *c, uint32_t ncores, uint32_t in, uint32_t *out);
 
 #ifdef __cplusplus
 }

@@ -82,6 +82,11 @@ int emu_pkt_recv(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap
  */
 int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms);
 
+/* Counters of this node's outgoing link along (dim, dir) (dir 0: plus, 1:
+ * minus), like a hardware performance counter: cumulative since the job
+ * began. -EINVAL for a dimension without links. */
+int emu_link_read(const emu_core_t *c, uint32_t dim, uint32_t dir, struct torus_link_counters *out);
+
 /* Print this node's FIFOs and counters (the hang detector's view). */
 void emu_node_dump(const emu_core_t *c, FILE *out);
 

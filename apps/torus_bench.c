@@ -1,0 +1,2 @@
+/* torus-bench: being written */
+int main(void) { return 2; }

@@ -1,0 +1,1 @@
+/* shared parts of the direct baseline: being written */
