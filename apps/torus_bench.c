@@ -1,2 +1,808 @@
-/* torus-bench: being written */
-int main(void) { return 2; }
+/*
+ * torus-bench: one collective (allreduce, allgather or reduce_scatter) over
+ * every node of the torus, timed in emulated time against the bandwidth
+ * lower bound of Fig. 2 of 003_b0aac8c3d10c7733.txt, with the load it put
+ * on the links, for message sizes doubling from A to B.
+ *
+ *   torusrun --torus 4x4x4 --cores 3 -- torus-bench allreduce --sizes 1K:16M
+ *
+ * Every core of every node runs the program. The team is a node team
+ * (coll_team_nodes): cores 0..K-1 of each node act as one member; the other
+ * cores only take part in the global barriers. For each size:
+ *
+ *   fill the input, read this node's outgoing link counters, barrier,
+ *   t0 = emulated clock (wall clock on node 0), the collective, barrier,
+ *   t1 = emulated clock; check the result; combine the link loads.
+ *
+ * Columns of the table (and keys of --json's rows):
+ *   bytes        the paper's n: the whole vector each node starts with
+ *                (reduce_scatter, allreduce) or ends with (allgather). The
+ *                requested size rounded down to whole elements (and, for
+ *                reduce_scatter and allgather, to a multiple of nodes x
+ *                element size, so that count = n / (esz * nodes)).
+ *   count        elements per call (--json only): n/esz for allreduce,
+ *                n/(esz*nodes) for reduce_scatter and allgather.
+ *   emulated_us  emulated time of the collective: t1 - t0 - barrier_latency
+ *                (the closing barrier leaves every clock at max +
+ *                barrier_latency), i.e. from the moment every node starts
+ *                to the moment the last node finishes (emulated_ps).
+ *   bound_us     coll_lower_bound_ps(): (p-1)/p n beta / 2N for
+ *                reduce_scatter and allgather, twice that for allreduce
+ *                (N = dimensions with links, beta = link time per payload
+ *                byte with full packets) (lower_bound_ps).
+ *   ratio        emulated / bound: 1.0 would be optimal; below 1.0 would
+ *                mean the model or the bound is wrong. 0 if the bound is 0
+ *                (one node).
+ *   wall_s       wall-clock seconds of the collective on node 0 (wall_s).
+ *   link_max_B   payload bytes carried by the most loaded link direction
+ *                of the whole torus during the collective (link_max_bytes),
+ *   link_min_B   and by the least loaded one (link_min_bytes); equal values
+ *                mean perfectly balanced links. Address exchanges and
+ *                other small control messages are included.
+ *   check        ok: every element of every node's result matched the
+ *                closed-form reference; off: --no-check (checked).
+ *
+ * The inputs are small integers chosen so that the result of every
+ * operation has a closed form, exact in every datatype (float included),
+ * computed in O(1) per element: see the reference section below.
+ */
+#include "torus/coll.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PROG "torus-bench"
+#define MAX_SIZES 64
+#define MAX_BYTES (1ull << 40)
+
+/* ------------------------------------------------------------ options */
+
+struct opts {
+	enum coll_kind kind;
+	const char *algo; /* NULL: the default (TORUS_COLL_<KIND>, else the first that fits) */
+	uint64_t sizes[MAX_SIZES];
+	unsigned nsizes;
+	enum coll_dtype dtype;
+	enum coll_op op;
+	uint64_t delay_ns;
+	uint32_t k; /* --cores-per-node; 0: every core */
+	int json, check;
+	char error[512]; /* a command-line error, reported from inside the job */
+};
+
+static struct opts opt = {.kind = COLL_ALLREDUCE, .dtype = COLL_DOUBLE, .op = COLL_SUM, .check = 1};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: torusrun --torus DIMS [--cores C] -- torus-bench COLLECTIVE [options]\n"
+		"  COLLECTIVE            allreduce | allgather | reduce_scatter\n"
+		"  --algo NAME           an algorithm of the collective's catalogue (below); default:\n"
+		"                        $TORUS_COLL_<COLLECTIVE>, else the first one that fits\n"
+		"  --sizes A:B | A       n in bytes, doubling from A to B (suffixes K, M, G = 2^10,\n"
+		"                        2^20, 2^30; KiB, MiB, GiB, B also); default 1K:1M\n"
+		"  --dtype D             int32 | int64 | float | double (default double)\n"
+		"  --op O                sum | prod | min | max | band | bor (default sum; band and\n"
+		"                        bor need an integer dtype; allgather ignores it)\n"
+		"  --compute-delay NS    NS ns of extra virtual compute per KiB reduced (Fig. 6(d));\n"
+		"                        default 0\n"
+		"  --cores-per-node K    cores of each node that run the collective (default 0: all)\n"
+		"  --json                one JSON document on stdout instead of the table\n"
+		"  --no-check            do not check the results\n"
+		"  --help                this text (also works outside torusrun)\n"
+		"\n"
+		"n is the whole vector each node starts with (reduce_scatter, allreduce) or ends\n"
+		"with (allgather); count = n/esz elements for allreduce, n/(esz*nodes) per node\n"
+		"for reduce_scatter and allgather (sizes giving count 0 are refused). Each row:\n"
+		"bytes, emulated time, the lower bound of Fig. 2 and their ratio (>= 1), wall\n"
+		"time, the payload bytes of the most and least loaded link direction of the\n"
+		"torus, and whether every element of every node's result was checked.\n"
+		"--json prints {\"schema\": \"torus-bench/1\", \"collective\", \"algo\", \"torus\",\n"
+		"\"nodes\", \"cores_per_node\", \"dtype\", \"op\", \"compute_delay_ns\", \"rows\": [{\"bytes\",\n"
+		"\"count\", \"emulated_ps\", \"lower_bound_ps\", \"ratio\", \"wall_s\", \"link_max_bytes\",\n"
+		"\"link_min_bytes\", \"checked\"}, ...]}.\n"
+		"\n"
+		"Errors: a bad command line (unknown collective, --algo, --dtype or --op, an op\n"
+		"the dtype lacks, a bad or too small size, K above a node's cores) prints ONE\n"
+		"line 'torus-bench: ...' (from node 0) and nothing on stdout; every node exits\n"
+		"with status 2, so torusrun adds 'torusrun: node R (...) exited with status 2'\n"
+		"and 'job failed' lines and exits 1. (Outside torusrun such errors exit 2.)\n"
+		"A collective that returns an error, or a wrong result, prints one line saying\n"
+		"which (the failing node and element for a wrong result); the nodes exit 1 and\n"
+		"so does torusrun. Rows done before stay on stdout (--json: the document with\n"
+		"the rows that succeeded). Long runs report progress on stderr.\n");
+	fprintf(f, "\nAlgorithms:\n");
+	for (int k = 0; k < COLL_KIND_COUNT; k++) {
+		size_t n;
+		const struct coll_algorithm *a = coll_catalogue((enum coll_kind)k, &n);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "  %-15s %-11s %s\n", i ? "" : coll_kind_name((enum coll_kind)k), a[i].name,
+				a[i].restrictions);
+	}
+}
+
+/* "16M", "1KiB", "4096": bytes; -1 if malformed or too large. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!*s || *s < '0' || *s > '9')
+		return -1;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	if (!strcmp(end, "K") || !strcmp(end, "KiB"))
+		shift = 10;
+	else if (!strcmp(end, "M") || !strcmp(end, "MiB"))
+		shift = 20;
+	else if (!strcmp(end, "G") || !strcmp(end, "GiB"))
+		shift = 30;
+	else if (*end && strcmp(end, "B"))
+		return -1;
+	if (errno || v > (MAX_BYTES >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Parse the command line into opt. Returns 1 for --help, 0, or -1 with
+ * opt.error set. */
+static int parse_args(int argc, char **argv)
+{
+	const char *coll = NULL, *sizes = "1K:1M", *dtype = NULL, *op = NULL;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		uint64_t x;
+		if (a[0] != '-') {
+			if (coll) {
+				snprintf(opt.error, sizeof(opt.error), "unexpected argument '%s' (see --help)", a);
+				return -1;
+			}
+			coll = a;
+			continue;
+		}
+		if (!strcmp(a, "--json")) {
+			opt.json = 1;
+			continue;
+		}
+		if (!strcmp(a, "--no-check")) {
+			opt.check = 0;
+			continue;
+		}
+		if (!v) {
+			snprintf(opt.error, sizeof(opt.error), "%s: unknown option, or its value is missing (see --help)", a);
+			return -1;
+		}
+		i++;
+		if (!strcmp(a, "--algo")) {
+			opt.algo = v;
+		} else if (!strcmp(a, "--sizes")) {
+			sizes = v;
+		} else if (!strcmp(a, "--dtype")) {
+			dtype = v;
+		} else if (!strcmp(a, "--op")) {
+			op = v;
+		} else if (!strcmp(a, "--compute-delay")) {
+			if (parse_u64(v, 1000000000000ull, &x)) {
+				snprintf(opt.error, sizeof(opt.error),
+					 "bad --compute-delay '%s' (nanoseconds per KiB, 0 .. 10^12)", v);
+				return -1;
+			}
+			opt.delay_ns = x;
+		} else if (!strcmp(a, "--cores-per-node")) {
+			if (parse_u64(v, TORUS_MAX_CORES, &x)) {
+				snprintf(opt.error, sizeof(opt.error), "bad --cores-per-node '%s' (0 .. %u; 0: all)", v,
+					 TORUS_MAX_CORES);
+				return -1;
+			}
+			opt.k = (uint32_t)x;
+		} else {
+			snprintf(opt.error, sizeof(opt.error), "unknown option '%s' (see --help)", a);
+			return -1;
+		}
+	}
+	if (!coll) {
+		snprintf(opt.error, sizeof(opt.error), "give the collective: allreduce, allgather or reduce_scatter");
+		return -1;
+	}
+	int found = 0;
+	for (int k = 0; k < COLL_KIND_COUNT && !found; k++)
+		if (!strcmp(coll, coll_kind_name((enum coll_kind)k))) {
+			opt.kind = (enum coll_kind)k;
+			found = 1;
+		}
+	if (!found) {
+		snprintf(opt.error, sizeof(opt.error),
+			 "unknown collective '%s' (allreduce, allgather or reduce_scatter)", coll);
+		return -1;
+	}
+	if (dtype && coll_dtype_parse(dtype, &opt.dtype)) {
+		snprintf(opt.error, sizeof(opt.error), "unknown --dtype '%s' (int32, int64, float or double)", dtype);
+		return -1;
+	}
+	if (op && coll_op_parse(op, &opt.op)) {
+		snprintf(opt.error, sizeof(opt.error), "unknown --op '%s' (sum, prod, min, max, band or bor)", op);
+		return -1;
+	}
+	if (opt.kind != COLL_ALLGATHER && !coll_op_valid(opt.dtype, opt.op)) {
+		snprintf(opt.error, sizeof(opt.error), "--op %s is not defined on --dtype %s (bitwise ops need int32 or int64)",
+			 coll_op_name(opt.op), coll_dtype_name(opt.dtype));
+		return -1;
+	}
+	if (opt.algo) {
+		size_t n;
+		const struct coll_algorithm *list = coll_catalogue(opt.kind, &n);
+		char names[256] = "";
+		found = 0;
+		for (size_t i = 0; i < n; i++) {
+			found |= !strcmp(list[i].name, opt.algo);
+			size_t used = strlen(names);
+			snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "", list[i].name);
+		}
+		if (!found) {
+			snprintf(opt.error, sizeof(opt.error), "unknown --algo '%.64s' for %s (have: %s)", opt.algo,
+				 coll_kind_name(opt.kind), names);
+			return -1;
+		}
+	}
+	/* sizes: "A:B" or "A" */
+	uint64_t lo, hi;
+	const char *colon = strchr(sizes, ':');
+	char first[64];
+	snprintf(first, sizeof(first), "%.*s", (int)(colon ? (size_t)(colon - sizes) : strlen(sizes)), sizes);
+	if (parse_size(first, &lo) || (colon ? parse_size(colon + 1, &hi) : (hi = lo, 0)) || lo == 0 || lo > hi) {
+		snprintf(opt.error, sizeof(opt.error),
+			 "bad --sizes '%s': give A:B or A, bytes from 1 to 1T with A <= B (e.g. 1K:16M)", sizes);
+		return -1;
+	}
+	for (uint64_t s = lo; s <= hi && opt.nsizes < MAX_SIZES; s *= 2)
+		opt.sizes[opt.nsizes++] = s;
+	return 0;
+}
+
+/* ------------------------------------------------------------ reference */
+
+/*
+ * Inputs and closed-form results, with g(j) in [0, m) a hash of the element
+ * index j (so that a misplaced block shows) and p the number of nodes.
+ * Member r holds at index j:
+ *   sum, min, max  g(j) + (r + j) % q       (q = p, or 1 beyond 2048 nodes)
+ *                  sum = p g + q(q-1)/2 [q = p], min = g, max = g + q - 1
+ *   prod           2 + g(j) % 3 at member j % p, 1 elsewhere; prod = 2 + g % 3
+ *   bor            g(j) << 16 | bit (r + j) % b  (b = min(p, 16));
+ *                  bor = g << 16 | (2^b - 1)
+ *   band           g(j) << 16 | (0xffff without bit (r + j) % b);
+ *                  band = g << 16 | (0xffff & ~(2^b - 1))
+ * m is chosen so that every partial sum stays below 2^24: exact in float.
+ * allgather: member r's element k is a(r * count + k), a(i) = hash(i) % 2^20.
+ */
+struct ref {
+	uint32_t p, q, b;
+	uint64_t m;
+};
+
+static void ref_init(struct ref *f, uint32_t p)
+{
+	uint64_t lim = (1ull << 24) / p;
+	f->p = p;
+	f->q = p <= 2048 ? p : 1;
+	f->m = lim > f->q + 1 ? lim - f->q : 1;
+	if (f->m > 1024)
+		f->m = 1024;
+	f->b = p < 16 ? p : 16;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 31;
+	x *= 0x7fb5d329728ea185ull;
+	x ^= x >> 27;
+	x *= 0x81dadef4bc2dd44dull;
+	return x ^ (x >> 33);
+}
+
+static int64_t ref_input(const struct ref *f, enum coll_op op, uint32_t r, uint64_t j)
+{
+	int64_t g = (int64_t)(mix(j) % f->m);
+	switch (op) {
+	case COLL_PROD: return r == j % f->p ? 2 + g % 3 : 1;
+	case COLL_BOR: return g << 16 | (int64_t)1 << ((r + j) % f->b);
+	case COLL_BAND: return g << 16 | (0xffff & ~((int64_t)1 << ((r + j) % f->b)));
+	default: return g + (int64_t)((r + j) % f->q);
+	}
+}
+
+static int64_t ref_result(const struct ref *f, enum coll_op op, uint64_t j)
+{
+	int64_t g = (int64_t)(mix(j) % f->m), q = f->q, mask = ((int64_t)1 << f->b) - 1;
+	switch (op) {
+	case COLL_SUM: return (int64_t)f->p * g + q * (q - 1) / 2;
+	case COLL_PROD: return 2 + g % 3;
+	case COLL_MIN: return g;
+	case COLL_MAX: return g + q - 1;
+	case COLL_BOR: return g << 16 | mask;
+	case COLL_BAND: return g << 16 | (0xffff & ~mask);
+	default: return 0;
+	}
+}
+
+static int64_t ref_gather(uint64_t i) { return (int64_t)(mix(i ^ 0x5bd1e995u) % (1u << 20)); }
+
+static void put_elem(enum coll_dtype t, void *buf, size_t i, int64_t v)
+{
+	switch (t) {
+	case COLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+	case COLL_INT64: ((int64_t *)buf)[i] = v; break;
+	case COLL_FLOAT: ((float *)buf)[i] = (float)v; break;
+	default: ((double *)buf)[i] = (double)v; break;
+	}
+}
+
+/* Every value used is an integer below 2^27: exact as a double. */
+static double get_elem(enum coll_dtype t, const void *buf, size_t i)
+{
+	switch (t) {
+	case COLL_INT32: return ((const int32_t *)buf)[i];
+	case COLL_INT64: return (double)((const int64_t *)buf)[i];
+	case COLL_FLOAT: return ((const float *)buf)[i];
+	default: return ((const double *)buf)[i];
+	}
+}
+
+/* ------------------------------------------------------------ the job */
+
+/* Exit status for main (2: command line, 1: failure); every node's core 0
+ * sets the same value. */
+static _Atomic int exit_status;
+
+/* State shared by the cores of this node (threads of one process): core 0
+ * writes it, the others read it after a barrier. */
+static struct {
+	void *send, *recv;
+	uint64_t before[2 * TORUS_MAX_DIMS];
+	int64_t lsend[2], lrecv[2]; /* most loaded link, minus the least loaded */
+	uint64_t wrong;             /* elements that did not match */
+	uint64_t wrong_at;
+	double got, want;
+	uint32_t *leads; /* global rank of each node's core 0 */
+} node;
+
+struct row {
+	uint64_t bytes, count, emulated_ps;
+	double bound_ps, ratio, wall_s;
+	int64_t link_max, link_min;
+};
+
+/* agreement codes (the largest wins) */
+#define CODE_SETUP (1u << 29)
+#define CODE_CHECK (1u << 30) /* | 0xffff - node: the lowest failing node wins */
+
+static double wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Bytes per count-unit: n = count * unit. */
+static uint64_t unit_bytes(uint32_t p)
+{
+	return coll_dtype_size(opt.dtype) * (opt.kind == COLL_ALLREDUCE ? 1 : p);
+}
+
+/* The checks that need the job (every core computes the same verdict). */
+static int job_check(emu_core_t *c, char *msg, size_t len, uint32_t *k)
+{
+	uint32_t p = emu_node_count(c), lo = UINT32_MAX, hi = 0;
+	for (uint32_t x = 0; x < p; x++) {
+		uint32_t h = emu_cores_of(c, x);
+		lo = h < lo ? h : lo;
+		hi = h > hi ? h : hi;
+	}
+	if (!opt.k && lo != hi) {
+		snprintf(msg, len, "nodes have %u to %u cores: give --cores-per-node K <= %u", lo, hi, lo);
+		return -1;
+	}
+	if (opt.k > lo) {
+		snprintf(msg, len, "--cores-per-node %u, but %s %u core%s", opt.k, lo == hi ? "every node has" : "a node has only",
+			 lo, lo == 1 ? "" : "s");
+		return -1;
+	}
+	*k = opt.k ? opt.k : lo;
+	uint64_t unit = unit_bytes(p);
+	if (opt.sizes[0] < unit) {
+		snprintf(msg, len,
+			 "size %llu bytes is too small for %s of %s on %u nodes: n must be at least %llu bytes (count >= 1)",
+			 (unsigned long long)opt.sizes[0], coll_kind_name(opt.kind), coll_dtype_name(opt.dtype), p,
+			 (unsigned long long)unit);
+		return -1;
+	}
+	return 0;
+}
+
+/* The algorithm that the collective runs: --algo, $TORUS_COLL_<KIND>, or
+ * the catalogue's first entry. A team of every node in node order meets
+ * every restriction coll_team_fits() checks (COLL_F_TORUS), so the default
+ * is the first entry. *deflt: not chosen by --algo. */
+static const char *algo_used(int *deflt, char *env, size_t len)
+{
+	snprintf(env, len, "TORUS_COLL_%s", coll_kind_name(opt.kind));
+	for (char *s = env; *s; s++)
+		*s = (char)(*s >= 'a' && *s <= 'z' ? *s - 32 : *s);
+	*deflt = !opt.algo;
+	if (opt.algo)
+		return opt.algo;
+	if (getenv(env))
+		return getenv(env);
+	return coll_catalogue(opt.kind, NULL)[0].name;
+}
+
+/* Payload bytes sent so far on each outgoing link direction of this node. */
+static unsigned read_links(emu_core_t *c, uint64_t *out)
+{
+	const struct torus_shape *s = emu_shape(c);
+	unsigned n = 0;
+	for (uint32_t d = 0; d < s->ndims; d++)
+		for (uint32_t dir = 0; torus_dim_has_links(s, d) && dir < 2; dir++) {
+			struct torus_link_counters ctr = {0};
+			emu_link_read(c, d, dir, &ctr);
+			out[n++] = ctr.payload_bytes;
+		}
+	return n;
+}
+
+static void fill(uint32_t me, uint32_t p, size_t count, const struct ref *f)
+{
+	size_t esz = coll_dtype_size(opt.dtype);
+	if (opt.kind == COLL_ALLGATHER) {
+		for (size_t k = 0; k < count; k++)
+			put_elem(opt.dtype, node.send, k, ref_gather((uint64_t)me * count + k));
+		memset(node.recv, 0xa5, count * p * esz);
+		return;
+	}
+	size_t n = opt.kind == COLL_ALLREDUCE ? count : count * p;
+	for (size_t j = 0; j < n; j++)
+		put_elem(opt.dtype, node.send, j, ref_input(f, opt.op, me, j));
+	memset(node.recv, 0xa5, count * esz);
+}
+
+/* Compare this node's result with the reference; 0 if it all matches. */
+static int verify(uint32_t me, uint32_t p, size_t count, const struct ref *f)
+{
+	size_t n = opt.kind == COLL_ALLGATHER ? count * p : count;
+	node.wrong = 0;
+	for (size_t k = 0; k < n; k++) {
+		int64_t want;
+		if (opt.kind == COLL_ALLGATHER)
+			want = ref_gather(k);
+		else
+			want = ref_result(f, opt.op, opt.kind == COLL_REDUCE_SCATTER ? (uint64_t)me * count + k : k);
+		double got = get_elem(opt.dtype, node.recv, k);
+		if (got != (double)want && !node.wrong++) {
+			node.wrong_at = k;
+			node.got = got;
+			node.want = (double)want;
+		}
+	}
+	return node.wrong != 0;
+}
+
+static int run_coll(coll_team_t *t, size_t count)
+{
+	switch (opt.kind) {
+	case COLL_REDUCE_SCATTER:
+		return coll_reduce_scatter(t, node.send, node.recv, count, opt.dtype, opt.op, opt.algo);
+	case COLL_ALLGATHER: return coll_allgather(t, node.send, node.recv, count, opt.dtype, opt.algo);
+	default: return coll_allreduce(t, node.send, node.recv, count, opt.dtype, opt.op, opt.algo);
+	}
+}
+
+/* Every core of the job leaves with the largest code any of them gave. */
+static int agree(emu_core_t *c, const uint32_t *all, uint32_t code, uint32_t *out)
+{
+	int rc = dma_barrier_team_max(c, all, emu_core_total(c), code, out);
+	if (rc)
+		fprintf(stderr, PROG ": node %u core %u: barrier failed: %s\n", emu_node_rank(c), emu_core_index(c),
+			dma_strerror(rc));
+	return rc;
+}
+
+/*
+ * Combine the most (and least) loaded link over the nodes on the barrier
+ * network, by core 0 of every node: when the collective library cannot run
+ * an allreduce on this team. 64-bit values in two 32-bit rounds.
+ */
+static int links_by_barrier(emu_core_t *c, uint32_t p)
+{
+	for (int i = 0; i < 2; i++) {
+		uint64_t v = (uint64_t)node.lsend[i] + (1ull << 63); /* order-preserving */
+		uint32_t hi, lo;
+		int rc = dma_barrier_team_max(c, node.leads, p, (uint32_t)(v >> 32), &hi);
+		if (!rc)
+			rc = dma_barrier_team_max(c, node.leads, p, (uint32_t)(v >> 32) == hi ? (uint32_t)v : 0, &lo);
+		if (rc)
+			return rc;
+		node.lrecv[i] = (int64_t)((((uint64_t)hi << 32) | lo) - (1ull << 63));
+	}
+	return 0;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void print_header(emu_core_t *c, uint32_t k, const char *algo, int deflt, const char *shape)
+{
+	const char *op = opt.kind == COLL_ALLGATHER ? "none" : coll_op_name(opt.op);
+	if (opt.json) {
+		printf("{\"schema\": \"torus-bench/1\", \"collective\": \"%s\", \"algo\": ", coll_kind_name(opt.kind));
+		json_string(stdout, algo);
+		printf(", \"torus\": \"%s\", \"nodes\": %u, \"cores_per_node\": %u, \"dtype\": \"%s\", \"op\": \"%s\", "
+		       "\"compute_delay_ns\": %llu, \"rows\": [",
+		       shape, emu_node_count(c), k, coll_dtype_name(opt.dtype), op, (unsigned long long)opt.delay_ns);
+		return;
+	}
+	printf("# torus-bench %s: algo %s%s, torus %s, %u nodes, %u core%s per node, dtype %s, op %s, "
+	       "compute delay %llu ns/KiB\n",
+	       coll_kind_name(opt.kind), algo, deflt ? " (default)" : "", shape, emu_node_count(c), k, k == 1 ? "" : "s",
+	       coll_dtype_name(opt.dtype), op, (unsigned long long)opt.delay_ns);
+	printf("# %12s %14s %12s %8s %10s %14s %14s %6s\n", "bytes", "emulated_us", "bound_us", "ratio", "wall_s",
+	       "link_max_B", "link_min_B", "check");
+	fflush(stdout);
+}
+
+static void print_row(const struct row *r, unsigned i)
+{
+	if (opt.json) {
+		printf("%s\n  {\"bytes\": %llu, \"count\": %llu, \"emulated_ps\": %llu, \"lower_bound_ps\": %.3f, "
+		       "\"ratio\": %.6f, \"wall_s\": %.6f, \"link_max_bytes\": %lld, \"link_min_bytes\": %lld, "
+		       "\"checked\": %s}",
+		       i ? "," : "", (unsigned long long)r->bytes, (unsigned long long)r->count,
+		       (unsigned long long)r->emulated_ps, r->bound_ps, r->ratio, r->wall_s, (long long)r->link_max,
+		       (long long)r->link_min, opt.check ? "true" : "false");
+		return;
+	}
+	printf("  %12llu %14.3f %12.3f %8.3f %10.4f %14lld %14lld %6s\n", (unsigned long long)r->bytes,
+	       r->emulated_ps / 1e6, r->bound_ps / 1e6, r->ratio, r->wall_s, (long long)r->link_max,
+	       (long long)r->link_min, opt.check ? "ok" : "off");
+	fflush(stdout);
+}
+
+static int bench_core(emu_core_t *c, void *arg)
+{
+	(void)arg;
+	const uint32_t me = emu_node_rank(c), ci = emu_core_index(c), p = emu_node_count(c);
+	const uint32_t total = emu_core_total(c);
+	const int lead = me == 0 && ci == 0;
+	const struct torus_params *params = emu_params(c);
+	char msg[512], shape[64];
+	uint32_t k = 0, code = 0;
+
+	/* command-line errors: one line from node 0, the same status everywhere */
+	if (opt.error[0] || job_check(c, msg, sizeof(msg), &k)) {
+		if (lead)
+			fprintf(stderr, PROG ": %s\n", opt.error[0] ? opt.error : msg);
+		if (ci == 0)
+			atomic_store(&exit_status, 2);
+		return dma_barrier(c) ? 1 : 0; /* node 0 has printed before anyone leaves */
+	}
+
+	const int member = ci < k;
+	const uint64_t unit = unit_bytes(p);
+	const uint64_t nmax = opt.sizes[opt.nsizes - 1] / unit * unit;
+	int deflt;
+	char env[64];
+	const char *algo = algo_used(&deflt, env, sizeof(env));
+	coll_team_t *team = NULL;
+	struct ref ref;
+	uint32_t *all = malloc(total * sizeof(uint32_t));
+	if (!all) {
+		fprintf(stderr, PROG ": node %u core %u: out of memory\n", me, ci);
+		return 1;
+	}
+	for (uint32_t g = 0; g < total; g++)
+		all[g] = g;
+	ref_init(&ref, p);
+	torus_shape_format(emu_shape(c), shape, sizeof(shape));
+
+	/* set-up: the node team, and the node's buffers (core 0) */
+	if (member) {
+		int rc = coll_team_nodes(c, opt.k, &team);
+		if (rc) {
+			fprintf(stderr, PROG ": node %u core %u: cannot make the node team: %s\n", me, ci, dma_strerror(rc));
+			code = CODE_SETUP;
+		}
+	}
+	if (ci == 0) {
+		size_t sbytes = opt.kind == COLL_ALLGATHER ? nmax / p : nmax;
+		size_t rbytes = opt.kind == COLL_REDUCE_SCATTER ? nmax / p : nmax;
+		node.send = malloc(sbytes);
+		node.recv = malloc(rbytes);
+		node.leads = malloc(p * sizeof(uint32_t));
+		if (!node.send || !node.recv || !node.leads) {
+			fprintf(stderr, PROG ": node %u: cannot allocate %zu + %zu bytes of buffers\n", me, sbytes, rbytes);
+			code = CODE_SETUP;
+		}
+		for (uint32_t x = 0, g = 0; node.leads && x < p; g += emu_cores_of(c, x), x++)
+			node.leads[x] = g;
+		coll_set_compute_delay(opt.delay_ns * 1000);
+	}
+	if (agree(c, all, code, &code)) {
+		free(all);
+		return 1;
+	}
+	if (code) {
+		if (ci == 0)
+			atomic_store(&exit_status, 1);
+		goto out;
+	}
+	if (lead)
+		print_header(c, k, algo, deflt, shape);
+
+	double start = wall_now();
+	unsigned done = 0;
+	for (unsigned s = 0; s < opt.nsizes; s++) {
+		const size_t count = opt.sizes[s] / unit;
+		struct row r = {.bytes = count * unit, .count = count};
+		uint64_t after[2 * TORUS_MAX_DIMS];
+		unsigned nl = 0;
+		double w0 = 0;
+		int rc = 0;
+
+		if (ci == 0) {
+			fill(me, p, count, &ref);
+			/* before the barrier: once it opens, other nodes' packets
+			 * may cross this node's links */
+			read_links(c, node.before);
+		}
+		if (dma_barrier(c))
+			goto broken;
+		torus_vt_t t0 = emu_core_now(c);
+		if (lead)
+			w0 = wall_now();
+		if (member)
+			rc = run_coll(team, count);
+		if (dma_barrier(c))
+			goto broken;
+		torus_vt_t t1 = emu_core_now(c);
+		if (lead)
+			r.wall_s = wall_now() - w0;
+		r.emulated_ps = t1 - t0 - params->barrier_latency_ps;
+
+		code = rc < 0 ? (uint32_t)-rc & 0xffffu : rc ? 0xffffu : 0;
+		if (ci == 0 && !code) {
+			/* the collective is over everywhere: the links are quiet */
+			nl = read_links(c, after);
+			int64_t mx = 0, mn = INT64_MAX;
+			for (unsigned i = 0; i < nl; i++) {
+				int64_t d = (int64_t)(after[i] - node.before[i]);
+				mx = d > mx ? d : mx;
+				mn = d < mn ? d : mn;
+			}
+			node.lsend[0] = mx;
+			node.lsend[1] = nl ? -mn : 0;
+			if (opt.check && verify(me, p, count, &ref))
+				code = CODE_CHECK | (0xffffu - (me & 0xffffu));
+		}
+		if (agree(c, all, code, &code))
+			goto broken;
+		if (code) {
+			if (code & CODE_CHECK) {
+				if (ci == 0 && (code & 0xffffu) == 0xffffu - (me & 0xffffu))
+					fprintf(stderr,
+						PROG ": %s (%s) of %llu bytes: wrong result on node %u at element %llu: got %.17g, "
+						     "expected %.17g (%llu wrong element%s on that node)\n",
+						coll_kind_name(opt.kind), algo, (unsigned long long)r.bytes, me,
+						(unsigned long long)node.wrong_at, node.got, node.want,
+						(unsigned long long)node.wrong, node.wrong == 1 ? "" : "s");
+			} else if (lead) {
+				int err = -(int)code;
+				if (err == -ENOENT)
+					fprintf(stderr, PROG ": %s: no algorithm named '%s'%s%s%s\n", coll_kind_name(opt.kind),
+						algo, deflt ? " (from $" : "", deflt ? env : "", deflt ? ")" : "");
+				else
+					fprintf(stderr, PROG ": %s (%s) of %llu bytes failed: %s%s\n", coll_kind_name(opt.kind),
+						algo, (unsigned long long)r.bytes, dma_strerror(err),
+						err == DMA_ERR_NOSPACE ? " (too many nodes for this algorithm? see --help; "
+									 "try --param dma_counters=N)"
+						: err == -ENOTSUP ? " (the team does not meet the algorithm's restrictions)"
+								  : "");
+			}
+			if (ci == 0)
+				atomic_store(&exit_status, 1);
+			break;
+		}
+
+		/* the most and least loaded link of the torus, after the timed part */
+		if (member) {
+			int lrc = coll_allreduce(team, node.lsend, node.lrecv, 2, COLL_INT64, COLL_MAX, algo);
+			if (lrc && ci == 0 && links_by_barrier(c, p))
+				goto broken;
+		}
+		if (dma_barrier(c)) /* the links are quiet again */
+			goto broken;
+		if (lead) {
+			double bound = coll_lower_bound_ps(opt.kind, emu_shape(c), params, (double)r.bytes);
+			r.bound_ps = bound;
+			r.ratio = bound > 0 ? (double)r.emulated_ps / bound : 0;
+			r.link_max = node.lrecv[0];
+			r.link_min = -node.lrecv[1];
+			print_row(&r, done);
+			double el = wall_now() - start;
+			if (el > 2.0)
+				fprintf(stderr, PROG ": %s %llu bytes done (%u/%u sizes, %.1f s)\n", coll_kind_name(opt.kind),
+					(unsigned long long)r.bytes, s + 1, opt.nsizes, el);
+		}
+		done++;
+	}
+	if (lead) {
+		if (opt.json)
+			printf("%s]}\n", done ? "\n" : "");
+		fflush(stdout);
+	}
+out:
+	coll_team_free(team);
+	if (ci == 0) {
+		/* after the last barrier: no core of this node uses them any more */
+		free(node.send);
+		free(node.recv);
+		free(node.leads);
+		node.send = node.recv = NULL;
+		node.leads = NULL;
+	}
+	free(all);
+	return 0;
+broken:
+	/* a barrier failed (the job is being torn down): leave loudly */
+	free(all);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = parse_args(argc, argv);
+	if (rc == 1) {
+		usage(stdout);
+		return 0;
+	}
+	if (rc && !getenv("TORUS_RANK")) {
+		/* not under torusrun: say it here, once */
+		fprintf(stderr, PROG ": %s\n", opt.error);
+		return 2;
+	}
+	/* under torusrun even a bad command line goes through the job, so that
+	 * node 0 alone reports it and no node leaves before it has */
+	rc = emu_job_main(argc, argv, bench_core, NULL);
+	return rc ? rc : atomic_load(&exit_status);
+}

@@ -86,6 +86,8 @@ static int overlap(const void *a, size_t an, const void *b, size_t bn)
 /* Does the team meet the algorithm's restrictions? */
 int coll_team_fits(const coll_team_t *t, const struct coll_algorithm *alg)
 {
+	if (!t || !alg)
+		return 0;
 	if ((alg->flags & COLL_F_TORUS)) {
 		if (t->size != emu_node_count(t->core))
 			return 0;

@@ -27,6 +27,9 @@ struct coll_addr {
 	uint32_t region;
 	uint32_t counter0;
 	uint64_t check;                 /* the peer's coll_args.check (0: its set-up failed) */
+	uint64_t offset;                /* where in the region (multicolor: the phase's scratch) */
+	uint32_t region2;               /* a second region (multicolor: the result buffer) */
+	uint32_t pad_;
 };
 
 /* One address exchange with a neighbour: send `mine` to core (to_node,
@@ -70,8 +73,6 @@ int coll_ring_reduce_scatter(coll_team_t *t, void *buf, const struct coll_blocks
 			     enum coll_op op, uint64_t count_check);
 int coll_ring_allgather(coll_team_t *t, void *buf, const struct coll_blocks *b, enum coll_dtype dtype,
 			uint64_t count_check);
-
-int coll_team_fits(const coll_team_t *t, const struct coll_algorithm *alg);
 
 /* Virtual time of reducing `bytes` (machine parameter reduce_bw). */
 void coll_charge_reduce(emu_core_t *c, size_t bytes);

@@ -115,8 +115,20 @@ struct dma_handler {
 };
 
 /* Core side (inside struct emu_core). */
+/* Watermarks of a counter (dma_counter_watch): process-local, because the
+ * node's own engine is the only one that deposits into its counters. */
+struct dma_watch {
+	uint32_t n;
+	_Atomic uint32_t next;                /* marks crossed so far */
+	int64_t *level;                       /* strictly decreasing */
+	torus_vt_t *vt;                       /* when each was crossed */
+};
+
+void dma_watch_free(struct dma_watch *w);
+
 struct dma_core_local {
 	struct dma_core_shm *shm;
+	struct dma_watch *_Atomic *watch;     /* dma_counters entries, NULL: none */
 	struct torus_ring_view memfifo;       /* consumer */
 	struct dma_injfifo *fifos;            /* inj_fifos handles */
 	struct dma_handler handlers[256];

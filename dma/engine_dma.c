@@ -70,9 +70,12 @@ int dma_core_setup(struct emu_node_rt *rt, emu_core_t *c, char *err, size_t errl
 	const struct torus_params *p = rt->params;
 	struct dma_core_local *d = calloc(1, sizeof(*d));
 	if (!d || !(d->fifos = calloc(p->inj_fifos, sizeof(*d->fifos))) ||
-	    !(d->region_base = calloc(p->dma_regions, sizeof(void *)))) {
-		if (d)
+	    !(d->region_base = calloc(p->dma_regions, sizeof(void *))) ||
+	    !(d->watch = calloc(p->dma_counters, sizeof(*d->watch)))) {
+		if (d) {
 			free(d->fifos);
+			free(d->region_base);
+		}
 		free(d);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -95,6 +98,9 @@ void dma_core_teardown(emu_core_t *c)
 		return;
 	free(c->dma->fifos);
 	free(c->dma->region_base);
+	for (uint32_t i = 0; i < c->node->params->dma_counters; i++)
+		dma_watch_free(atomic_load(&c->dma->watch[i]));
+	free(c->dma->watch);
 	free(c->dma);
 	c->dma = NULL;
 }

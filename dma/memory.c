@@ -8,6 +8,11 @@
 #include "dma_internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct dma_watch *watch_of(struct emu_node_rt *rt, uint32_t id);
+static int watch_cross(struct dma_watch *w, int64_t value, torus_vt_t vt);
 
 static struct dma_core_shm *own(emu_core_t *c) { return c->dma->shm; }
 
@@ -126,8 +131,50 @@ int dma_counter_free(emu_core_t *c, uint32_t id)
 	struct dma_counter_shm *k = counter_of(c->node, id);
 	if (!k || id / c->node->hdr->params.dma_counters != c->index)
 		return DMA_ERR_COUNTER;
+	dma_watch_free(atomic_exchange(&c->dma->watch[id % c->node->hdr->params.dma_counters], NULL));
 	atomic_store_explicit(&k->allocated, 0, memory_order_release);
 	return 0;
+}
+
+int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_t n)
+{
+	if (!c || (n && !levels))
+		return -EINVAL;
+	struct dma_counter_shm *k = counter_of(c->node, id);
+	if (!k || id / c->node->hdr->params.dma_counters != c->index)
+		return DMA_ERR_COUNTER;
+	for (uint32_t i = 1; i < n; i++)
+		if (levels[i] >= levels[i - 1])
+			return -EINVAL;
+	struct dma_watch *w = NULL;
+	if (n) {
+		if (!(w = calloc(1, sizeof(*w))) || !(w->level = malloc(n * sizeof(int64_t))) ||
+		    !(w->vt = calloc(n, sizeof(torus_vt_t)))) {
+			dma_watch_free(w);
+			return -ENOMEM;
+		}
+		w->n = n;
+		memcpy(w->level, levels, n * sizeof(int64_t));
+		/* marks the counter already stands at were crossed when it last changed */
+		watch_cross(w, atomic_load(&k->value), atomic_load(&k->vt));
+	}
+	dma_watch_free(atomic_exchange(&c->dma->watch[id % c->node->hdr->params.dma_counters], w));
+	return 0;
+}
+
+int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt)
+{
+	if (!c || !vt)
+		return -EINVAL;
+	if (!counter_of(c->node, id) || id / c->node->hdr->params.dma_counters != c->index)
+		return DMA_ERR_COUNTER;
+	struct dma_watch *w = watch_of(c->node, id);
+	if (!w || mark >= w->n)
+		return -EINVAL;
+	if (atomic_load_explicit(&w->next, memory_order_acquire) <= mark)
+		return 0;
+	*vt = w->vt[mark];
+	return 1;
 }
 
 /* A counter reached zero: wake the cores sleeping on it. */
@@ -140,7 +187,36 @@ static void counter_hit(struct emu_node_rt *rt, struct dma_counter_shm *k, torus
 			emu_bell_ring(&rt->cores[i]->shm->bell);
 }
 
-static void counter_change(struct emu_node_rt *rt, struct dma_counter_shm *k, int64_t delta, torus_vt_t vt)
+void dma_watch_free(struct dma_watch *w)
+{
+	if (w) {
+		free(w->level);
+		free(w->vt);
+		free(w);
+	}
+}
+
+static struct dma_watch *watch_of(struct emu_node_rt *rt, uint32_t id)
+{
+	uint32_t per = rt->hdr->params.dma_counters;
+	return atomic_load_explicit(&rt->cores[id / per]->dma->watch[id % per], memory_order_acquire);
+}
+
+/* A deposit took the counter to `value`: record the marks it crossed. Only
+ * the node's engine deposits, so each watch has a single writer. */
+static int watch_cross(struct dma_watch *w, int64_t value, torus_vt_t vt)
+{
+	uint32_t i = atomic_load_explicit(&w->next, memory_order_relaxed), from = i;
+	while (i < w->n && value <= w->level[i])
+		w->vt[i++] = vt;
+	if (i == from)
+		return 0;
+	atomic_store_explicit(&w->next, i, memory_order_release);
+	return 1;
+}
+
+static void counter_change(struct emu_node_rt *rt, struct dma_counter_shm *k, int64_t delta, torus_vt_t vt,
+			   struct dma_watch *w)
 {
 	if (delta == 0)
 		return; /* an empty message changes nothing, and must not count a hit */
@@ -150,9 +226,12 @@ static void counter_change(struct emu_node_rt *rt, struct dma_counter_shm *k, in
 	uint64_t old = atomic_load_explicit(&k->vt, memory_order_relaxed);
 	while (vt > old && !atomic_compare_exchange_weak(&k->vt, &old, vt))
 		;
-	int hit = atomic_fetch_add(&k->value, delta) + delta == 0;
+	int64_t now = atomic_fetch_add(&k->value, delta) + delta;
+	int hit = now == 0;
 	if (hit)
 		atomic_fetch_add_explicit(&k->hits, 1, memory_order_relaxed);
+	if (w && delta < 0 && watch_cross(w, now, vt))
+		hit = 1; /* wake the waiters: a mark was crossed */
 	atomic_fetch_sub(&k->busy, 1);
 	/* the waiter re-reads value after announcing itself (seq_cst both ways) */
 	if (hit)
@@ -163,7 +242,7 @@ void dma_counter_sub(struct emu_node_rt *rt, uint32_t id, uint64_t bytes, torus_
 {
 	struct dma_counter_shm *k = counter_of(rt, id);
 	if (k)
-		counter_change(rt, k, -(int64_t)bytes, vt);
+		counter_change(rt, k, -(int64_t)bytes, vt, watch_of(rt, id));
 }
 
 int dma_counter_add(emu_core_t *c, uint32_t id, int64_t bytes)
@@ -173,7 +252,7 @@ int dma_counter_add(emu_core_t *c, uint32_t id, int64_t bytes)
 	struct dma_counter_shm *k = counter_of(c->node, id);
 	if (!k)
 		return DMA_ERR_COUNTER;
-	counter_change(c->node, k, bytes, c->vt);
+	counter_change(c->node, k, bytes, c->vt, NULL);
 	return 0;
 }
 
@@ -264,6 +343,39 @@ int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *w
 			return DMA_ERR_COUNTER;
 	struct counter_wait cw = {c, ks, n, which};
 	struct emu_wait w = {counters_ready, counters_arm, counters_disarm, &cw};
+	int rc = emu_core_block(c, &w, -1);
+	return rc > 0 ? 0 : rc;
+}
+
+struct mark_wait {
+	struct counter_wait cw;
+	struct dma_watch **ws;
+	const uint32_t *marks;
+};
+
+static int marks_ready(void *arg)
+{
+	struct mark_wait *mw = arg;
+	for (size_t i = 0; i < mw->cw.n; i++)
+		if (atomic_load_explicit(&mw->ws[i]->next, memory_order_acquire) > mw->marks[i])
+			return 1;
+	return 0;
+}
+
+int dma_counter_wait_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, size_t n)
+{
+	struct dma_counter_shm *ks[64];
+	struct dma_watch *ws[64];
+	if (!c || !ids || !marks || !n || n > 64)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (!(ks[i] = counter_of(c->node, ids[i])) || ids[i] / c->node->hdr->params.dma_counters != c->index)
+			return DMA_ERR_COUNTER;
+		if (!(ws[i] = watch_of(c->node, ids[i])) || marks[i] >= ws[i]->n)
+			return -EINVAL;
+	}
+	struct mark_wait mw = {{c, ks, n, NULL}, ws, marks};
+	struct emu_wait w = {marks_ready, counters_arm, counters_disarm, &mw};
 	int rc = emu_core_block(c, &w, -1);
 	return rc > 0 ? 0 : rc;
 }

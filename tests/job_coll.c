@@ -57,33 +57,61 @@ static void fill(void *buf, enum coll_dtype t, enum coll_op op, uint32_t m, size
 		store(buf, t, i, value(m, from + i, op));
 }
 
-static int run_one(emu_core_t *c, coll_team_t *t, enum coll_kind kind, const char *algo, enum coll_dtype dt,
-		   enum coll_op op, size_t count)
+/* A node team's cores share one set of buffers (node-local barriers). */
+static uint8_t *shared_send, *shared_recv;
+
+static int run_one(emu_core_t *c, coll_team_t *t, const struct coll_algorithm *al, enum coll_dtype dt,
+		   enum coll_op op, size_t count, int in_place)
 {
-	uint32_t p = coll_team_size(t), me = coll_team_rank(t);
+	enum coll_kind kind = al->kind;
+	const char *algo = al->name;
+	uint32_t p = coll_team_size(t), me = coll_team_rank(t), k = coll_team_cores(t);
+	int lead = emu_core_index(c) == 0 || k == 1;
 	size_t esz = coll_dtype_size(dt);
 	size_t sn = kind == COLL_REDUCE_SCATTER ? count * p : count;
 	size_t rn = kind == COLL_ALLGATHER ? count * p : count;
-	uint8_t *send = malloc(sn * esz + 1), *recv = malloc(rn * esz + 1), *ref = malloc(rn * esz + 1),
-		*tmp = malloc(rn * esz + 1);
+	uint8_t *send = NULL, *recv = NULL, *ref = malloc(rn * esz + 1), *tmp = malloc(rn * esz + 1);
 	int rc = 1;
+	if (lead) {
+		send = malloc(sn * esz + 1);
+		recv = in_place ? send : malloc(rn * esz + 1);
+		/* reduce-scatter: member m's input is elements [0, p*count); allreduce:
+		 * [0, count); allgather: member m contributes its own count elements */
+		if (send && recv) {
+			fill(send, dt, op, me, 0, sn);
+			if (!in_place)
+				memset(recv, 0xA5, rn * esz);
+		}
+		shared_send = send;
+		shared_recv = recv;
+	}
+	if (k > 1 && dma_barrier_node(c, k, 0, NULL))
+		goto out;
+	send = shared_send;
+	recv = shared_recv;
 	if (!send || !recv || !ref || !tmp)
 		goto out;
-	/* reduce-scatter: member m's input is elements [0, p*count); allreduce:
-	 * [0, count); allgather: member m contributes its own count elements */
-	fill(send, dt, op, me, 0, sn);
-	memset(recv, 0xA5, rn * esz);
+	int fits = coll_team_fits(t, al);
 	if (kind == COLL_REDUCE_SCATTER)
 		rc = coll_reduce_scatter(t, send, recv, count, dt, op, algo);
 	else if (kind == COLL_ALLGATHER)
 		rc = coll_allgather(t, send, recv, count, dt, algo);
 	else
 		rc = coll_allreduce(t, send, recv, count, dt, op, algo);
-	if (rc) {
-		fail(c, "%s/%s %s %s count %zu: %s", coll_kind_name(kind), algo, coll_dtype_name(dt), coll_op_name(op),
-		     count, dma_strerror(rc));
+	if (!fits) {
+		/* a team the algorithm does not fit: a clear error, no hang */
+		if (rc != -ENOTSUP)
+			fail(c, "%s/%s on a team it does not fit gave %d, not -ENOTSUP", coll_kind_name(kind), algo, rc);
+		rc = 0;
 		goto out;
 	}
+	if (rc) {
+		fail(c, "%s/%s %s %s count %zu%s: %s", coll_kind_name(kind), algo, coll_dtype_name(dt), coll_op_name(op),
+		     count, in_place ? " in place" : "", dma_strerror(rc));
+		goto out;
+	}
+	if (!lead)
+		goto out; /* core 0 of the node checks the node's result */
 	/* the sequential reference */
 	if (kind == COLL_ALLGATHER) {
 		for (uint32_t m = 0; m < p; m++)
@@ -100,13 +128,20 @@ static int run_one(emu_core_t *c, coll_team_t *t, enum coll_kind kind, const cha
 		size_t bad = 0;
 		while (bad < rn * esz && ref[bad] == recv[bad])
 			bad++;
-		fail(c, "%s/%s %s %s count %zu on %u members: wrong result (first bad byte %zu)", coll_kind_name(kind),
-		     algo, coll_dtype_name(dt), coll_op_name(op), count, p, bad);
+		fail(c, "%s/%s %s %s count %zu%s on %u members x %u cores: wrong result (first bad byte %zu)",
+		     coll_kind_name(kind), algo, coll_dtype_name(dt), coll_op_name(op), count, in_place ? " in place" : "",
+		     p, k, bad);
 		rc = 1;
 	}
 out:
-	free(send);
-	free(recv);
+	/* nobody frees the node's buffers while another core still uses them */
+	if (k > 1)
+		dma_barrier_node(c, k, 0, NULL);
+	if (lead) {
+		if (recv != send)
+			free(recv);
+		free(send);
+	}
 	free(ref);
 	free(tmp);
 	return rc;
@@ -129,21 +164,9 @@ static void bad_calls(emu_core_t *c, coll_team_t *t)
 		fail(c, "NULL team accepted");
 }
 
-static int core_main(emu_core_t *c, void *arg)
+/* Every algorithm x dtype x op x count on one team. */
+static void run_all(emu_core_t *c, coll_team_t *t)
 {
-	(void)arg;
-	coll_team_t *world, *nodes = NULL;
-	if (coll_team_world(c, &world))
-		return 1;
-	bad_calls(c, world);
-	/* one core per node: core 0 of each node */
-	uint32_t nn = emu_node_count(c), *m = malloc(nn * sizeof(uint32_t)), node, core;
-	for (uint32_t n = 0, g = 0; n < nn; g += emu_cores_of(c, n), n++)
-		m[n] = g;
-	emu_core_locate(c, emu_core_global(c), &node, &core);
-	if (core == 0 && coll_team_create(c, m, nn, &nodes))
-		return 1;
-	free(m);
 	for (int k = 0; k < COLL_KIND_COUNT; k++) {
 		size_t na;
 		const struct coll_algorithm *al = coll_catalogue((enum coll_kind)k, &na);
@@ -154,17 +177,43 @@ static int core_main(emu_core_t *c, void *arg)
 						continue; /* no operation */
 					if (!coll_op_valid((enum coll_dtype)dt, (enum coll_op)op))
 						continue;
-					for (int ci = 0; ci < ncounts; ci++) {
-						run_one(c, world, (enum coll_kind)k, al[ai].name, (enum coll_dtype)dt,
-							(enum coll_op)op, counts[ci]);
-						if (nodes)
-							run_one(c, nodes, (enum coll_kind)k, al[ai].name, (enum coll_dtype)dt,
-								(enum coll_op)op, counts[ci]);
-					}
+					for (int ci = 0; ci < ncounts; ci++)
+						run_one(c, t, &al[ai], (enum coll_dtype)dt, (enum coll_op)op, counts[ci], 0);
 				}
+		/* in place (allreduce only), once per algorithm */
+		for (size_t ai = 0; k == COLL_ALLREDUCE && ai < na; ai++)
+			run_one(c, t, &al[ai], COLL_INT64, COLL_SUM, counts[ncounts - 1], 1);
+	}
+}
+
+static int core_main(emu_core_t *c, void *arg)
+{
+	(void)arg;
+	coll_team_t *world, *nodes = NULL, *node_team = NULL;
+	if (coll_team_world(c, &world))
+		return 1;
+	bad_calls(c, world);
+	/* one core per node: core 0 of each node */
+	uint32_t nn = emu_node_count(c), *m = malloc(nn * sizeof(uint32_t)), uniform = 1;
+	for (uint32_t n = 0, g = 0; n < nn; g += emu_cores_of(c, n), n++) {
+		m[n] = g;
+		uniform &= emu_cores_of(c, n) == emu_cores_of(c, 0);
+	}
+	if (emu_core_index(c) == 0 && coll_team_create(c, m, nn, &nodes))
+		return 1;
+	free(m);
+	run_all(c, world);
+	if (nodes)
+		run_all(c, nodes);
+	/* a node team: every core of each node works on the node's one vector */
+	if (uniform && emu_cores_of(c, 0) > 1) {
+		if (coll_team_nodes(c, 0, &node_team))
+			return 1;
+		run_all(c, node_team);
 	}
 	coll_team_free(world);
 	coll_team_free(nodes);
+	coll_team_free(node_team);
 	if (emu_core_global(c) == 0)
 		printf("coll-check: %u cores, %s\n", emu_core_total(c), failures ? "FAILED" : "all results match the reference");
 	return __atomic_load_n(&failures, __ATOMIC_RELAXED) ? 1 : 0;

@@ -119,7 +119,7 @@ int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t
 int coll_exchange(coll_team_t *t, uint32_t to, uint32_t from, uint32_t seq, const struct coll_addr *mine,
 		  struct coll_addr *theirs)
 {
-	struct coll_xchg x = {t->node[to], t->cpu[to], from, 0, *mine, {0, 0, 0}};
+	struct coll_xchg x = {t->node[to], t->cpu[to], from, 0, *mine, {0, 0, 0, 0, 0, 0}};
 	int rc = coll_exchange_many(t, seq, &x, 1);
 	*theirs = x.theirs;
 	return rc;

@@ -1,1 +1,686 @@
-/* being written */
+/*
+ * The N-dimensional multicolor bucket engine (003_b0aac8c3d10c7733.txt,
+ * section 4, Algorithm 1), shared by reduce-scatter, allgather and
+ * allreduce.
+ *
+ * Streams. The vector is split "node distribution-respecting": every
+ * node's block is cut into 2N nearly equal chunks, and stream s owns chunk
+ * s of every block. Stream s has color c = s/2 and direction s%2 (0: the
+ * plus ring, 1: the minus ring). Color c runs its N phases over the
+ * dimensions pi_c(i) = E[(i + c) mod N] (E: the dimensions that have
+ * links), so in any phase no two colors use the same dimension, and the two
+ * directions of a color use the two links of that dimension: every link
+ * direction carries one stream per phase.
+ *
+ * Layout. Stream s orders the nodes by their coordinates along pi_c(0)
+ * (most significant) .. pi_c(N-1): its "W-space". A node's group in phase
+ * i (the nodes that agree with it on the dimensions already reduced) is
+ * then a contiguous range of positions, and the d blocks of a phase's ring
+ * are contiguous sub-ranges: every put after phase 0 is one contiguous
+ * descriptor. Phase 0 reads the user's buffer, where one block is several
+ * pieces (one per node); the result buffer of allgather is in user layout
+ * too, so allgather puts are per piece (the same offsets on every node).
+ *
+ * Reduce-scatter, phase i along a ring of d nodes, ring position rho:
+ * step t puts block rho-1-t to the successor's scratch slot t and waits for
+ * block rho-2-t in its own slot t, which it reduces with its own data of
+ * that block; the last step's block is rho, the input of phase i+1 (or, in
+ * the last phase, this node's result chunk). Allgather runs the phases in
+ * reverse, step t putting block rho-t and receiving rho-1-t straight into
+ * the result buffer. Allreduce is reduce-scatter then allgather, per
+ * stream, with no synchronisation in between.
+ *
+ * Pipelining. Each reduce-scatter block is sent in P parts; a part is
+ * reduced and forwarded while the next part is still arriving. One
+ * reception counter per (stream, phase) counts all its parts, with a
+ * watermark per part (dma_counter_watch), so arrival times stay exact; the
+ * parts of a stream arrive in order because one sender posts them to one
+ * injection FIFO along one link. P minimises steps * (P alpha + m gamma / P)
+ * for a phase-0 block of m bytes: P = sqrt(m gamma / alpha).
+ *
+ * Cores. A node team with k cores gives stream s to core s mod k (k = N:
+ * one color per core, both directions; k = 2N: one color and direction per
+ * core; k = 1: the single-core variant). A core runs its streams as a
+ * state machine: among the parts that have arrived it always handles the
+ * one that arrived first (in virtual time), and sleeps on the watermarks
+ * when none has.
+ */
+#include "../coll_internal.h"
+#include "multicolor.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MC_MAX_PARTS 64u
+
+struct mc_phase {
+	uint32_t dim, d, rho;
+	uint32_t succ, pred;        /* nodes */
+	size_t lo, group;           /* this node's group: positions [lo, lo + group) */
+	uint32_t counter;           /* reception counter: RS parts, then AG steps */
+	size_t scratch;             /* byte offset of slot 0 in the core's scratch */
+	size_t *slot;               /* byte offset of slot t from `scratch` (d entries) */
+	int32_t *rs_mark, *ag_mark; /* watermark of each unit, -1 for an empty one */
+	struct coll_addr next;      /* the successor's */
+	int watched;
+};
+
+struct mc_stream {
+	uint32_t s, color, dir, partner;
+	uint32_t *order;            /* position -> node */
+	size_t *woff;               /* position -> element offset in W-space [p+1] */
+	size_t *uoff;               /* position -> element offset in the user layout */
+	struct mc_phase ph[TORUS_MAX_DIMS];
+	uint32_t fifo;
+	/* progress: the next unit expected */
+	int stage;                  /* MC_RS, MC_AG, or 0 when done */
+	uint32_t phase, step, part;
+};
+
+struct mc_call {
+	coll_team_t *t;
+	const struct mc_job *job;
+	emu_core_t *c;
+	uint32_t N, p, nstreams, P, nmine;
+	uint32_t dims[TORUS_MAX_DIMS];
+	size_t esz;
+	struct mc_stream *st;       /* this core's streams */
+	uint8_t *scratch;
+	size_t scratch_bytes;
+	uint32_t scratch_region, result_region, inj;
+	int have_scratch, have_result, have_inj;
+	dma_injfifo_t *fifo[2];
+};
+
+/* ------------------------------------------------------------ geometry */
+
+static size_t split_len(size_t total, uint32_t parts, uint32_t i)
+{
+	return total / parts + (i < total % parts);
+}
+static size_t split_off(size_t total, uint32_t parts, uint32_t i)
+{
+	return i * (total / parts) + (i < total % parts ? i : total % parts);
+}
+
+static uint32_t phase_dim(const struct mc_call *m, uint32_t color, uint32_t i)
+{
+	return m->dims[(i + color) % m->N];
+}
+
+/* Ring position of coordinate x, and back (the minus ring runs backwards). */
+static uint32_t ring_pos(uint32_t x, uint32_t d, uint32_t dir) { return dir ? (d - x) % d : x; }
+static uint32_t ring_coord(uint32_t b, uint32_t d, uint32_t dir) { return dir ? (d - b) % d : b; }
+static uint32_t mod(int64_t a, uint32_t d) { return (uint32_t)(((a % d) + d) % d); }
+
+/* Element range, in W-space, of block b of phase i. */
+static void block_range(const struct mc_stream *st, uint32_t i, uint32_t b, size_t *e0, size_t *e1)
+{
+	const struct mc_phase *ph = &st->ph[i];
+	size_t S = ph->group / ph->d, first = ph->lo + ring_coord(b, ph->d, st->dir) * S;
+	*e0 = st->woff[first];
+	*e1 = st->woff[first + S];
+}
+
+static void part_range(size_t e0, size_t e1, uint32_t P, uint32_t j, size_t *a, size_t *b)
+{
+	*a = e0 + split_off(e1 - e0, P, j);
+	*b = *a + split_len(e1 - e0, P, j);
+}
+
+/* Position holding W-space element e (woff is non-decreasing). */
+static size_t pos_of(const struct mc_stream *st, size_t p, size_t e)
+{
+	size_t lo = 0, hi = p; /* woff[lo] <= e < woff[hi] */
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (st->woff[mid] <= e)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Call fn(arg, user offset, W offset, len) for each user-layout piece of
+ * W-space elements [a, b). */
+typedef int (*piece_fn)(void *arg, size_t uoff, size_t w, size_t len);
+static int for_pieces(const struct mc_call *m, const struct mc_stream *st, size_t a, size_t b, piece_fn fn, void *arg)
+{
+	if (a >= b)
+		return 0;
+	for (size_t k = pos_of(st, m->p, a); a < b; k++) {
+		if (st->woff[k + 1] <= a)
+			continue; /* an empty chunk */
+		size_t end = st->woff[k + 1] < b ? st->woff[k + 1] : b;
+		int rc = fn(arg, st->uoff[k] + (a - st->woff[k]), a, end - a);
+		if (rc)
+			return rc;
+		a = end;
+	}
+	return 0;
+}
+
+static int stream_init(struct mc_call *m, struct mc_stream *st, uint32_t s)
+{
+	const struct torus_shape *sh = emu_shape(m->c);
+	const struct mc_job *job = m->job;
+	uint32_t me = m->t->rank, my[TORUS_MAX_DIMS], x[TORUS_MAX_DIMS];
+	memset(st, 0, sizeof(*st));
+	st->s = s;
+	st->color = s / 2;
+	st->dir = s % 2;
+	st->partner = m->t->cores > 1 ? s % m->t->cores : m->t->cpu[0];
+	st->order = malloc(m->p * sizeof(uint32_t));
+	st->woff = malloc((m->p + 1) * sizeof(size_t));
+	st->uoff = malloc(m->p * sizeof(size_t));
+	if (!st->order || !st->woff || !st->uoff)
+		return -ENOMEM;
+	torus_rank_to_coords(sh, me, my);
+	/* W-space: positions in mixed radix, phase 0's dimension most significant */
+	for (uint32_t r = 0; r < m->p; r++) {
+		torus_rank_to_coords(sh, r, x);
+		size_t pos = 0;
+		for (uint32_t i = 0; i < m->N; i++) {
+			uint32_t q = phase_dim(m, st->color, i);
+			pos = pos * sh->dims[q] + x[q];
+		}
+		st->order[pos] = r;
+	}
+	st->woff[0] = 0;
+	for (uint32_t k = 0; k < m->p; k++) {
+		uint32_t r = st->order[k];
+		size_t cnt = job->blocks->counts[r];
+		st->uoff[k] = job->blocks->displs[r] + split_off(cnt, m->nstreams, s);
+		st->woff[k + 1] = st->woff[k] + split_len(cnt, m->nstreams, s);
+	}
+	size_t lo = 0, group = m->p;
+	for (uint32_t i = 0; i < m->N; i++) {
+		struct mc_phase *ph = &st->ph[i];
+		ph->dim = phase_dim(m, st->color, i);
+		ph->d = sh->dims[ph->dim];
+		ph->rho = ring_pos(my[ph->dim], ph->d, st->dir);
+		ph->lo = lo;
+		ph->group = group;
+		enum torus_dir fwd = st->dir ? TORUS_MINUS : TORUS_PLUS, back = st->dir ? TORUS_PLUS : TORUS_MINUS;
+		ph->succ = torus_neighbor(sh, me, ph->dim, fwd);
+		ph->pred = torus_neighbor(sh, me, ph->dim, back);
+		if (!(ph->slot = calloc(ph->d, sizeof(size_t))) || !(ph->rs_mark = malloc(ph->d * m->P * sizeof(int32_t))) ||
+		    !(ph->ag_mark = malloc(ph->d * sizeof(int32_t))))
+			return -ENOMEM;
+		/* next phase: the block this node keeps */
+		group /= ph->d;
+		lo += my[ph->dim] * group;
+	}
+	return 0;
+}
+
+static void stream_free(struct mc_stream *st, uint32_t N)
+{
+	free(st->order);
+	free(st->woff);
+	free(st->uoff);
+	for (uint32_t i = 0; i < N; i++) {
+		free(st->ph[i].slot);
+		free(st->ph[i].rs_mark);
+		free(st->ph[i].ag_mark);
+	}
+}
+
+/* Bytes of the unit received in phase i, step t, part j (RS) or step t (AG). */
+static size_t rs_unit_bytes(const struct mc_call *m, const struct mc_stream *st, uint32_t i, uint32_t t, uint32_t j)
+{
+	size_t e0, e1, a, b;
+	block_range(st, i, mod((int64_t)st->ph[i].rho - 2 - t, st->ph[i].d), &e0, &e1);
+	part_range(e0, e1, m->P, j, &a, &b);
+	return (b - a) * m->esz;
+}
+static size_t ag_unit_bytes(const struct mc_call *m, const struct mc_stream *st, uint32_t i, uint32_t t)
+{
+	size_t e0, e1;
+	block_range(st, i, mod((int64_t)st->ph[i].rho - 1 - t, st->ph[i].d), &e0, &e1);
+	return (e1 - e0) * m->esz;
+}
+
+/*
+ * Per (stream, phase): scratch slots, the reception counter armed with
+ * every byte it will see, and a watermark per non-empty unit.
+ */
+static int phase_counters(struct mc_call *m, struct mc_stream *st, uint32_t i, size_t *scratch_at)
+{
+	struct mc_phase *ph = &st->ph[i];
+	int rs = m->job->kind != COLL_ALLGATHER, ag = m->job->kind != COLL_REDUCE_SCATTER;
+	uint32_t nunits = (ph->d - 1) * (m->P + 1), nmarks = 0;
+	int64_t *levels = malloc(nunits * sizeof(int64_t)), total = 0;
+	int rc;
+	if (!levels)
+		return -ENOMEM;
+	ph->scratch = *scratch_at;
+	for (uint32_t t = 0; t + 1 < ph->d; t++) {
+		size_t slot = 0;
+		for (uint32_t j = 0; j < m->P; j++)
+			slot += rs ? rs_unit_bytes(m, st, i, t, j) : 0;
+		ph->slot[t + 1] = ph->slot[t] + slot;
+	}
+	*scratch_at += ph->slot[ph->d - 1];
+	for (uint32_t t = 0; rs && t + 1 < ph->d; t++)
+		for (uint32_t j = 0; j < m->P; j++)
+			total += (int64_t)rs_unit_bytes(m, st, i, t, j);
+	for (uint32_t t = 0; ag && t + 1 < ph->d; t++)
+		total += (int64_t)ag_unit_bytes(m, st, i, t);
+	int64_t left = total;
+	for (uint32_t t = 0; t + 1 < ph->d; t++)
+		for (uint32_t j = 0; j < m->P; j++) {
+			size_t b = rs ? rs_unit_bytes(m, st, i, t, j) : 0;
+			ph->rs_mark[t * m->P + j] = b ? (int32_t)nmarks : -1;
+			if (b)
+				levels[nmarks++] = left -= (int64_t)b;
+		}
+	for (uint32_t t = 0; t + 1 < ph->d; t++) {
+		size_t b = ag ? ag_unit_bytes(m, st, i, t) : 0;
+		ph->ag_mark[t] = b ? (int32_t)nmarks : -1;
+		if (b)
+			levels[nmarks++] = left -= (int64_t)b;
+	}
+	if (!(rc = dma_counter_alloc(m->c, &ph->counter))) {
+		ph->watched = 1;
+		if (!(rc = dma_counter_add(m->c, ph->counter, total)))
+			rc = dma_counter_watch(m->c, ph->counter, levels, nmarks);
+	}
+	free(levels);
+	return rc;
+}
+
+/* ----------------------------------------------------------- transfers */
+
+struct put_arg {
+	struct mc_call *m;
+	struct mc_stream *st;
+	const struct mc_phase *ph;
+	const uint8_t *src;         /* NULL: the source is the user buffer at the same piece */
+	const uint8_t *user;
+	size_t w0;                  /* W-space element at src */
+	uint32_t region;
+	uint64_t dst;               /* byte offset of W element w0 at the destination (scratch) */
+	int to_result;              /* destination: the same user offset in the result region */
+};
+
+static int post(struct mc_call *m, struct mc_stream *st, const struct mc_phase *ph, const void *src, size_t bytes,
+		uint32_t region, uint64_t offset)
+{
+	struct dma_desc d;
+	int rc;
+	if (!bytes)
+		return 0;
+	if ((rc = dma_counter_add(m->c, m->inj, (int64_t)bytes)))
+		return rc;
+	dma_desc_put(&d, ph->succ, src, bytes, region, offset, ph->next.counter0, m->inj);
+	d.hints = torus_hint_set(0, ph->dim, st->dir ? TORUS_HINT_MINUS : TORUS_HINT_PLUS);
+	d.tag = st->s;
+	return dma_injfifo_post(m->fifo[st->fifo], &d, DMA_POST_WAIT);
+}
+
+static int put_piece(void *arg, size_t uoff, size_t w, size_t len)
+{
+	struct put_arg *pa = arg;
+	size_t esz = pa->m->esz;
+	if (pa->to_result)
+		return post(pa->m, pa->st, pa->ph, pa->user + uoff * esz, len * esz, pa->ph->next.region2, uoff * esz);
+	const uint8_t *src = pa->src ? pa->src + (w - pa->w0) * esz : pa->user + uoff * esz;
+	return post(pa->m, pa->st, pa->ph, src, len * esz, pa->ph->next.region, pa->dst + (w - pa->w0) * esz);
+}
+
+/* This node's data of W-space elements [a, b) in reduce-scatter phase i. */
+static const uint8_t *rs_input(const struct mc_call *m, const struct mc_stream *st, uint32_t i, size_t a)
+{
+	if (i == 0)
+		return NULL; /* the user's send buffer, in pieces */
+	const struct mc_phase *prev = &st->ph[i - 1];
+	size_t w0 = st->woff[st->ph[i].lo];
+	return m->scratch + prev->scratch + prev->slot[prev->d - 2] + (a - w0) * m->esz;
+}
+
+/* Put reduce-scatter unit (i, t, j) to the successor. */
+static int rs_send(struct mc_call *m, struct mc_stream *st, uint32_t i, uint32_t t, uint32_t j)
+{
+	struct mc_phase *ph = &st->ph[i];
+	size_t e0, e1, a, b, slot0 = 0;
+	block_range(st, i, mod((int64_t)ph->rho - 1 - t, ph->d), &e0, &e1);
+	part_range(e0, e1, m->P, j, &a, &b);
+	if (a == b)
+		return 0;
+	/* the successor's slot t holds this block; part j at its offset */
+	for (uint32_t u = 0; u < t; u++) {
+		size_t f0, f1;
+		block_range(st, i, mod((int64_t)ph->rho - 1 - u, ph->d), &f0, &f1);
+		slot0 += (f1 - f0) * m->esz;
+	}
+	struct put_arg pa = {m, st, ph, NULL, m->job->send, a, ph->next.region,
+			     ph->next.offset + slot0 + (a - e0) * m->esz, 0};
+	if (t > 0) /* forward what arrived in slot t-1, reduced */
+		pa.src = m->scratch + ph->scratch + ph->slot[t - 1] + (a - e0) * m->esz;
+	else
+		pa.src = rs_input(m, st, i, a);
+	if (pa.src)
+		return put_piece(&pa, 0, a, b - a);
+	return for_pieces(m, st, a, b, put_piece, &pa);
+}
+
+/* Put allgather step t of phase i: block rho - t, piece by piece. */
+static int ag_send(struct mc_call *m, struct mc_stream *st, uint32_t i, uint32_t t)
+{
+	struct mc_phase *ph = &st->ph[i];
+	size_t e0, e1;
+	block_range(st, i, mod((int64_t)ph->rho - t, ph->d), &e0, &e1);
+	struct put_arg pa = {m, st, ph, NULL, m->job->result, e0, 0, 0, 1};
+	return for_pieces(m, st, e0, e1, put_piece, &pa);
+}
+
+struct reduce_arg {
+	struct mc_call *m;
+	uint8_t *acc;               /* W-space element w0 */
+	size_t w0;
+};
+
+static int reduce_piece(void *arg, size_t uoff, size_t w, size_t len)
+{
+	struct reduce_arg *ra = arg;
+	const struct mc_job *job = ra->m->job;
+	size_t esz = ra->m->esz;
+	return coll_reduce_local(job->dtype, job->op, ra->acc + (w - ra->w0) * esz,
+				 (const uint8_t *)job->send + uoff * esz, len);
+}
+
+/* Reduce-scatter unit (i, t, j) arrived: reduce it, forward or keep it. */
+static int rs_arrived(struct mc_call *m, struct mc_stream *st, uint32_t i, uint32_t t, uint32_t j)
+{
+	struct mc_phase *ph = &st->ph[i];
+	size_t e0, e1, a, b;
+	int rc;
+	block_range(st, i, mod((int64_t)ph->rho - 2 - t, ph->d), &e0, &e1);
+	part_range(e0, e1, m->P, j, &a, &b);
+	uint8_t *acc = m->scratch + ph->scratch + ph->slot[t] + (a - e0) * m->esz;
+	if (a < b) {
+		const uint8_t *own = rs_input(m, st, i, a);
+		struct reduce_arg ra = {m, acc, a};
+		rc = own ? coll_reduce_local(m->job->dtype, m->job->op, acc, own, b - a)
+			 : for_pieces(m, st, a, b, reduce_piece, &ra);
+		if (rc)
+			return rc;
+		coll_charge_reduce(m->c, (b - a) * m->esz);
+	}
+	if (t + 2 < ph->d)
+		return rs_send(m, st, i, t + 1, j);
+	if (i + 1 == m->N && a < b) {
+		/* the last block of the last phase: this node's own chunk */
+		size_t k = pos_of(st, m->p, a), mine = m->job->blocks->displs[m->t->rank];
+		memcpy((uint8_t *)m->job->rs_out + (st->uoff[k] + (a - st->woff[k]) - mine) * m->esz, acc,
+		       (b - a) * m->esz);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ progress */
+
+static int start_rs_phase(struct mc_call *m, struct mc_stream *st, uint32_t i)
+{
+	int rc = 0;
+	for (uint32_t j = 0; !rc && j < m->P; j++)
+		rc = rs_send(m, st, i, 0, j);
+	st->stage = MC_RS;
+	st->phase = i;
+	st->step = st->part = 0;
+	return rc;
+}
+
+static int start_ag_phase(struct mc_call *m, struct mc_stream *st, uint32_t i)
+{
+	st->stage = MC_AG;
+	st->phase = i;
+	st->step = st->part = 0;
+	return ag_send(m, st, i, 0);
+}
+
+/* The stream's expected unit arrived (or is empty): handle it, move on. */
+static int advance(struct mc_call *m, struct mc_stream *st)
+{
+	struct mc_phase *ph = &st->ph[st->phase];
+	int rc;
+	if (st->stage == MC_RS) {
+		if ((rc = rs_arrived(m, st, st->phase, st->step, st->part)))
+			return rc;
+		if (++st->part < m->P)
+			return 0;
+		st->part = 0;
+		if (++st->step + 1 < ph->d)
+			return 0;
+		if (st->phase + 1 < m->N)
+			return start_rs_phase(m, st, st->phase + 1);
+		if (m->job->kind == COLL_ALLREDUCE)
+			return start_ag_phase(m, st, m->N - 1);
+		st->stage = 0;
+		return 0;
+	}
+	/* allgather step `step` arrived in place */
+	if (st->step + 2 < ph->d && (rc = ag_send(m, st, st->phase, st->step + 1)))
+		return rc;
+	if (++st->step + 1 < ph->d)
+		return 0;
+	if (st->phase > 0)
+		return start_ag_phase(m, st, st->phase - 1);
+	st->stage = 0;
+	return 0;
+}
+
+/* The mark of the stream's expected unit, -1 if the unit is empty. */
+static int32_t expected_mark(const struct mc_call *m, const struct mc_stream *st)
+{
+	const struct mc_phase *ph = &st->ph[st->phase];
+	return st->stage == MC_RS ? ph->rs_mark[st->step * m->P + st->part] : ph->ag_mark[st->step];
+}
+
+/* Handle arrived units, earliest arrival first, until every stream is done. */
+static int run_streams(struct mc_call *m)
+{
+	uint32_t ids[64], marks[64];
+	for (;;) {
+		int best = -1, waiting = 0;
+		torus_vt_t best_vt = 0;
+		for (uint32_t k = 0; k < m->nmine; k++) {
+			struct mc_stream *st = &m->st[k];
+			if (!st->stage)
+				continue;
+			int32_t mk = expected_mark(m, st);
+			torus_vt_t vt = 0;
+			int got = mk < 0 ? 1 : dma_counter_mark(m->c, st->ph[st->phase].counter, (uint32_t)mk, &vt);
+			if (got < 0)
+				return got;
+			if (got && (best < 0 || vt < best_vt)) {
+				best = (int)k;
+				best_vt = vt;
+			} else if (!got && waiting < 64) {
+				ids[waiting] = st->ph[st->phase].counter;
+				marks[waiting++] = (uint32_t)mk;
+			}
+		}
+		if (best >= 0) {
+			torus_vt_t now = emu_core_now(m->c);
+			if (best_vt > now)
+				emu_core_compute(m->c, best_vt - now); /* the core waited for it */
+			int rc = advance(m, &m->st[best]);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (!waiting)
+			return 0;
+		int rc = dma_counter_wait_marks(m->c, ids, marks, (size_t)waiting);
+		if (rc)
+			return rc;
+	}
+}
+
+/* ------------------------------------------------------------- set-up */
+
+/* Parts per reduce-scatter block: sqrt(m gamma / alpha), at least one
+ * packet's payload per part. */
+static uint32_t choose_parts(const struct mc_call *m)
+{
+	const struct torus_params *pr = emu_params(m->c);
+	if (m->job->kind == COLL_ALLGATHER)
+		return 1;
+	size_t total = m->job->blocks->displs[m->p - 1] + m->job->blocks->counts[m->p - 1];
+	double block = (double)total * m->esz / m->nstreams / emu_shape(m->c)->dims[m->dims[0]];
+	double gamma = 1e12 / (double)pr->reduce_bw;                        /* ps per byte */
+	double alpha = (double)pr->inj_overhead_ps + (double)pr->hop_latency_ps; /* ps per part */
+	double P = sqrt(block * gamma / alpha), cap = block / torus_params_payload(pr);
+	if (P > cap)
+		P = cap;
+	if (P > MC_MAX_PARTS)
+		P = MC_MAX_PARTS;
+	return P < 1 ? 1 : (uint32_t)P;
+}
+
+static int setup(struct mc_call *m)
+{
+	const struct torus_shape *sh = emu_shape(m->c);
+	int rc;
+	for (uint32_t d = 0; d < sh->ndims; d++)
+		if (torus_dim_has_links(sh, d))
+			m->dims[m->N++] = d;
+	m->nstreams = 2 * m->N;
+	m->P = choose_parts(m);
+	uint32_t k = m->t->cores;
+	for (uint32_t s = m->t->sub; s < m->nstreams; s += k)
+		m->nmine++;
+	if (!(m->st = calloc(m->nmine ? m->nmine : 1, sizeof(*m->st))))
+		return -ENOMEM;
+	size_t at = 0;
+	for (uint32_t s = m->t->sub, i = 0; s < m->nstreams; s += k, i++) {
+		m->st[i].fifo = i % emu_params(m->c)->inj_fifos % 2;
+		if ((rc = stream_init(m, &m->st[i], s)))
+			return rc;
+	}
+	for (uint32_t i = 0; i < m->nmine; i++)
+		for (uint32_t ph = 0; ph < m->N; ph++)
+			if ((rc = phase_counters(m, &m->st[i], ph, &at)))
+				return rc;
+	m->scratch_bytes = at;
+	if (!(m->scratch = malloc(at + 1)))
+		return -ENOMEM;
+	if ((rc = dma_mem_register(m->c, m->scratch, at, &m->scratch_region)))
+		return rc;
+	m->have_scratch = 1;
+	if (m->job->kind != COLL_REDUCE_SCATTER) {
+		if ((rc = dma_mem_register(m->c, m->job->result, m->job->result_bytes, &m->result_region)))
+			return rc;
+		m->have_result = 1;
+	}
+	if ((rc = dma_counter_alloc(m->c, &m->inj)))
+		return rc;
+	m->have_inj = 1;
+	for (uint32_t f = 0; f < 2 && f < emu_params(m->c)->inj_fifos; f++)
+		if ((rc = dma_injfifo_open(m->c, f, &m->fifo[f])))
+			return rc;
+	return 0;
+}
+
+/* Tell every predecessor where to put; learn every successor's address. */
+static int exchange(struct mc_call *m, int failed)
+{
+	size_t n = (size_t)m->nmine * m->N;
+	struct coll_xchg *x = calloc(n ? n : 1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->nmine; i++)
+		for (uint32_t ph = 0; ph < m->N; ph++) {
+			struct mc_stream *st = &m->st[i];
+			struct coll_xchg *e = &x[i * m->N + ph];
+			e->to_node = st->ph[ph].pred;
+			e->to_core = st->partner;
+			e->from = st->ph[ph].succ; /* team rank = node: the team is every node in order */
+			e->tag = st->s * TORUS_MAX_DIMS + ph;
+			e->mine = (struct coll_addr){m->scratch_region, st->ph[ph].counter, failed ? 0 : m->job->check,
+						     st->ph[ph].scratch, m->result_region, 0};
+		}
+	int rc = coll_exchange_many(m->t, m->t->seq++, x, n);
+	for (size_t i = 0; i < n; i++)
+		m->st[i / m->N].ph[i % m->N].next = x[i].theirs;
+	free(x);
+	return rc;
+}
+
+static int finish(struct mc_call *m, int rc)
+{
+	if (m->have_inj) {
+		int w = dma_counter_wait(m->c, m->inj); /* sources may be reused after this */
+		rc = rc ? rc : w;
+		dma_counter_free(m->c, m->inj);
+	}
+	for (uint32_t i = 0; m->st && i < m->nmine; i++) {
+		for (uint32_t ph = 0; ph < m->N; ph++)
+			if (m->st[i].ph[ph].watched)
+				dma_counter_free(m->c, m->st[i].ph[ph].counter);
+		stream_free(&m->st[i], m->N);
+	}
+	if (m->have_scratch)
+		dma_mem_deregister(m->c, m->scratch_region);
+	if (m->have_result)
+		dma_mem_deregister(m->c, m->result_region);
+	free(m->st);
+	free(m->scratch);
+	return rc;
+}
+
+/* Allgather: each stream's chunk of this node's block goes into place. */
+static void place_own(struct mc_call *m)
+{
+	size_t mine = m->job->blocks->displs[m->t->rank], cnt = m->job->blocks->counts[m->t->rank];
+	for (uint32_t i = 0; i < m->nmine; i++) {
+		size_t off = split_off(cnt, m->nstreams, m->st[i].s), len = split_len(cnt, m->nstreams, m->st[i].s);
+		memcpy((uint8_t *)m->job->result + (mine + off) * m->esz, (const uint8_t *)m->job->ag_send + off * m->esz,
+		       len * m->esz);
+	}
+}
+
+/* A torus of one node: the result is the input. */
+static int one_node(struct mc_call *m)
+{
+	const struct mc_job *job = m->job;
+	size_t bytes = job->blocks->counts[0] * m->esz;
+	if (m->t->sub != 0)
+		return 0;
+	if (job->kind == COLL_ALLGATHER)
+		memmove(job->result, job->ag_send, bytes);
+	else
+		memmove(job->kind == COLL_ALLREDUCE ? job->result : job->rs_out, job->send, bytes);
+	return 0;
+}
+
+int coll_multicolor(coll_team_t *t, const struct mc_job *job)
+{
+	struct mc_call m;
+	memset(&m, 0, sizeof(m));
+	m.t = t;
+	m.job = job;
+	m.c = t->core;
+	m.p = t->size;
+	m.esz = coll_dtype_size(job->dtype);
+	if (m.p == 1)
+		return one_node(&m);
+	int rc = setup(&m);
+	if (!rc && job->kind == COLL_ALLGATHER)
+		place_own(&m);
+	int x = exchange(&m, rc != 0);
+	rc = coll_agree(t, rc ? rc : x);
+	if (rc)
+		return finish(&m, rc);
+	/* allgather: this node's chunk of each stream is in place; go */
+	for (uint32_t i = 0; !rc && i < m.nmine; i++)
+		rc = job->kind == COLL_ALLGATHER ? start_ag_phase(&m, &m.st[i], m.N - 1) : start_rs_phase(&m, &m.st[i], 0);
+	if (!rc)
+		rc = run_streams(&m);
+	return finish(&m, rc);
+}

@@ -43,7 +43,7 @@ static int ring_setup(struct ring_call *r, coll_team_t *t, void *recvbuf, size_t
 	if (!rc)
 		rc = dma_injfifo_open(c, 0, &r->f);
 	/* exchange even after a failure (check 0), so nobody waits in vain */
-	struct coll_addr mine = {r->region, r->k0, rc ? 0 : check};
+	struct coll_addr mine = {r->region, r->k0, rc ? 0 : check, 0, 0, 0};
 	int x = coll_exchange(t, r->pred, r->succ, t->seq++, &mine, &r->next);
 	return coll_agree(t, rc ? rc : x);
 }

@@ -137,6 +137,8 @@ struct coll_algorithm {
 /* The algorithms for one collective; *n gets their number. */
 const struct coll_algorithm *coll_catalogue(enum coll_kind kind, size_t *n);
 const char *coll_kind_name(enum coll_kind kind);
+/* 1 if the team meets the algorithm's restrictions (else the call gives -ENOTSUP). */
+int coll_team_fits(const coll_team_t *t, const struct coll_algorithm *alg);
 
 #ifdef __cplusplus
 }

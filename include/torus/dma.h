@@ -77,6 +77,23 @@ int dma_counter_wait(emu_core_t *c, uint32_t id);
 /* Sleep until one of ids[0..n) is zero; *which gets its index. */
 int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *which);
 
+/*
+ * Watermarks, for pipelines that stream several parts through one counter:
+ * levels[0] > levels[1] > ... are values the counter will fall to as the
+ * parts arrive (arm the counter with the total first). Mark k is crossed
+ * by the deposit that takes the counter to levels[k] or below; the engine
+ * records that deposit's virtual time. Parts must arrive in order (one
+ * sender, one injection FIFO, one route), only deposits may change the
+ * counter while marks are pending, and the marks must be set before any
+ * deposit can arrive (before the sender learns the counter). n = 0 removes the marks; freeing the
+ * counter does too.
+ */
+int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_t n);
+/* 1 and *vt = when mark k was crossed (the clock does not move), 0 if not yet. */
+int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt);
+/* Sleep until, for some i, mark marks[i] of counter ids[i] is crossed (n <= 64). */
+int dma_counter_wait_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, size_t n);
+
 /* ------------------------------------------------------- reception FIFOs */
 
 struct dma_recv_info {
