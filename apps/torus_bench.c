@@ -45,6 +45,10 @@
  * The inputs are small integers chosen so that the result of every
  * operation has a closed form, exact in every datatype (float included),
  * computed in O(1) per element: see the reference section below.
+ *
+ * Test hook: TORUS_BENCH_CORRUPT=NODE:ELEMENT adds 1 to that element of
+ * that node's result before the check (tests/test_bench.c uses it to see
+ * that a wrong result is caught and reported).
  */
 #include "torus/coll.h"
 
@@ -72,10 +76,12 @@ struct opts {
 	uint64_t delay_ns;
 	uint32_t k; /* --cores-per-node; 0: every core */
 	int json, check;
+	int64_t corrupt_node;  /* TORUS_BENCH_CORRUPT: -1, or the node */
+	uint64_t corrupt_elem; /* and the element of its result */
 	char error[512]; /* a command-line error, reported from inside the job */
 };
 
-static struct opts opt = {.kind = COLL_ALLREDUCE, .dtype = COLL_DOUBLE, .op = COLL_SUM, .check = 1};
+static struct opts opt = {.kind = COLL_ALLREDUCE, .dtype = COLL_DOUBLE, .op = COLL_SUM, .check = 1, .corrupt_node = -1};
 
 static void usage(FILE *f)
 {
@@ -277,6 +283,12 @@ static int parse_args(int argc, char **argv)
 	}
 	for (uint64_t s = lo; s <= hi && opt.nsizes < MAX_SIZES; s *= 2)
 		opt.sizes[opt.nsizes++] = s;
+	const char *cor = getenv("TORUS_BENCH_CORRUPT");
+	unsigned long long cn, ce;
+	if (cor && sscanf(cor, "%llu:%llu", &cn, &ce) == 2 && cn < UINT32_MAX) {
+		opt.corrupt_node = (int64_t)cn;
+		opt.corrupt_elem = ce;
+	}
 	return 0;
 }
 
@@ -491,6 +503,8 @@ static int verify(uint32_t me, uint32_t p, size_t count, const struct ref *f)
 {
 	size_t n = opt.kind == COLL_ALLGATHER ? count * p : count;
 	node.wrong = 0;
+	if (opt.corrupt_node == (int64_t)me && opt.corrupt_elem < n)
+		put_elem(opt.dtype, node.recv, opt.corrupt_elem, (int64_t)get_elem(opt.dtype, node.recv, opt.corrupt_elem) + 1);
 	for (size_t k = 0; k < n; k++) {
 		int64_t want;
 		if (opt.kind == COLL_ALLGATHER)

@@ -17,35 +17,39 @@ int coll_allreduce_multicolor(const struct coll_args *a);
 int coll_reduce_scatter_direct(const struct coll_args *a);
 int coll_allgather_direct(const struct coll_args *a);
 int coll_allreduce_direct(const struct coll_args *a);
+int coll_multicolor_fits(const coll_team_t *t);
+int coll_ring_fits(const coll_team_t *t);
+int coll_direct_fits(const coll_team_t *t);
 
 #define MC_RESTRICT "a team of every node in node order (node team, or one core per node); " \
-		    "node teams share the 2N color-direction streams among their cores"
+		    "node teams share the 2N color-direction streams among their cores; " \
+		    "streams per core x dimensions <= dma_counters - 2"
 #define RING_RESTRICT "team size <= dma_counters - 1 (a counter per step, two more per call)"
 #define DIRECT_RESTRICT "team size <= dma_counters - 2 (a counter per source, two more per call)"
 
 /* The first algorithm whose restrictions a team meets is the default. */
 static const struct coll_algorithm reduce_scatter[] = {
-	{"multicolor", COLL_REDUCE_SCATTER, coll_reduce_scatter_multicolor, MC_RESTRICT, COLL_F_MULTICORE | COLL_F_TORUS,
+	{"multicolor", COLL_REDUCE_SCATTER, coll_reduce_scatter_multicolor, MC_RESTRICT, COLL_F_MULTICORE, coll_multicolor_fits,
 	 "N-D multicolor bucket, 2N colour-direction streams (003_b0aac8c3d10c7733.txt section 4, Algorithm 1, eq. 2-3)"},
-	{"ring", COLL_REDUCE_SCATTER, coll_reduce_scatter_ring, RING_RESTRICT, 0,
+	{"ring", COLL_REDUCE_SCATTER, coll_reduce_scatter_ring, RING_RESTRICT, 0, coll_ring_fits,
 	 "1-D bucket over the team in rank order (003_b0aac8c3d10c7733.txt section 2.2, eq. 1)"},
-	{"direct", COLL_REDUCE_SCATTER, coll_reduce_scatter_direct, DIRECT_RESTRICT, 0,
+	{"direct", COLL_REDUCE_SCATTER, coll_reduce_scatter_direct, DIRECT_RESTRICT, 0, coll_direct_fits,
 	 "baseline: every member puts each block straight to its owner, who reduces them"},
 };
 static const struct coll_algorithm allgather[] = {
-	{"multicolor", COLL_ALLGATHER, coll_allgather_multicolor, MC_RESTRICT, COLL_F_MULTICORE | COLL_F_TORUS,
+	{"multicolor", COLL_ALLGATHER, coll_allgather_multicolor, MC_RESTRICT, COLL_F_MULTICORE, coll_multicolor_fits,
 	 "N-D multicolor bucket, the reverse of reduce-scatter without computation (section 4)"},
-	{"ring", COLL_ALLGATHER, coll_allgather_ring, RING_RESTRICT, 0,
+	{"ring", COLL_ALLGATHER, coll_allgather_ring, RING_RESTRICT, 0, coll_ring_fits,
 	 "1-D bucket over the team in rank order (section 2.2, reverse of reduce-scatter)"},
-	{"direct", COLL_ALLGATHER, coll_allgather_direct, DIRECT_RESTRICT, 0,
+	{"direct", COLL_ALLGATHER, coll_allgather_direct, DIRECT_RESTRICT, 0, coll_direct_fits,
 	 "baseline: every member puts its block straight to every other member"},
 };
 static const struct coll_algorithm allreduce[] = {
-	{"multicolor", COLL_ALLREDUCE, coll_allreduce_multicolor, MC_RESTRICT, COLL_F_MULTICORE | COLL_F_TORUS,
+	{"multicolor", COLL_ALLREDUCE, coll_allreduce_multicolor, MC_RESTRICT, COLL_F_MULTICORE, coll_multicolor_fits,
 	 "multicolor reduce-scatter then multicolor allgather, per stream (section 4)"},
-	{"ring", COLL_ALLREDUCE, coll_allreduce_ring, RING_RESTRICT, 0,
+	{"ring", COLL_ALLREDUCE, coll_allreduce_ring, RING_RESTRICT, 0, coll_ring_fits,
 	 "ring reduce-scatter then ring allgather (section 2.2); any count"},
-	{"direct", COLL_ALLREDUCE, coll_allreduce_direct, DIRECT_RESTRICT, 0,
+	{"direct", COLL_ALLREDUCE, coll_allreduce_direct, DIRECT_RESTRICT, 0, coll_direct_fits,
 	 "baseline: direct reduce-scatter then direct allgather"},
 };
 
@@ -88,13 +92,8 @@ int coll_team_fits(const coll_team_t *t, const struct coll_algorithm *alg)
 {
 	if (!t || !alg)
 		return 0;
-	if ((alg->flags & COLL_F_TORUS)) {
-		if (t->size != emu_node_count(t->core))
-			return 0;
-		for (uint32_t i = 0; i < t->size; i++)
-			if (t->node[i] != i)
-				return 0;
-	}
+	if (alg->fits && !alg->fits(t))
+		return 0;
 	return 1;
 }
 
@@ -138,6 +137,10 @@ static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_
 	int all = t->cores == 1 || (alg->flags & COLL_F_MULTICORE);
 	t->part = all ? t->members : t->leads;
 	t->npart = all ? t->nmembers : t->size;
+	/* the first call waits for every core of the team: all have made the
+	 * team, so all address handlers exist before anyone sends */
+	if (t->calls++ == 0 && (rc = dma_barrier_team(t->core, t->members, t->nmembers)))
+		return rc;
 	if (all || t->sub == 0)
 		rc = alg->run(a);
 	if (t->cores > 1) {

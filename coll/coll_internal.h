@@ -19,7 +19,8 @@ struct coll_team {
 	const uint32_t *part;           /* the cores taking part in this call: members or leads */
 	uint32_t npart;
 	uint64_t key;                   /* hash of the member list */
-	uint32_t seq;                   /* collective calls so far (tags messages) */
+	uint32_t seq;                   /* exchanges so far (tags messages) */
+	uint32_t calls;                 /* collective calls so far, on every core */
 };
 
 /* Where a peer wants our data: its region and first step counter. */
@@ -47,6 +48,9 @@ struct coll_xchg {
  * sends, so that no neighbour waits for us in vain.
  */
 int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t n);
+/* Register this core's address handler (team creation does it; the first
+ * call on a team then waits for every member, so all handlers exist). */
+int coll_exchange_init(emu_core_t *c);
 int coll_exchange(coll_team_t *t, uint32_t to, uint32_t from, uint32_t seq, const struct coll_addr *mine,
 		  struct coll_addr *theirs);
 /*

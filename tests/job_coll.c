@@ -18,6 +18,7 @@
 
 static size_t counts[8];
 static int ncounts;
+static const char *only; /* --only ALGO: just that algorithm */
 static int failures;
 
 static void fail(emu_core_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -82,13 +83,17 @@ static int run_one(emu_core_t *c, coll_team_t *t, const struct coll_algorithm *a
 			if (!in_place)
 				memset(recv, 0xA5, rn * esz);
 		}
-		shared_send = send;
-		shared_recv = recv;
 	}
-	if (k > 1 && dma_barrier_node(c, k, 0, NULL))
-		goto out;
-	send = shared_send;
-	recv = shared_recv;
+	if (k > 1) {
+		if (lead) {
+			shared_send = send;
+			shared_recv = recv;
+		}
+		if (dma_barrier_node(c, k, 0, NULL))
+			goto out;
+		send = shared_send;
+		recv = shared_recv;
+	}
 	if (!send || !recv || !ref || !tmp)
 		goto out;
 	int fits = coll_team_fits(t, al);
@@ -164,6 +169,47 @@ static void bad_calls(emu_core_t *c, coll_team_t *t)
 		fail(c, "NULL team accepted");
 }
 
+/* Member 1 is called with one element more than the others: every member
+ * must get -EPROTO from every algorithm that fits the team, and no hang. */
+static void mismatch(emu_core_t *c, coll_team_t *t)
+{
+	static double *shared; /* a node team's cores share one buffer */
+	uint32_t k = coll_team_cores(t), p = coll_team_size(t);
+	double *buf = NULL;
+	if (p < 2)
+		return;
+	if (emu_core_index(c) == 0 || k == 1)
+		buf = calloc(4 * 8 * (p + 1), sizeof(double));
+	if (k > 1) {
+		if (emu_core_index(c) == 0)
+			shared = buf;
+		dma_barrier_node(c, k, 0, NULL);
+		buf = shared;
+	}
+	if (!buf)
+		return;
+	double *send = buf, *recv = buf + 2 * 8 * (p + 1);
+	size_t count = coll_team_rank(t) == 1 ? 6 : 5;
+	for (int kind = 0; kind < COLL_KIND_COUNT; kind++) {
+		size_t na;
+		const struct coll_algorithm *al = coll_catalogue((enum coll_kind)kind, &na);
+		for (size_t i = 0; i < na; i++) {
+			if (!coll_team_fits(t, &al[i]))
+				continue;
+			int rc = kind == COLL_REDUCE_SCATTER ? coll_reduce_scatter(t, send, recv, count, COLL_DOUBLE, COLL_SUM, al[i].name)
+				 : kind == COLL_ALLGATHER    ? coll_allgather(t, send, recv, count, COLL_DOUBLE, al[i].name)
+							     : coll_allreduce(t, send, recv, count, COLL_DOUBLE, COLL_SUM, al[i].name);
+			if (rc != -EPROTO)
+				fail(c, "%s/%s with counts that disagree gave %d, not -EPROTO", coll_kind_name((enum coll_kind)kind),
+				     al[i].name, rc);
+		}
+	}
+	if (k > 1)
+		dma_barrier_node(c, k, 0, NULL);
+	if (emu_core_index(c) == 0 || k == 1)
+		free(buf);
+}
+
 /* Every algorithm x dtype x op x count on one team. */
 static void run_all(emu_core_t *c, coll_team_t *t)
 {
@@ -171,7 +217,7 @@ static void run_all(emu_core_t *c, coll_team_t *t)
 		size_t na;
 		const struct coll_algorithm *al = coll_catalogue((enum coll_kind)k, &na);
 		for (size_t ai = 0; ai < na; ai++)
-			for (int dt = 0; dt < COLL_DTYPE_COUNT; dt++)
+			for (int dt = 0; dt < COLL_DTYPE_COUNT && (!only || !strcmp(only, al[ai].name)); dt++)
 				for (int op = 0; op < COLL_OP_COUNT; op++) {
 					if (k == COLL_ALLGATHER && op)
 						continue; /* no operation */
@@ -184,6 +230,7 @@ static void run_all(emu_core_t *c, coll_team_t *t)
 		for (size_t ai = 0; k == COLL_ALLREDUCE && ai < na; ai++)
 			run_one(c, t, &al[ai], COLL_INT64, COLL_SUM, counts[ncounts - 1], 1);
 	}
+	mismatch(c, t);
 }
 
 static int core_main(emu_core_t *c, void *arg)
@@ -219,10 +266,107 @@ static int core_main(emu_core_t *c, void *arg)
 	return __atomic_load_n(&failures, __ATOMIC_RELAXED) ? 1 : 0;
 }
 
+/* ---------------------------------------------------------------- --links */
+
+static size_t links_n; /* elements of the paper's n */
+
+/* Payload bytes on this node's outgoing links since the job began. */
+static int read_links(emu_core_t *c, uint64_t *out, uint32_t *nl)
+{
+	const struct torus_shape *s = emu_shape(c);
+	*nl = 0;
+	for (uint32_t d = 0; d < s->ndims; d++)
+		for (uint32_t dir = 0; torus_dim_has_links(s, d) && dir < 2; dir++) {
+			struct torus_link_counters k;
+			if (emu_link_read(c, d, dir, &k))
+				return -1;
+			out[(*nl)++] = k.payload_bytes;
+		}
+	return 0;
+}
+
+/* One multicolor call of each collective on the node team, link bytes
+ * before and after: every link direction must carry (p-1)/p n / 2N bytes
+ * of data (section 4 on a symmetric torus), the same on every link. The
+ * address messages are measured by a call with count 0 and subtracted. */
+static int links_main(emu_core_t *c, void *arg)
+{
+	(void)arg;
+	coll_team_t *t;
+	if (coll_team_nodes(c, 0, &t))
+		return 1;
+	uint32_t p = coll_team_size(t), k = coll_team_cores(t), N = 0, nl;
+	const struct torus_shape *sh = emu_shape(c);
+	for (uint32_t d = 0; d < sh->ndims; d++)
+		N += (uint32_t)torus_dim_has_links(sh, d);
+	int lead = emu_core_index(c) == 0;
+	size_t n = links_n;
+	static double *send, *recv;
+	if (lead) {
+		send = calloc(n, sizeof(double));
+		recv = calloc(n, sizeof(double));
+	}
+	dma_barrier_node(c, k, 0, NULL);
+	for (int kind = 0; kind < COLL_KIND_COUNT; kind++) {
+		uint64_t l0[12], l1[12], l2[12];
+		size_t count = kind == COLL_ALLREDUCE ? n : n / p;
+		int rc = 0;
+		for (int pass = 0; pass < 2 && !rc; pass++) {
+			size_t cnt = pass ? count : 0;
+			if (lead)
+				read_links(c, pass ? l1 : l0, &nl);
+			dma_barrier(c);
+			if (kind == COLL_REDUCE_SCATTER)
+				rc = coll_reduce_scatter(t, send, recv, cnt, COLL_DOUBLE, COLL_SUM, "multicolor");
+			else if (kind == COLL_ALLGATHER)
+				rc = coll_allgather(t, send, recv, cnt, COLL_DOUBLE, "multicolor");
+			else
+				rc = coll_allreduce(t, send, recv, cnt, COLL_DOUBLE, COLL_SUM, "multicolor");
+			dma_barrier(c); /* every deposit of the call is in */
+		}
+		if (rc) {
+			fail(c, "%s: %s", coll_kind_name((enum coll_kind)kind), dma_strerror(rc));
+			continue;
+		}
+		if (!lead)
+			continue;
+		read_links(c, l2, &nl);
+		/* (p-1)/p * n / 2N bytes per link direction, twice for allreduce */
+		double want = (double)(p - 1) / p * (double)n * sizeof(double) / (2.0 * N);
+		if (kind == COLL_ALLREDUCE)
+			want *= 2;
+		for (uint32_t i = 0; i < nl; i++) {
+			uint64_t data = (l2[i] - l1[i]) - (l1[i] - l0[i]);
+			if ((double)data != want)
+				fail(c, "%s: link %u of node %u carried %llu data bytes, section 4 says %.0f",
+				     coll_kind_name((enum coll_kind)kind), i, emu_node_rank(c), (unsigned long long)data,
+				     want);
+		}
+		if (emu_node_rank(c) == 0)
+			printf("links: %s: every link direction carried %.0f data bytes\n",
+			       coll_kind_name((enum coll_kind)kind), want);
+	}
+	dma_barrier(c);
+	if (lead) {
+		free(send);
+		free(recv);
+	}
+	coll_team_free(t);
+	return __atomic_load_n(&failures, __ATOMIC_RELAXED) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc && ncounts < 8; i++)
-		counts[ncounts++] = strtoull(argv[i], NULL, 10);
+	if (argc == 3 && !strcmp(argv[1], "--links")) {
+		links_n = strtoull(argv[2], NULL, 10);
+		return emu_job_main(argc, argv, links_main, NULL);
+	}
+	for (int i = 1; i < argc && ncounts < 8; i++) {
+		if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = argv[++i];
+		else
+			counts[ncounts++] = strtoull(argv[i], NULL, 10);
+	}
 	if (!ncounts) {
 		printf("usage: torusrun ... -- coll-check COUNT...\n");
 		return 2;

@@ -1,13 +1,227 @@
-/* torus-bench tests: being written */
+/*
+ * torus-bench: its --json output for each collective (every row checked,
+ * the lower bound holds, link loads make sense), its errors (one line on
+ * stderr, nothing on stdout, non-zero status), a wrong result caught, and
+ * --help. Small tori, one or two cores per node: a few seconds in all.
+ */
 #include "cunit_main.h"
 #include "job_util.h"
-static void test_placeholder(void) { CU_ASSERT_TRUE(0); }
+
+/*
+ * The default-algorithm case (test_default_algo) passes this option. The
+ * default (multicolor for a node team of every node) was being written when
+ * this suite was: set it to "" to run the default; the test then also
+ * expects every link direction to carry data on 2x2x2.
+ */
+#define DEFAULT_ALGO_OPT "--algo ring"
+
+struct row {
+	double bytes, count, emulated_ps, lower_bound_ps, ratio, wall_s, link_max, link_min;
+	int checked; /* 1 true, 0 false, -1 missing */
+};
+
+/* The number after `"key": ` inside [from, to); -1 if absent. */
+static double num_in(const char *from, const char *to, const char *key)
+{
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	const char *p = strstr(from, pat);
+	if (!p || p >= to)
+		return -1;
+	return strtod(p + strlen(pat), NULL);
+}
+
+/* Split the rows of a torus-bench --json document; returns how many. */
+static int parse_rows(const char *json, struct row *rows, int max)
+{
+	int n = 0;
+	const char *p = json;
+	while (n < max && (p = strstr(p, "{\"bytes\": "))) {
+		const char *end = strchr(p, '}');
+		if (!end)
+			break;
+		struct row *r = &rows[n++];
+		r->bytes = num_in(p, end, "bytes");
+		r->count = num_in(p, end, "count");
+		r->emulated_ps = num_in(p, end, "emulated_ps");
+		r->lower_bound_ps = num_in(p, end, "lower_bound_ps");
+		r->ratio = num_in(p, end, "ratio");
+		r->wall_s = num_in(p, end, "wall_s");
+		r->link_max = num_in(p, end, "link_max_bytes");
+		r->link_min = num_in(p, end, "link_min_bytes");
+		const char *c = strstr(p, "\"checked\": ");
+		r->checked = !c || c >= end ? -1 : !strncmp(c + 11, "true", 4) ? 1 : !strncmp(c + 11, "false", 5) ? 0 : -1;
+		p = end;
+	}
+	return n;
+}
+
+/* Does the document hold `"key": "value"`? */
+static int has_str(const char *json, const char *key, const char *value)
+{
+	char pat[128];
+	snprintf(pat, sizeof(pat), "\"%s\": \"%s\"", key, value);
+	return strstr(json, pat) != NULL;
+}
+
+/*
+ * Run torus-bench COLL over sizes 1K:4K with --json under torusrun and check
+ * the document: 3 rows of the expected bytes and counts, every one checked,
+ * ratio >= 1 (the lower bound holds), link_max >= link_min >= 0, link_max >
+ * 0, and link_min > 0 when min_positive.
+ */
+static void bench_json(const char *torus, const char *coll, const char *algo_opt, const char *algo_name,
+		       unsigned nodes, unsigned cores, unsigned per_node_div, int min_positive)
+{
+	struct result r = run("$B/torusrun --torus %s --cores %u --quiet --timeout 60 -- $B/torus-bench %s %s "
+			      "--sizes 1K:4K --json",
+			      torus, cores, coll, algo_opt);
+	EXPECT(r.status == 0, "%s %s on %s: status %d\n%.2000s", coll, algo_opt, torus, r.status, r.err);
+	EXPECT(strncmp(r.out, "{", 1) == 0 && strstr(r.out, "]}\n") && !strstr(strstr(r.out, "]}\n") + 3, "{"),
+	       "one JSON document: %.300s", r.out);
+	EXPECT(has_str(r.out, "schema", "torus-bench/1"), "schema: %.300s", r.out);
+	EXPECT(has_str(r.out, "collective", coll), "collective: %.300s", r.out);
+	EXPECT(has_str(r.out, "algo", algo_name), "algo %s: %.300s", algo_name, r.out);
+	EXPECT(has_str(r.out, "torus", torus), "torus: %.300s", r.out);
+	EXPECT(json_u64(r.out, "nodes") == nodes, "nodes: %.300s", r.out);
+	EXPECT(json_u64(r.out, "cores_per_node") == cores, "cores_per_node: %.300s", r.out);
+	EXPECT(has_str(r.out, "dtype", "double"), "dtype: %.300s", r.out);
+	EXPECT(json_u64(r.out, "compute_delay_ns") == 0, "compute_delay_ns: %.300s", r.out);
+
+	struct row rows[8];
+	int n = parse_rows(r.out, rows, 8);
+	EXPECT(n == 3, "%s: %d rows, want 3:\n%.2000s", coll, n, r.out);
+	for (int i = 0; i < n; i++) {
+		struct row *w = &rows[i];
+		double bytes = 1024 << i;
+		EXPECT(w->bytes == bytes, "row %d: bytes %.0f, want %.0f", i, w->bytes, bytes);
+		EXPECT(w->count == bytes / 8 / per_node_div, "row %d: count %.0f", i, w->count);
+		EXPECT(w->checked == 1, "%s row %d: checked is not true", coll, i);
+		EXPECT(w->emulated_ps > 0 && w->lower_bound_ps > 0, "row %d: emulated %.0f ps, bound %.0f ps", i,
+		       w->emulated_ps, w->lower_bound_ps);
+		EXPECT(w->ratio >= 1.0, "%s row %d: ratio %f < 1: the lower bound does not hold", coll, i, w->ratio);
+		EXPECT(w->wall_s >= 0, "row %d: wall_s %f", i, w->wall_s);
+		EXPECT(w->link_max > 0 && w->link_max >= w->link_min && w->link_min >= 0,
+		       "%s row %d: link_max %.0f, link_min %.0f", coll, i, w->link_max, w->link_min);
+		if (min_positive)
+			EXPECT(w->link_min > 0, "%s row %d on %s: link_min %.0f, want every link direction used", coll, i,
+			       torus, w->link_min);
+	}
+	result_free(&r);
+}
+
+/* On 2x2x2 the ring (rank order) leaves 28 of the 48 link directions idle:
+ * link_min is 0 there, so it is required positive only on a 1-D torus. */
+static void test_allreduce_ring_json(void) { bench_json("2x2x2", "allreduce", "--algo ring", "ring", 8, 1, 1, 0); }
+static void test_allgather_ring_json(void) { bench_json("2x2x2", "allgather", "--algo ring", "ring", 8, 1, 8, 0); }
+static void test_reduce_scatter_ring_json(void)
+{
+	bench_json("2x2x2", "reduce_scatter", "--algo ring", "ring", 8, 1, 8, 0);
+}
+static void test_ring_1d_every_link(void) { bench_json("4", "allreduce", "--algo ring", "ring", 4, 1, 1, 1); }
+
+static void test_default_algo(void)
+{
+	/* two cores per node: a node team of two cores per member */
+	int deflt = !*DEFAULT_ALGO_OPT;
+	bench_json("2x2x2", "allreduce", DEFAULT_ALGO_OPT, deflt ? "multicolor" : "ring", 8, 2, 1, deflt);
+}
+
+/* The table: a header naming the run and one row per size, all "ok". */
+static void test_table(void)
+{
+	struct result r = run("$B/torusrun --torus 3 --cores 2 --quiet --timeout 60 -- $B/torus-bench reduce_scatter "
+			      "--algo ring --sizes 96:384 --dtype int32 --op bor --cores-per-node 1 --compute-delay 5");
+	CU_ASSERT_EQUAL(r.status, 0);
+	EXPECT(strstr(r.out, "reduce_scatter: algo ring, torus 3, 3 nodes, 1 core per node, dtype int32, op bor, "
+			     "compute delay 5 ns/KiB") != NULL,
+	       "header: %.500s", r.out);
+	EXPECT(count_lines(r.out, " ok") == 3, "3 rows ok:\n%.1000s\n%.1000s", r.out, r.err);
+	result_free(&r);
+}
+
+/* Bad input: non-zero status, nothing on stdout, and exactly one line of
+ * torus-bench's on stderr that names the problem (torusrun adds its own
+ * "node R exited with status 2" lines). Outside torusrun: status 2 and
+ * that one line alone. */
+static void bad_input(const char *args, const char *says)
+{
+	struct result r = run("$B/torusrun --torus 2x2x2 --cores 1 --timeout 60 -- $B/torus-bench %s", args);
+	EXPECT(r.status != 0, "[%s] status 0", args);
+	EXPECT(r.out[0] == '\0', "[%s] stdout: %.300s", args, r.out);
+	EXPECT(count_lines(r.err, "torus-bench:") == 1, "[%s] want one torus-bench line:\n%.1000s", args, r.err);
+	EXPECT(strstr(r.err, says) != NULL, "[%s] stderr does not say '%s':\n%.1000s", args, says, r.err);
+	EXPECT(strstr(r.err, "exited with status 2") != NULL, "[%s] nodes should exit 2:\n%.1000s", args, r.err);
+	result_free(&r);
+
+	r = run("$B/torus-bench %s", args);
+	EXPECT(r.status == 2, "[%s] outside torusrun: status %d", args, r.status);
+	EXPECT(r.out[0] == '\0' && count_lines(r.err, NULL) == 1 && strstr(r.err, says),
+	       "[%s] outside torusrun:\n%.300s\n%.300s", args, r.out, r.err);
+	result_free(&r);
+}
+
+static void test_bad_collective(void) { bad_input("allfoo --sizes 1K", "unknown collective 'allfoo'"); }
+static void test_bad_sizes(void) { bad_input("allreduce --sizes 0", "bad --sizes '0'"); }
+static void test_bad_dtype(void) { bad_input("allreduce --dtype foo", "unknown --dtype 'foo'"); }
+static void test_bad_op_for_dtype(void) { bad_input("allreduce --op band --dtype double", "--op band is not defined"); }
+static void test_bad_algo(void) { bad_input("allreduce --algo nosuch", "unknown --algo 'nosuch'"); }
+
+/* Errors that need the job to see them: still one line from node 0. */
+static void job_error(const char *env, const char *args, int status, const char *says)
+{
+	struct result r =
+		run("%s $B/torusrun --torus 2x2x2 --cores 1 --timeout 60 -- $B/torus-bench %s", env, args);
+	EXPECT(r.status == 1, "[%s] torusrun status %d", args, r.status);
+	EXPECT(count_lines(r.err, "torus-bench:") == 1, "[%s] want one torus-bench line:\n%.1000s", args, r.err);
+	EXPECT(strstr(r.err, says) != NULL, "[%s] stderr does not say '%s':\n%.1000s", args, says, r.err);
+	char st[64];
+	snprintf(st, sizeof(st), "exited with status %d", status);
+	EXPECT(strstr(r.err, st) != NULL, "[%s] nodes should exit %d:\n%.1000s", args, status, r.err);
+	result_free(&r);
+}
+
+static void test_too_small(void)
+{
+	job_error("", "reduce_scatter --sizes 32", 2, "n must be at least 64 bytes");
+}
+static void test_too_many_cores(void) { job_error("", "allreduce --cores-per-node 2", 2, "--cores-per-node 2"); }
+static void test_env_algo_unknown(void)
+{
+	job_error("TORUS_COLL_ALLREDUCE=nosuch", "allreduce --sizes 1K --json", 1, "no algorithm named 'nosuch'");
+}
+static void test_wrong_result_caught(void)
+{
+	job_error("TORUS_BENCH_CORRUPT=5:3", "allreduce --algo ring --sizes 1K", 1,
+		  "wrong result on node 5 at element 3");
+}
+
+static void test_help(void)
+{
+	struct result r = run("$B/torus-bench --help");
+	CU_ASSERT_EQUAL(r.status, 0);
+	EXPECT(strstr(r.out, "usage: torusrun") && strstr(r.out, "allreduce | allgather | reduce_scatter") &&
+		       strstr(r.out, "--json"),
+	       "usage: %.500s", r.out);
+	EXPECT(r.err[0] == '\0', "stderr: %.300s", r.err);
+	result_free(&r);
+}
+
 int main(void)
 {
 	if (job_util_init())
 		return 2;
-	static const struct cunit_case c[] = {CUNIT_CASE(test_placeholder)};
-	static const struct cunit_suite all[] = {{"bench", c, CUNIT_COUNT(c)}};
+	static const struct cunit_case runs[] = {
+		CUNIT_CASE(test_allreduce_ring_json), CUNIT_CASE(test_allgather_ring_json),
+		CUNIT_CASE(test_reduce_scatter_ring_json), CUNIT_CASE(test_ring_1d_every_link),
+		CUNIT_CASE(test_default_algo), CUNIT_CASE(test_table)};
+	static const struct cunit_case errors[] = {
+		CUNIT_CASE(test_bad_collective), CUNIT_CASE(test_bad_sizes), CUNIT_CASE(test_bad_dtype),
+		CUNIT_CASE(test_bad_op_for_dtype), CUNIT_CASE(test_bad_algo), CUNIT_CASE(test_too_small),
+		CUNIT_CASE(test_too_many_cores), CUNIT_CASE(test_env_algo_unknown), CUNIT_CASE(test_wrong_result_caught),
+		CUNIT_CASE(test_help)};
+	static const struct cunit_suite all[] = {{"bench.runs", runs, CUNIT_COUNT(runs)},
+						 {"bench.errors", errors, CUNIT_COUNT(errors)}};
 	int rc = cunit_main(all, CUNIT_COUNT(all));
 	job_util_cleanup();
 	return rc;

@@ -26,10 +26,10 @@ static void test_ring_2x4x8(void) { check("--torus 2x4x8 --param dma_counters=12
 
 static void test_team_too_large(void)
 {
-	/* 64 members need 65 counters: a clear error on every member, no hang */
+	/* 64 members need 65 counters for the ring: -ENOTSUP on every member
+	 * (checked by coll-check), the other algorithms still run */
 	struct result r = run("$B/torusrun --torus 4x4x4 --timeout 60 -- $B/coll-check 7");
-	CU_ASSERT_EQUAL(r.status, 1);
-	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "no free region, counter or barrier slot"));
+	CU_ASSERT_EQUAL(r.status, 0);
 	CU_ASSERT_PTR_NULL(strstr(r.err, "hung"));
 	result_free(&r);
 }

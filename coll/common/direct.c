@@ -195,3 +195,6 @@ int coll_direct_allgather(coll_team_t *t, void *buf, const struct coll_blocks *b
 	free(from);
 	return rc;
 }
+
+/* p source counters, the injection counter and the exchange's */
+int coll_direct_fits(const coll_team_t *t) { return t->size + 2 <= emu_params(t->core)->dma_counters; }

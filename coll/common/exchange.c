@@ -56,6 +56,17 @@ static int take(struct inbox *box, uint64_t team, uint32_t seq, uint32_t from, u
 	return 0;
 }
 
+int coll_exchange_init(emu_core_t *c)
+{
+	struct inbox *box = &inboxes[emu_core_index(c)];
+	if (box->registered)
+		return 0;
+	int rc = dma_handler_register(c, COLL_DISPATCH, on_addr, box);
+	if (!rc)
+		box->registered = 1;
+	return rc;
+}
+
 int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t n)
 {
 	emu_core_t *c = t->core;
@@ -65,15 +76,8 @@ int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t
 	uint32_t inj;
 	int rc;
 
-	if (!box->registered) {
-		if ((rc = dma_handler_register(c, COLL_DISPATCH, on_addr, box)))
-			return rc;
-		box->registered = 1;
-		/* nobody may send to a core before its handler exists: the first
-		 * collective of a core starts with a barrier of the cores taking part */
-		if ((rc = dma_barrier_team(c, t->part, t->npart)))
-			return rc;
-	}
+	if (!box->registered)
+		return -EINVAL; /* coll_exchange_init was not called: no team was made here */
 	struct addr_msg *m = calloc(n ? n : 1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;

@@ -659,6 +659,22 @@ static int one_node(struct mc_call *m)
 	return 0;
 }
 
+int coll_multicolor_fits(const coll_team_t *t)
+{
+	if (t->size != emu_node_count(t->core))
+		return 0;
+	for (uint32_t i = 0; i < t->size; i++)
+		if (t->node[i] != i)
+			return 0;
+	/* a counter per (stream, phase) on a core, its injection counter and the exchange's */
+	const struct torus_shape *sh = emu_shape(t->core);
+	uint32_t N = 0;
+	for (uint32_t d = 0; d < sh->ndims; d++)
+		N += (uint32_t)torus_dim_has_links(sh, d);
+	uint32_t per_core = (2 * N + t->cores - 1) / t->cores;
+	return per_core * N + 2 <= emu_params(t->core)->dma_counters;
+}
+
 int coll_multicolor(coll_team_t *t, const struct mc_job *job)
 {
 	struct mc_call m;

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* p-1 step counters, the injection counter and the exchange's */
+int coll_ring_fits(const coll_team_t *t) { return t->size + 1 <= emu_params(t->core)->dma_counters; }
+
 static uint32_t mod(int64_t a, uint32_t p) { return (uint32_t)(((a % p) + p) % p); }
 
 /* State shared by both directions of data flow. */

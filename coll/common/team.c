@@ -9,6 +9,9 @@ int coll_team_create(emu_core_t *c, const uint32_t *members, size_t n, coll_team
 {
 	if (!c || !members || !out || n == 0 || n > emu_core_total(c))
 		return -EINVAL;
+	int rc0 = coll_exchange_init(c);
+	if (rc0)
+		return rc0;
 	coll_team_t *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -77,6 +80,9 @@ int coll_team_create_nodes(emu_core_t *c, const uint32_t *nodes, size_t n, uint3
 	}
 	if (emu_core_index(c) >= k)
 		return -EINVAL; /* the caller is not one of the team's cores */
+	int rc0 = coll_exchange_init(c);
+	if (rc0)
+		return rc0;
 	coll_team_t *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;

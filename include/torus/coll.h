@@ -128,11 +128,11 @@ struct coll_algorithm {
 	int (*run)(const struct coll_args *a);
 	const char *restrictions;  /* when it applies */
 	unsigned flags;            /* COLL_F_* */
+	int (*fits)(const coll_team_t *t); /* 1 if the team meets the restrictions */
 	const char *description;   /* steps and the paper section */
 };
 
 #define COLL_F_MULTICORE 1u   /* shares a node team's work among its cores */
-#define COLL_F_TORUS 2u       /* needs a team of every node, in node order */
 
 /* The algorithms for one collective; *n gets their number. */
 const struct coll_algorithm *coll_catalogue(enum coll_kind kind, size_t *n);
