@@ -120,7 +120,7 @@ static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, con
 		return 0;
 	torus_pkt_copy(dst, pkt);
 	torus_pkt_set_vc(&dst->hdr, vc);
-	dside->vt = torus_link_charge_cost(out->link, &rt->cost, side->vt, pkt->hdr.len);
+	dside->vt = torus_link_charge_cal(out->link, &out->cal, &rt->cost, side->vt, pkt->hdr.len);
 	dside->tag = side->tag;
 	dside->aux = side->aux;
 	torus_ring_commit(v);
@@ -155,7 +155,7 @@ int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, con
 	torus_pkt_set_vc(&dst->hdr, vc);
 	if (hdr->len)
 		memcpy(dst->payload, payload, hdr->len);
-	torus_vt_t arrive = torus_link_charge_cost(out->link, &rt->cost, ready, hdr->len);
+	torus_vt_t arrive = torus_link_charge_cal(out->link, &out->cal, &rt->cost, ready, hdr->len);
 	dside->vt = arrive;
 	dside->tag = tag;
 	dside->aux = aux;

@@ -73,6 +73,7 @@ struct emu_engine_in {
 
 struct emu_engine_out {
 	struct torus_link *link;
+	struct torus_calendar cal;    /* the link's busy intervals (this engine is its producer) */
 	struct torus_ring_view vc[2]; /* producer side */
 	struct emu_bell *consumer_bell;
 	int wrap;                     /* this hop crosses the dateline */

@@ -3,6 +3,7 @@
  * push/pop path is inline in torus/machine.h), plus the closed-form transfer
  * time of the model that tests and benchmarks compare against.
  */
+#include <string.h>
 #include "torus/machine.h"
 
 void torus_ring_init(struct torus_ring *r, uint32_t slots, uint64_t off)
@@ -84,4 +85,84 @@ void torus_cost_init(struct torus_cost *c, const struct torus_params *p)
 		c->ser[len] = torus_ser_ps(p, c->wire[len]);
 	}
 	c->hop_latency = p->hop_latency_ps;
+}
+
+/* Insert [s, e) at index i (there is room), merging with touching neighbours. */
+static void cal_insert(struct torus_calendar *cal, uint32_t i, torus_vt_t s, torus_vt_t e)
+{
+	int left = i > 0 && cal->end[i - 1] == s, right = i < cal->n && cal->start[i] == e;
+	if (left && right) {
+		cal->end[i - 1] = cal->end[i];
+		memmove(&cal->start[i], &cal->start[i + 1], (cal->n - i - 1) * sizeof(torus_vt_t));
+		memmove(&cal->end[i], &cal->end[i + 1], (cal->n - i - 1) * sizeof(torus_vt_t));
+		cal->n--;
+	} else if (left) {
+		cal->end[i - 1] = e;
+	} else if (right) {
+		cal->start[i] = s;
+	} else {
+		memmove(&cal->start[i + 1], &cal->start[i], (cal->n - i) * sizeof(torus_vt_t));
+		memmove(&cal->end[i + 1], &cal->end[i], (cal->n - i) * sizeof(torus_vt_t));
+		cal->start[i] = s;
+		cal->end[i] = e;
+		cal->n++;
+	}
+}
+
+torus_vt_t torus_calendar_reserve(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser)
+{
+	if (cal->n == TORUS_CAL_SLOTS) {
+		/* full: the two earliest intervals become one (their gap is lost) */
+		cal->end[0] = cal->end[1];
+		memmove(&cal->start[1], &cal->start[2], (cal->n - 2) * sizeof(torus_vt_t));
+		memmove(&cal->end[1], &cal->end[2], (cal->n - 2) * sizeof(torus_vt_t));
+		cal->n--;
+	}
+	uint32_t n = cal->n;
+	if (n == 0 || ready >= cal->end[n - 1]) {
+		/* the common case: after everything reserved so far */
+		cal_insert(cal, n, ready, ready + ser);
+		return ready;
+	}
+	/* first interval that ends after ready */
+	uint32_t lo = 0, hi = n - 1;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (cal->end[mid] > ready)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	torus_vt_t t = ready;
+	for (uint32_t i = lo; i < n; i++) {
+		if (t + ser <= cal->start[i]) {
+			cal_insert(cal, i, t, t + ser);
+			return t;
+		}
+		if (cal->end[i] > t)
+			t = cal->end[i];
+	}
+	cal_insert(cal, n, t, t + ser);
+	return t;
+}
+
+torus_vt_t torus_link_charge_cal(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
+				 torus_vt_t ready, uint32_t payload)
+{
+	torus_vt_t ser = c->ser[payload];
+	torus_vt_t start = torus_calendar_reserve(cal, ready, ser);
+	/* free_at: the end of the calendar; the counters as torus_link_account */
+	torus_vt_t last = cal->end[cal->n - 1];
+	atomic_store_explicit(&l->free_at, last, memory_order_relaxed);
+	atomic_store_explicit(&l->packets, atomic_load_explicit(&l->packets, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_store_explicit(&l->payload_bytes,
+			      atomic_load_explicit(&l->payload_bytes, memory_order_relaxed) + payload,
+			      memory_order_relaxed);
+	atomic_store_explicit(&l->wire_bytes,
+			      atomic_load_explicit(&l->wire_bytes, memory_order_relaxed) + c->wire[payload],
+			      memory_order_relaxed);
+	atomic_store_explicit(&l->busy_ps, atomic_load_explicit(&l->busy_ps, memory_order_relaxed) + ser,
+			      memory_order_relaxed);
+	return start + ser + c->hop_latency;
 }

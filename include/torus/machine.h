@@ -409,6 +409,26 @@ static inline torus_vt_t torus_link_charge(struct torus_link *l, const struct to
 	return torus_link_account(l, ready, payload, wire, torus_ser_ps(p, wire), p->hop_latency_ps);
 }
 
+/*
+ * The busy calendar of one link direction, kept by its single producer (the
+ * sending engine, in its own memory). A packet takes the first gap of the
+ * calendar at or after its ready time that is long enough, so traffic that
+ * reaches the link late in wall-clock order but early in virtual time (a
+ * stream that lags behind another on a shared link) still gets the virtual
+ * time it would have had: with free_at alone it would queue behind every
+ * packet emitted before it. Packets emitted in ready order behave exactly
+ * as with free_at. At most TORUS_CAL_SLOTS disjoint busy intervals are
+ * kept; when more are needed the two earliest merge (their gap is lost,
+ * which can only delay a packet, never speed one up).
+ */
+#define TORUS_CAL_SLOTS 32u
+struct torus_calendar {
+	uint32_t n;
+	torus_vt_t start[TORUS_CAL_SLOTS], end[TORUS_CAL_SLOTS];
+};
+/* Reserve ser picoseconds at or after ready; returns the start. */
+torus_vt_t torus_calendar_reserve(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser);
+
 /* Per-payload-length wire bytes and serialisation times, computed once so
  * that the engine's per-packet path has no division. */
 struct torus_cost {
@@ -422,6 +442,11 @@ TORUS_HOT torus_vt_t torus_link_charge_cost(struct torus_link *l, const struct t
 {
 	return torus_link_account(l, ready, payload, c->wire[payload], c->ser[payload], c->hop_latency);
 }
+
+/* The same with the link's calendar: the packet leaves at the first gap of
+ * the calendar at or after ready (see struct torus_calendar). */
+torus_vt_t torus_link_charge_cal(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
+				 torus_vt_t ready, uint32_t payload);
 
 void torus_link_read(const struct torus_link *l, struct torus_link_counters *out);
 /* Print each non-empty VC ring of the link, one line each, after `indent`. */
