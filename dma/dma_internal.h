@@ -154,6 +154,7 @@ struct dma_job {
 	const uint8_t *src;
 	uint32_t last_len;                     /* the last packet's injection-counter */
 	torus_vt_t last_left;                  /* decrement, applied once the job is retired */
+	torus_vt_t cursor;                     /* when its previous packet left: the next is ready then */
 };
 
 struct dma_engine_fifo {
@@ -161,6 +162,7 @@ struct dma_engine_fifo {
 	struct dma_job job;                   /* head descriptor, once taken */
 	int active;
 	struct emu_bell *core_bell;
+	torus_vt_t last_left;                 /* when its previous descriptor's last packet left */
 };
 
 /* Engine side (inside struct emu_node_rt). */
@@ -169,6 +171,7 @@ struct dma_engine {
 	struct torus_ring_view *memfifo;      /* producer, per core */
 	struct dma_job *replies;              /* remote gets to answer; grows */
 	uint32_t nreplies, capreplies, reply_head;
+	torus_vt_t reply_left;                /* the reply queue's last packet left then */
 	struct dma_fault_rec *nacks;          /* faults to send back; grows */
 	uint32_t *nack_dest;                  /* aux of their destination */
 	uint32_t nnacks, capnacks, nack_head;

@@ -377,9 +377,12 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 			memcpy(&h.sw.bytes[4], &region, 2);
 			memcpy(&h.sw.bytes[6], &counter, 2);
 		}
-		if (!emu_engine_emit(rt, &h, src, j->ready, d->tag, j->aux, &left))
+		/* a descriptor's packets leave one after another: each is ready
+		 * when the previous one has left */
+		if (!emu_engine_emit(rt, &h, src, j->cursor > j->ready ? j->cursor : j->ready, d->tag, j->aux, &left))
 			break;
 		count_emitted(rt);
+		j->cursor = left;
 		j->done += len;
 		n++;
 		if (j->done == d->len) {
@@ -428,6 +431,8 @@ static uint32_t inject_fifo(struct emu_node_rt *rt, struct dma_engine_fifo *f)
 			f->job.src = w->d.src;
 			f->job.aux = dma_aux(rt->rank, w->src_core);
 			f->job.src_region = UINT32_MAX;
+			/* a FIFO's descriptors are injected one after another */
+			f->job.cursor = f->last_left;
 			f->active = 1;
 		}
 		int done;
@@ -436,6 +441,8 @@ static uint32_t inject_fifo(struct emu_node_rt *rt, struct dma_engine_fifo *f)
 		if (!done)
 			break;
 		f->active = 0;
+		if (f->job.cursor > f->last_left)
+			f->last_left = f->job.cursor;
 		torus_ring_release(&f->view);
 		if (torus_ring_publish_tail(&f->view))
 			emu_bell_ring(f->core_bell);
@@ -470,7 +477,12 @@ uint32_t dma_engine_inject(struct emu_node_rt *rt)
 		e->nack_head = e->nnacks = 0;
 	while (e->reply_head < e->nreplies) {
 		int done;
-		moved += run_reply(rt, &e->replies[e->reply_head], &done);
+		struct dma_job *rj = &e->replies[e->reply_head];
+		if (rj->cursor < e->reply_left)
+			rj->cursor = e->reply_left; /* replies leave one after another */
+		moved += run_reply(rt, rj, &done);
+		if (rj->cursor > e->reply_left)
+			e->reply_left = rj->cursor;
 		if (!done)
 			break;
 		retire_counter(rt, &e->replies[e->reply_head]);

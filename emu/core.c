@@ -49,6 +49,15 @@ int emu_core_compute(emu_core_t *c, torus_vt_t ps)
 	return 0;
 }
 
+int emu_core_set_clock(emu_core_t *c, torus_vt_t t)
+{
+	if (!c)
+		return -EINVAL;
+	c->vt = t;
+	publish(c);
+	return 0;
+}
+
 int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, size_t len, uint16_t user,
 		 uint16_t hints)
 {

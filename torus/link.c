@@ -112,10 +112,15 @@ static void cal_insert(struct torus_calendar *cal, uint32_t i, torus_vt_t s, tor
 torus_vt_t torus_calendar_reserve(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser)
 {
 	if (cal->n == TORUS_CAL_SLOTS) {
-		/* full: the two earliest intervals become one (their gap is lost) */
-		cal->end[0] = cal->end[1];
-		memmove(&cal->start[1], &cal->start[2], (cal->n - 2) * sizeof(torus_vt_t));
-		memmove(&cal->end[1], &cal->end[2], (cal->n - 2) * sizeof(torus_vt_t));
+		/* full: the two neighbours with the smallest gap become one (the
+		 * least idle time is lost) */
+		uint32_t k = 0;
+		for (uint32_t i = 1; i + 1 < cal->n; i++)
+			if (cal->start[i + 1] - cal->end[i] < cal->start[k + 1] - cal->end[k])
+				k = i;
+		cal->end[k] = cal->end[k + 1];
+		memmove(&cal->start[k + 1], &cal->start[k + 2], (cal->n - k - 2) * sizeof(torus_vt_t));
+		memmove(&cal->end[k + 1], &cal->end[k + 2], (cal->n - k - 2) * sizeof(torus_vt_t));
 		cal->n--;
 	}
 	uint32_t n = cal->n;
@@ -146,11 +151,60 @@ torus_vt_t torus_calendar_reserve(struct torus_calendar *cal, torus_vt_t ready, 
 	return t;
 }
 
+void torus_calendar_forget(struct torus_calendar *cal, torus_vt_t before)
+{
+	uint32_t k = 0;
+	while (k < cal->n && cal->end[k] <= before)
+		k++;
+	if (!k)
+		return;
+	memmove(&cal->start[0], &cal->start[k], (cal->n - k) * sizeof(torus_vt_t));
+	memmove(&cal->end[0], &cal->end[k], (cal->n - k) * sizeof(torus_vt_t));
+	cal->n -= k;
+}
+
+/* Extend interval i by `more`, merging the ones it now reaches. */
+static void cal_extend(struct torus_calendar *cal, uint32_t i, torus_vt_t more)
+{
+	cal->end[i] += more;
+	uint32_t k = i + 1;
+	while (k < cal->n && cal->start[k] <= cal->end[i]) {
+		cal->end[i] += cal->end[k] - cal->start[k]; /* its work is pushed back too */
+		k++;
+	}
+	if (k > i + 1) {
+		memmove(&cal->start[i + 1], &cal->start[k], (cal->n - k) * sizeof(torus_vt_t));
+		memmove(&cal->end[i + 1], &cal->end[k], (cal->n - k) * sizeof(torus_vt_t));
+		cal->n -= k - i - 1;
+	}
+}
+
+torus_vt_t torus_calendar_share(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser)
+{
+	uint32_t n = cal->n;
+	if (n == 0 || ready >= cal->end[n - 1])
+		return torus_calendar_reserve(cal, ready, ser);
+	/* the stretch it runs into, and where reserve would put it */
+	uint32_t i = 0;
+	while (cal->end[i] <= ready)
+		i++;
+	torus_vt_t t = ready;
+	for (uint32_t k = i; k < n && t + ser > cal->start[k]; k++)
+		if (cal->end[k] > t)
+			t = cal->end[k];
+	if (t <= ready + ser)
+		return torus_calendar_reserve(cal, ready, ser); /* at most one packet late */
+	/* share the stretch: one packet of it goes first, and it grows by ours */
+	torus_vt_t start = ready >= cal->start[i] ? ready + ser : ready;
+	cal_extend(cal, i, ser);
+	return start;
+}
+
 torus_vt_t torus_link_charge_cal(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
 				 torus_vt_t ready, uint32_t payload)
 {
 	torus_vt_t ser = c->ser[payload];
-	torus_vt_t start = torus_calendar_reserve(cal, ready, ser);
+	torus_vt_t start = torus_calendar_share(cal, ready, ser);
 	/* free_at: the end of the calendar; the counters as torus_link_account */
 	torus_vt_t last = cal->end[cal->n - 1];
 	atomic_store_explicit(&l->free_at, last, memory_order_relaxed);

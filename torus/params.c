@@ -37,7 +37,7 @@ static const struct param_desc params[] = {
 	 "packet slots per virtual channel per link direction (power of two; 1 is the smallest flow control allows)"},
 	{"inj_slots", UNIT_COUNT, P32(inj_slots), 64, 1, 65536, "slots of each core's injection FIFO (power of two)"},
 	{"rx_slots", UNIT_COUNT, P32(rx_slots), 128, 1, 65536, "slots of each core's reception FIFO (power of two)"},
-	{"inj_fifos", UNIT_COUNT, P32(inj_fifos), 2, 1, 16, "DMA injection FIFOs per core"},
+	{"inj_fifos", UNIT_COUNT, P32(inj_fifos), 8, 1, 32, "DMA injection FIFOs per core"},
 	{"dma_counters", UNIT_COUNT, P32(dma_counters), 64, 1, 4096, "DMA byte counters per core"},
 	{"dma_regions", UNIT_COUNT, P32(dma_regions), 32, 1, 4096, "registered memory regions per core"},
 	{"inj_overhead", UNIT_TIME, P64(inj_overhead_ps), 100000ull, 0, 1000000000000ull,

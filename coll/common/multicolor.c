@@ -52,6 +52,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #define MC_MAX_PARTS 64u
 
@@ -74,6 +75,8 @@ struct mc_stream {
 	size_t *uoff;               /* position -> element offset in the user layout */
 	struct mc_phase ph[TORUS_MAX_DIMS];
 	uint32_t fifo;
+	torus_vt_t vt;              /* when the stream's last action ended */
+	int starting;               /* its first phase is still to be started */
 	/* progress: the next unit expected */
 	int stage;                  /* MC_RS, MC_AG, or 0 when done */
 	uint32_t phase, step, part;
@@ -91,7 +94,8 @@ struct mc_call {
 	size_t scratch_bytes;
 	uint32_t scratch_region, result_region, inj;
 	int have_scratch, have_result, have_inj;
-	dma_injfifo_t *fifo[2];
+	dma_injfifo_t *fifo[2 * TORUS_MAX_DIMS];
+	struct torus_calendar busy; /* when this core is busy with one of its streams */
 };
 
 /* ------------------------------------------------------------ geometry */
@@ -456,6 +460,8 @@ static int advance(struct mc_call *m, struct mc_stream *st)
 		st->part = 0;
 		if (++st->step + 1 < ph->d)
 			return 0;
+		if (getenv("MC_DEBUG") && m->t->rank == 0)
+			fprintf(stderr, "node0 stream %u RS phase %u done at %.3f us (P %u)\n", st->s, st->phase, emu_core_now(m->c) / 1e6, m->P);
 		if (st->phase + 1 < m->N)
 			return start_rs_phase(m, st, st->phase + 1);
 		if (m->job->kind == COLL_ALLREDUCE)
@@ -468,6 +474,8 @@ static int advance(struct mc_call *m, struct mc_stream *st)
 		return rc;
 	if (++st->step + 1 < ph->d)
 		return 0;
+	if (getenv("MC_DEBUG") && m->t->rank == 0)
+		fprintf(stderr, "node0 stream %u AG phase %u done at %.3f us\n", st->s, st->phase, emu_core_now(m->c) / 1e6);
 	if (st->phase > 0)
 		return start_ag_phase(m, st, st->phase - 1);
 	st->stage = 0;
@@ -481,22 +489,53 @@ static int32_t expected_mark(const struct mc_call *m, const struct mc_stream *st
 	return st->stage == MC_RS ? ph->rs_mark[st->step * m->P + st->part] : ph->ag_mark[st->step];
 }
 
-/* Handle arrived units, earliest arrival first, until every stream is done. */
+/* Start the stream: its first phase's step 0. */
+static int start(struct mc_call *m, struct mc_stream *st)
+{
+	st->starting = 0;
+	return m->job->kind == COLL_ALLGATHER ? start_ag_phase(m, st, m->N - 1) : start_rs_phase(m, st, 0);
+}
+
+/* Roughly how long the core is busy handling the stream's next event. */
+static torus_vt_t work_estimate(const struct mc_call *m, const struct mc_stream *st)
+{
+	const struct torus_params *pr = emu_params(m->c);
+	torus_vt_t w = pr->inj_overhead_ps;
+	if (!st->starting && st->stage == MC_RS)
+		w += (torus_vt_t)(rs_unit_bytes(m, st, st->phase, st->step, st->part) * 1000000000000ull / pr->reduce_bw);
+	return w ? w : 1;
+}
+
+/*
+ * Handle arrived units, earliest arrival first, until every stream is
+ * done. The core is one server for its streams: an event is handled at
+ * max(its arrival, the end of the stream's previous action), in the first
+ * gap of the core's busy calendar, so a stream whose data happened to be
+ * seen late in wall-clock order is not charged for the other streams' work
+ * that came after it in virtual time.
+ */
 static int run_streams(struct mc_call *m)
 {
 	uint32_t ids[64], marks[64];
+	torus_vt_t end = emu_core_now(m->c);
+	for (uint32_t k = 0; k < m->nmine; k++) {
+		m->st[k].vt = end;
+		m->st[k].starting = 1;
+	}
 	for (;;) {
 		int best = -1, waiting = 0;
 		torus_vt_t best_vt = 0;
 		for (uint32_t k = 0; k < m->nmine; k++) {
 			struct mc_stream *st = &m->st[k];
-			if (!st->stage)
+			if (!st->starting && !st->stage)
 				continue;
-			int32_t mk = expected_mark(m, st);
+			int32_t mk = st->starting ? -1 : expected_mark(m, st);
 			torus_vt_t vt = 0;
 			int got = mk < 0 ? 1 : dma_counter_mark(m->c, st->ph[st->phase].counter, (uint32_t)mk, &vt);
 			if (got < 0)
 				return got;
+			if (vt < st->vt)
+				vt = st->vt;
 			if (got && (best < 0 || vt < best_vt)) {
 				best = (int)k;
 				best_vt = vt;
@@ -506,14 +545,28 @@ static int run_streams(struct mc_call *m)
 			}
 		}
 		if (best >= 0) {
-			torus_vt_t now = emu_core_now(m->c);
-			if (best_vt > now)
-				emu_core_compute(m->c, best_vt - now); /* the core waited for it */
-			int rc = advance(m, &m->st[best]);
+			struct mc_stream *st = &m->st[best];
+			/* no stream acts before the earliest stream's time again */
+			torus_vt_t low = st->vt;
+			for (uint32_t k = 0; k < m->nmine; k++)
+				if ((m->st[k].starting || m->st[k].stage) && m->st[k].vt < low)
+					low = m->st[k].vt;
+			torus_calendar_forget(&m->busy, low);
+			torus_vt_t est = work_estimate(m, st);
+			torus_vt_t at = torus_calendar_reserve(&m->busy, best_vt, est);
+			emu_core_set_clock(m->c, at);
+			int rc = st->starting ? start(m, st) : advance(m, st);
 			if (rc)
 				return rc;
+			st->vt = emu_core_now(m->c);
+			if (st->vt > at + est) /* it took longer than the estimate */
+				torus_calendar_reserve(&m->busy, at + est, st->vt - at - est);
+			if (st->vt > end)
+				end = st->vt;
 			continue;
 		}
+		/* the clock ends where the last stream's last action ended */
+		emu_core_set_clock(m->c, end);
 		if (!waiting)
 			return 0;
 		int rc = dma_counter_wait_marks(m->c, ids, marks, (size_t)waiting);
@@ -559,9 +612,10 @@ static int setup(struct mc_call *m)
 		return -ENOMEM;
 	size_t at = 0;
 	for (uint32_t s = m->t->sub, i = 0; s < m->nstreams; s += k, i++) {
-		m->st[i].fifo = i % emu_params(m->c)->inj_fifos % 2;
 		if ((rc = stream_init(m, &m->st[i], s)))
 			return rc;
+		/* a FIFO per stream where there are enough: a FIFO injects in order */
+		m->st[i].fifo = i % emu_params(m->c)->inj_fifos % (2 * TORUS_MAX_DIMS);
 	}
 	for (uint32_t i = 0; i < m->nmine; i++)
 		for (uint32_t ph = 0; ph < m->N; ph++)
@@ -581,7 +635,7 @@ static int setup(struct mc_call *m)
 	if ((rc = dma_counter_alloc(m->c, &m->inj)))
 		return rc;
 	m->have_inj = 1;
-	for (uint32_t f = 0; f < 2 && f < emu_params(m->c)->inj_fifos; f++)
+	for (uint32_t f = 0; f < 2 * TORUS_MAX_DIMS && f < emu_params(m->c)->inj_fifos; f++)
 		if ((rc = dma_injfifo_open(m->c, f, &m->fifo[f])))
 			return rc;
 	return 0;
@@ -694,9 +748,6 @@ int coll_multicolor(coll_team_t *t, const struct mc_job *job)
 	if (rc)
 		return finish(&m, rc);
 	/* allgather: this node's chunk of each stream is in place; go */
-	for (uint32_t i = 0; !rc && i < m.nmine; i++)
-		rc = job->kind == COLL_ALLGATHER ? start_ag_phase(&m, &m.st[i], m.N - 1) : start_rs_phase(&m, &m.st[i], 0);
-	if (!rc)
-		rc = run_streams(&m);
+	rc = run_streams(&m);
 	return finish(&m, rc);
 }

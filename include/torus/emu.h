@@ -50,6 +50,14 @@ const struct torus_params *emu_params(const emu_core_t *c);
 torus_vt_t emu_core_now(const emu_core_t *c);
 /* Model `ps` picoseconds of local work: advance the clock. */
 int emu_core_compute(emu_core_t *c, torus_vt_t ps);
+/*
+ * Set the clock, even backwards: for software that multiplexes several
+ * independent activities on one core (the streams of a multicolor
+ * collective) and keeps the core's busy time itself, so that an activity
+ * handled late in wall-clock order still acts at its own virtual time.
+ * Such software must leave the clock at the end of all its activities.
+ */
+int emu_core_set_clock(emu_core_t *c, torus_vt_t t);
 
 struct emu_pkt_info {
 	uint32_t src_node;

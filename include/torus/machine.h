@@ -418,16 +418,29 @@ static inline torus_vt_t torus_link_charge(struct torus_link *l, const struct to
  * time it would have had: with free_at alone it would queue behind every
  * packet emitted before it. Packets emitted in ready order behave exactly
  * as with free_at. At most TORUS_CAL_SLOTS disjoint busy intervals are
- * kept; when more are needed the two earliest merge (their gap is lost,
- * which can only delay a packet, never speed one up).
+ * kept; when more are needed the two neighbours with the smallest gap
+ * merge (the gap is lost, which can only delay a packet, never speed one
+ * up).
  */
-#define TORUS_CAL_SLOTS 32u
+#define TORUS_CAL_SLOTS 64u
 struct torus_calendar {
 	uint32_t n;
 	torus_vt_t start[TORUS_CAL_SLOTS], end[TORUS_CAL_SLOTS];
 };
 /* Reserve ser picoseconds at or after ready; returns the start. */
 torus_vt_t torus_calendar_reserve(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser);
+/*
+ * The link's rule: as reserve when the first gap at or after ready leaves
+ * the packet at most one packet late; otherwise the packet shares the busy
+ * stretch it ran into (the traffic already there was emitted earlier in
+ * wall-clock order): it leaves one packet after it was ready or after the
+ * stretch began, as with round-robin arbitration, and the stretch grows by
+ * its time, so the link's total busy time is exact and later traffic
+ * queues behind both. Returns the start.
+ */
+torus_vt_t torus_calendar_share(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser);
+/* Drop the intervals that end by `before` (no reservation will be earlier). */
+void torus_calendar_forget(struct torus_calendar *cal, torus_vt_t before);
 
 /* Per-payload-length wire bytes and serialisation times, computed once so
  * that the engine's per-packet path has no division. */
