@@ -106,7 +106,7 @@ static struct torus_packet *next_hop(struct emu_node_rt *rt, uint32_t dest, uint
 
 /* Route one packet; 1 if it moved, 0 if its next FIFO is full. */
 static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side,
-		     const struct emu_engine_in *from, uint32_t in_vc)
+		     const struct emu_engine_in *from, uint32_t in_vc, torus_vt_t *cursor)
 {
 	struct emu_engine_out *out;
 	struct torus_ring_view *v;
@@ -120,7 +120,11 @@ static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, con
 		return 0;
 	torus_pkt_copy(dst, pkt);
 	torus_pkt_set_vc(&dst->hdr, vc);
-	dside->vt = torus_link_charge_cal(out->link, &out->cal, &rt->cost, side->vt, pkt->hdr.len);
+	/* packets from one input to one link leave in order, one after another
+	 * (as free_at alone would have it); different inputs share the link */
+	torus_vt_t *cur = &cursor[out - rt->out], ready = side->vt > *cur ? side->vt : *cur;
+	dside->vt = torus_link_charge_cal(out->link, &out->cal, &rt->cost, ready, pkt->hdr.len);
+	*cur = dside->vt - rt->cost.hop_latency;
 	dside->tag = side->tag;
 	dside->aux = side->aux;
 	torus_ring_commit(v);
@@ -166,14 +170,14 @@ int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, con
 }
 
 static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const struct emu_engine_in *from,
-		      uint32_t vc, struct emu_bell *producer_bell)
+		      uint32_t vc, struct emu_bell *producer_bell, torus_vt_t *cursor)
 {
 	struct torus_side *side;
 	struct torus_packet *pkt;
 	uint32_t n = 0;
 
 	while (n < EMU_ENGINE_BATCH && (pkt = torus_ring_peek(v, &side))) {
-		if (!route_one(rt, pkt, side, from, vc))
+		if (!route_one(rt, pkt, side, from, vc, cursor))
 			break;
 		torus_ring_release(v);
 		if (++n % EMU_PUBLISH_EVERY == 0) {
@@ -198,11 +202,11 @@ static uint32_t engine_pass(struct emu_node_rt *rt)
 	/* packets already in the network first, escape channel (VC 1) first */
 	for (uint32_t i = 0; i < rt->nin; i++) {
 		struct emu_engine_in *in = &rt->in[i];
-		moved += drain(rt, &in->vc[1], in, 1, in->producer_bell);
-		moved += drain(rt, &in->vc[0], in, 0, in->producer_bell);
+		moved += drain(rt, &in->vc[1], in, 1, in->producer_bell, in->cursor[1]);
+		moved += drain(rt, &in->vc[0], in, 0, in->producer_bell, in->cursor[0]);
 	}
 	for (uint32_t c = 0; c < rt->ncores; c++)
-		moved += drain(rt, &rt->ecore[c].inj, NULL, 0, &rt->ecore[c].shm->bell);
+		moved += drain(rt, &rt->ecore[c].inj, NULL, 0, &rt->ecore[c].shm->bell, rt->ecore[c].cursor);
 	uint32_t dma = dma_engine_inject(rt);
 	if (dma) {
 		flush_outputs(rt);

@@ -52,7 +52,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #define MC_MAX_PARTS 64u
 
@@ -460,8 +459,6 @@ static int advance(struct mc_call *m, struct mc_stream *st)
 		st->part = 0;
 		if (++st->step + 1 < ph->d)
 			return 0;
-		if (getenv("MC_DEBUG") && m->t->rank == 0)
-			fprintf(stderr, "node0 stream %u RS phase %u done at %.3f us (P %u)\n", st->s, st->phase, emu_core_now(m->c) / 1e6, m->P);
 		if (st->phase + 1 < m->N)
 			return start_rs_phase(m, st, st->phase + 1);
 		if (m->job->kind == COLL_ALLREDUCE)
@@ -474,8 +471,6 @@ static int advance(struct mc_call *m, struct mc_stream *st)
 		return rc;
 	if (++st->step + 1 < ph->d)
 		return 0;
-	if (getenv("MC_DEBUG") && m->t->rank == 0)
-		fprintf(stderr, "node0 stream %u AG phase %u done at %.3f us\n", st->s, st->phase, emu_core_now(m->c) / 1e6);
 	if (st->phase > 0)
 		return start_ag_phase(m, st, st->phase - 1);
 	st->stage = 0;

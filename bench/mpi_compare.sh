@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# mpi_compare.sh: emulation speed, side by side in one run. Wall time of one
+# Allreduce of BYTES (doubles, sum) on the emulated 4x4x4 torus (64 nodes,
+# torus-bench, the default multicolor algorithm: every byte goes through the
+# emulated DMA packets) against Open MPI's MPI_Allreduce with 64 ranks on the
+# same machine (bench/mpi_allreduce.c), alternating run by run.
+#
+# Run bench/mpi_compare.sh --help for the options and the output.
+set -u -o pipefail
+
+ROUNDS=3
+BYTES=4194304
+REPS=5
+TIMEOUT=900
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(dirname "$HERE")
+BUILD=$REPO/build
+TORUS=4x4x4
+NP=64
+
+usage() {
+	cat <<EOF
+usage: bench/mpi_compare.sh [--rounds K] [--bytes N] [--reps R] [--build DIR]
+                            [--timeout S] [--help]
+  --rounds K   alternating rounds (default $ROUNDS); each round runs, in order:
+               Open MPI (64 ranks), the emulator with --cores 3, with --cores 1
+  --bytes N    vector size per rank/node in bytes (suffixes K, M, G = 2^10,
+               2^20, 2^30; default $BYTES); whole doubles
+  --reps R     timed MPI_Allreduce calls per MPI run, after a warm-up (default $REPS)
+  --build DIR  the emulator's build directory, holding bin/torusrun and
+               bin/torus-bench (default: $REPO/build); not rebuilt here
+  --timeout S  give up on any one command after S seconds (default $TIMEOUT)
+  --help       this text
+
+Installs Open MPI if mpicc or mpirun is missing (apt-get install -y
+openmpi-bin libopenmpi-dev, through sudo unless root), builds
+bench/mpi_allreduce.c with mpicc into a temporary directory, then measures:
+
+  Open MPI   mpirun --oversubscribe --allow-run-as-root --bind-to none
+                    --mca btl self,vader -np $NP mpi_allreduce N R
+             (median of R timed calls after a warm-up; each call timed as
+             Barrier, t0, Allreduce, Barrier, t1 on rank 0)
+  emulator   torusrun --torus $TORUS --cores C -- torus-bench allreduce --sizes N --json
+             with C = 3 and C = 1 (the wall_s of the JSON row: the same
+             Barrier, t0, collective, Barrier, t1 on node 0; one call per run,
+             the first and only one of the job; the result is checked)
+
+Prints, per command: the wall seconds of one allreduce (median over rounds,
+with the range), the ratio to Open MPI, and the wall seconds of the whole
+command including start-up (median). Per-round values go to stderr as they
+come. Exit status 0 on success, 1 on any failure (a message says which),
+2 on a bad command line.
+EOF
+}
+
+die() { echo "mpi_compare: $*" >&2; exit 1; }
+bad() { echo "mpi_compare: $* (try --help)" >&2; exit 2; }
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--help|-h) usage; exit 0 ;;
+	--rounds|--bytes|--reps|--build|--timeout)
+		[ $# -ge 2 ] || bad "$1 needs a value"
+		case $1 in
+		--rounds) ROUNDS=$2 ;;
+		--bytes) BYTES=$2 ;;
+		--reps) REPS=$2 ;;
+		--build) BUILD=$2 ;;
+		--timeout) TIMEOUT=$2 ;;
+		esac
+		shift 2 ;;
+	*) bad "unknown argument '$1'" ;;
+	esac
+done
+
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || bad "bad --rounds '$ROUNDS'"
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || bad "bad --reps '$REPS'"
+[[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || bad "bad --timeout '$TIMEOUT'"
+if [[ $BYTES =~ ^([0-9]+)([KMG]?)(i?B)?$ ]]; then
+	n=${BASH_REMATCH[1]}
+	case ${BASH_REMATCH[2]} in K) n=$((n << 10)) ;; M) n=$((n << 20)) ;; G) n=$((n << 30)) ;; esac
+	BYTES=$(( n / 8 * 8 ))
+	[ "$BYTES" -ge 8 ] || bad "--bytes must be at least one double (8 bytes)"
+else
+	bad "bad --bytes '${BYTES}'"
+fi
+[ -d "$BUILD" ] || bad "no build directory '$BUILD'"
+BUILD=$(cd "$BUILD" && pwd) || bad "cannot enter build directory"
+TORUSRUN=$BUILD/bin/torusrun
+BENCH=$BUILD/bin/torus-bench
+for f in "$TORUSRUN" "$BENCH"; do
+	[ -x "$f" ] || die "$f is missing: build the emulator first (cmake -S . -B build && cmake --build build -j2)"
+done
+command -v timeout >/dev/null || die "timeout (coreutils) is missing"
+
+# --- Open MPI ---------------------------------------------------------------
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+	echo "mpi_compare: Open MPI missing, installing openmpi-bin libopenmpi-dev" >&2
+	SUDO=
+	if [ "$(id -u)" -ne 0 ]; then
+		command -v sudo >/dev/null || die "not root and no sudo: install openmpi-bin libopenmpi-dev yourself"
+		SUDO=sudo
+	fi
+	if ! DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y openmpi-bin libopenmpi-dev >&2; then
+		# a stale package index is the usual reason: refresh once and retry
+		DEBIAN_FRONTEND=noninteractive $SUDO apt-get update >&2 &&
+			DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y openmpi-bin libopenmpi-dev >&2 ||
+			die "apt-get install openmpi-bin libopenmpi-dev failed"
+	fi
+	command -v mpicc >/dev/null && command -v mpirun >/dev/null || die "Open MPI installed but mpicc/mpirun not on PATH"
+fi
+MPIVER=$(mpirun --version 2>/dev/null | head -n1)
+[ -n "$MPIVER" ] || die "mpirun --version printed nothing"
+case $MPIVER in *"Open MPI"*|*OpenRTE*) ;; *) die "mpirun is not Open MPI: $MPIVER" ;; esac
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/mpi_compare.XXXXXX") || die "mktemp failed"
+trap 'rm -rf "$TMP"' EXIT
+# Snapshot the emulator's programs: a rebuild of DIR during the comparison
+# must not change what the later rounds run.
+mkdir -p "$TMP/bin" && cp "$TORUSRUN" "$BENCH" "$TMP/bin/" || die "cannot copy the emulator's programs to $TMP/bin"
+EMUINFO="torus-bench of $(date -r "$BENCH" '+%F %T')"
+REV=$(git --no-optional-locks -C "$REPO" describe --always --dirty 2>/dev/null) && EMUINFO+=", tree $REV"
+TORUSRUN=$TMP/bin/torusrun
+BENCH=$TMP/bin/torus-bench
+MPIPROG=$TMP/mpi_allreduce
+mpicc -O2 -Wall -Wextra -o "$MPIPROG" "$HERE/mpi_allreduce.c" >"$TMP/cc.log" 2>&1 ||
+	{ cat "$TMP/cc.log" >&2; die "mpicc failed on bench/mpi_allreduce.c"; }
+
+# 64 ranks on a 2-core machine:
+#   --oversubscribe      more ranks than cores (slots); Open MPI then also
+#                        makes idle ranks yield (mpi_yield_when_idle)
+#   --allow-run-as-root  Open MPI refuses root otherwise
+#   --bind-to none       do not pin 32 ranks to each core
+#   --mca btl self,vader shared memory only: no network BTLs probed (tcp,
+#                        openib warnings), the same machine as the emulator
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader)
+# Open MPI 4 with UCX installed may pick the ucx pml and ignore --mca btl;
+# ob1 is the pml that uses the btls named above.
+MPIRUN+=(--mca pml ob1)
+# mpirun as root also needs these when it is started with no controlling
+# tty (e.g. from CI); harmless otherwise.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+minmax() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.3f..%.3f", lo, hi }'; }
+
+# run NAME CMD...: runs CMD with a timeout; stdout in $TMP/NAME.out, stderr
+# in $TMP/NAME.err; sets TOTAL to the wall seconds of the whole command
+run() {
+	local name=$1 t0 t1 rc
+	shift
+	t0=$(now)
+	timeout --kill-after=10 "$TIMEOUT" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+	rc=$?
+	t1=$(now)
+	TOTAL=$(elapsed "$t0" "$t1")
+	if [ $rc -ne 0 ]; then
+		echo "--- stdout of $name:" >&2; tail -n 20 "$TMP/$name.out" >&2
+		echo "--- stderr of $name:" >&2; tail -n 20 "$TMP/$name.err" >&2
+		[ $rc -eq 124 ] && die "$name timed out after $TIMEOUT s: $*"
+		die "$name failed (exit status $rc): $*"
+	fi
+}
+
+run_mpi() {
+	run mpi "${MPIRUN[@]}" -np "$NP" "$MPIPROG" "$BYTES" "$REPS"
+	local line
+	line=$(grep '^mpi_allreduce ' "$TMP/mpi.out") || { cat "$TMP/mpi.out" "$TMP/mpi.err" >&2; die "no result line from mpi_allreduce"; }
+	[[ $line == *" bytes=$BYTES ranks=$NP "* ]] || die "unexpected mpi_allreduce line: $line"
+	WALL=$(sed -n 's/.* median_s=\([0-9.eE+-]*\).*/\1/p' <<<"$line")
+	[ -n "$WALL" ] || die "no median_s in: $line"
+}
+
+run_emu() {
+	local cores=$1 name=emu$1 row
+	run "$name" "$TORUSRUN" --torus "$TORUS" --cores "$cores" -- "$BENCH" allreduce --sizes "$BYTES" --json
+	row=$(grep '"bytes":' "$TMP/$name.out") || { cat "$TMP/$name.out" >&2; die "no JSON row from torus-bench (--cores $cores)"; }
+	grep -q '"algo": "multicolor"' "$TMP/$name.out" || die "torus-bench did not run the multicolor algorithm: $(head -c 300 "$TMP/$name.out")"
+	[[ $row == *"\"bytes\": $BYTES,"* ]] || die "torus-bench ran another size: $row"
+	[[ $row == *'"checked": true'* ]] || die "torus-bench did not check the result: $row"
+	WALL=$(sed -n 's/.*"wall_s": \([0-9.eE+-]*\).*/\1/p' <<<"$row")
+	EMUPS=$(sed -n 's/.*"emulated_ps": \([0-9]*\).*/\1/p' <<<"$row")
+	[ -n "$WALL" ] && [ -n "$EMUPS" ] || die "no wall_s/emulated_ps in: $row"
+}
+
+echo "mpi_compare: $MPIVER; $NP ranks vs torus $TORUS; $BYTES bytes; $ROUNDS rounds; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+declare -a W_MPI T_MPI W_E3 T_E3 W_E1 T_E1 V_E3 V_E1
+START=$(now)
+for ((r = 1; r <= ROUNDS; r++)); do
+	run_mpi;  W_MPI+=("$WALL"); T_MPI+=("$TOTAL")
+	echo "  round $r/$ROUNDS: Open MPI        allreduce ${WALL} s, whole command ${TOTAL} s" >&2
+	run_emu 3; W_E3+=("$WALL"); T_E3+=("$TOTAL"); V_E3+=("$EMUPS")
+	echo "  round $r/$ROUNDS: emulator cores 3 allreduce ${WALL} s, whole command ${TOTAL} s (emulated $EMUPS ps)" >&2
+	run_emu 1; W_E1+=("$WALL"); T_E1+=("$TOTAL"); V_E1+=("$EMUPS")
+	echo "  round $r/$ROUNDS: emulator cores 1 allreduce ${WALL} s, whole command ${TOTAL} s (emulated $EMUPS ps)" >&2
+done
+END=$(now)
+
+M_MPI=$(median "${W_MPI[@]}")
+awk -v m="$M_MPI" 'BEGIN { exit !(m > 0) }' || die "Open MPI median is $M_MPI s: cannot form a ratio"
+
+row() { # label walls... -- totals... ; emulated
+	local label=$1 wm tm range ratio
+	shift
+	local -a w=() t=()
+	while [ "$1" != -- ]; do w+=("$1"); shift; done
+	shift
+	while [ $# -gt 1 ]; do t+=("$1"); shift; done
+	wm=$(median "${w[@]}"); tm=$(median "${t[@]}"); range=$(minmax "${w[@]}")
+	ratio=$(awk -v a="$wm" -v b="$M_MPI" 'BEGIN { printf "%.2f", a / b }')
+	printf "%-44s %12.4f %15s %12s %12.2f %s\n" "$label" "$wm" "$range" "$ratio" "$tm" "$1"
+}
+
+echo
+echo "Allreduce of $BYTES bytes (doubles, sum), $NP ranks / torus $TORUS, medians of $ROUNDS alternating rounds"
+echo "$(nproc) cores, $MPIVER, $EMUINFO"
+printf "%-44s %12s %15s %12s %12s %s\n" "what" "wall_s/call" "range" "ratio/MPI" "command_s" "emulated_us"
+row "Open MPI MPI_Allreduce, $NP ranks" "${W_MPI[@]}" -- "${T_MPI[@]}" "-"
+row "emulator multicolor, torus $TORUS, --cores 3" "${W_E3[@]}" -- "${T_E3[@]}" \
+	"$(awk -v v="$(median "${V_E3[@]}")" 'BEGIN { printf "%.1f", v / 1e6 }')"
+row "emulator multicolor, torus $TORUS, --cores 1" "${W_E1[@]}" -- "${T_E1[@]}" \
+	"$(awk -v v="$(median "${V_E1[@]}")" 'BEGIN { printf "%.1f", v / 1e6 }')"
+echo
+echo "wall_s/call: one allreduce (Open MPI: median of $REPS timed calls after a warm-up; emulator: the"
+echo "job's only call, wall_s of torus-bench), median over rounds; range: min..max over rounds;"
+echo "command_s: the whole command including start-up; whole comparison $(elapsed "$START" "$END") s."
