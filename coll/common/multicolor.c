@@ -53,7 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MC_MAX_PARTS 64u
+#define MC_MAX_PARTS 256u
 
 struct mc_phase {
 	uint32_t dim, d, rho;
@@ -166,6 +166,15 @@ static int for_pieces(const struct mc_call *m, const struct mc_stream *st, size_
 	return 0;
 }
 
+/* The core of a node team that runs stream s: streams in order, spread
+ * evenly (k = N: one color per core, both directions; k = 2N: one stream
+ * per core; k > 2N: the extra cores have none). */
+static uint32_t stream_core(const struct mc_call *m, uint32_t s)
+{
+	uint32_t k = m->t->cores;
+	return k >= m->nstreams ? s : (uint32_t)((uint64_t)s * k / m->nstreams);
+}
+
 static int stream_init(struct mc_call *m, struct mc_stream *st, uint32_t s)
 {
 	const struct torus_shape *sh = emu_shape(m->c);
@@ -175,7 +184,7 @@ static int stream_init(struct mc_call *m, struct mc_stream *st, uint32_t s)
 	st->s = s;
 	st->color = s / 2;
 	st->dir = s % 2;
-	st->partner = m->t->cores > 1 ? s % m->t->cores : m->t->cpu[0];
+	st->partner = m->t->cores > 1 ? stream_core(m, s) : m->t->cpu[0];
 	st->order = malloc(m->p * sizeof(uint32_t));
 	st->woff = malloc((m->p + 1) * sizeof(size_t));
 	st->uoff = malloc(m->p * sizeof(size_t));
@@ -572,8 +581,8 @@ static int run_streams(struct mc_call *m)
 
 /* ------------------------------------------------------------- set-up */
 
-/* Parts per reduce-scatter block: sqrt(m gamma / alpha), at least one
- * packet's payload per part. */
+/* Parts per reduce-scatter block: sqrt(m gamma / alpha) minimises
+ * steps * (P alpha + m gamma / P); at least one packet's payload per part. */
 static uint32_t choose_parts(const struct mc_call *m)
 {
 	const struct torus_params *pr = emu_params(m->c);
@@ -582,7 +591,11 @@ static uint32_t choose_parts(const struct mc_call *m)
 	size_t total = m->job->blocks->displs[m->p - 1] + m->job->blocks->counts[m->p - 1];
 	double block = (double)total * m->esz / m->nstreams / emu_shape(m->c)->dims[m->dims[0]];
 	double gamma = 1e12 / (double)pr->reduce_bw;                        /* ps per byte */
-	double alpha = (double)pr->inj_overhead_ps + (double)pr->hop_latency_ps; /* ps per part */
+	/* ps per part: the sender's descriptor, the receiver's event, the
+	 * latency and the rounding of a part to packets; calibrated on the
+	 * emulator as 4 (inj_overhead + hop_latency) (BENCHMARKS.md: with twice
+	 * the parts, the one-color-per-core variant loses 15%) */
+	double alpha = 4.0 * ((double)pr->inj_overhead_ps + (double)pr->hop_latency_ps);
 	double P = sqrt(block * gamma / alpha), cap = block / torus_params_payload(pr);
 	if (P > cap)
 		P = cap;
@@ -600,17 +613,19 @@ static int setup(struct mc_call *m)
 			m->dims[m->N++] = d;
 	m->nstreams = 2 * m->N;
 	m->P = choose_parts(m);
-	uint32_t k = m->t->cores;
-	for (uint32_t s = m->t->sub; s < m->nstreams; s += k)
-		m->nmine++;
+	for (uint32_t s = 0; s < m->nstreams; s++)
+		m->nmine += stream_core(m, s) == m->t->sub;
 	if (!(m->st = calloc(m->nmine ? m->nmine : 1, sizeof(*m->st))))
 		return -ENOMEM;
 	size_t at = 0;
-	for (uint32_t s = m->t->sub, i = 0; s < m->nstreams; s += k, i++) {
+	for (uint32_t s = 0, i = 0; s < m->nstreams; s++) {
+		if (stream_core(m, s) != m->t->sub)
+			continue;
 		if ((rc = stream_init(m, &m->st[i], s)))
 			return rc;
 		/* a FIFO per stream where there are enough: a FIFO injects in order */
 		m->st[i].fifo = i % emu_params(m->c)->inj_fifos % (2 * TORUS_MAX_DIMS);
+		i++;
 	}
 	for (uint32_t i = 0; i < m->nmine; i++)
 		for (uint32_t ph = 0; ph < m->N; ph++)
