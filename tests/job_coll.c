@@ -19,6 +19,7 @@
 static size_t counts[8];
 static int ncounts;
 static const char *only; /* --only ALGO: just that algorithm */
+static int only_dtype = -1; /* --dtype D: just that datatype */
 static int failures;
 
 static void fail(emu_core_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -217,7 +218,9 @@ static void run_all(emu_core_t *c, coll_team_t *t)
 		size_t na;
 		const struct coll_algorithm *al = coll_catalogue((enum coll_kind)k, &na);
 		for (size_t ai = 0; ai < na; ai++)
-			for (int dt = 0; dt < COLL_DTYPE_COUNT && (!only || !strcmp(only, al[ai].name)); dt++)
+			for (int dt = 0; dt < COLL_DTYPE_COUNT && (!only || !strcmp(only, al[ai].name)); dt++) {
+				if (only_dtype >= 0 && dt != only_dtype)
+					continue;
 				for (int op = 0; op < COLL_OP_COUNT; op++) {
 					if (k == COLL_ALLGATHER && op)
 						continue; /* no operation */
@@ -226,6 +229,7 @@ static void run_all(emu_core_t *c, coll_team_t *t)
 					for (int ci = 0; ci < ncounts; ci++)
 						run_one(c, t, &al[ai], (enum coll_dtype)dt, (enum coll_op)op, counts[ci], 0);
 				}
+			}
 		/* in place (allreduce only), once per algorithm */
 		for (size_t ai = 0; k == COLL_ALLREDUCE && ai < na; ai++)
 			run_one(c, t, &al[ai], COLL_INT64, COLL_SUM, counts[ncounts - 1], 1);
@@ -362,8 +366,14 @@ int main(int argc, char **argv)
 		return emu_job_main(argc, argv, links_main, NULL);
 	}
 	for (int i = 1; i < argc && ncounts < 8; i++) {
-		if (!strcmp(argv[i], "--only") && i + 1 < argc)
+		if (!strcmp(argv[i], "--only") && i + 1 < argc) {
 			only = argv[++i];
+		} else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
+			enum coll_dtype d;
+			if (coll_dtype_parse(argv[++i], &d))
+				return 2;
+			only_dtype = (int)d;
+		}
 		else
 			counts[ncounts++] = strtoull(argv[i], NULL, 10);
 	}

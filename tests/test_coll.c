@@ -1,15 +1,18 @@
 /*
  * The coll layer's suite: every algorithm of every collective's catalogue x
- * datatype x operation x count (1, a prime, 1000), on the whole job and on
- * a team of one core per node, over shapes from 1-D to 4-D with even and
- * uneven cores, against a sequential reference (coll-check).
+ * datatype x operation x count (1, primes, 1000, a large prime), on the
+ * whole job, on a team of one core per node and on the node team of every
+ * core, over shapes from 1-D to 4-D (Figure 5's 3x3x2, 2x4x8, 4x4x4) with
+ * even and uneven cores, against a sequential reference (coll-check); in
+ * place, bad calls, counts that disagree, teams an algorithm does not fit;
+ * and section 4's per-link byte counts.
  */
 #include "cunit_main.h"
 #include "job_util.h"
 
 static void check(const char *opts)
 {
-	struct result r = run("$B/torusrun %s --timeout 120 -- $B/coll-check 1 7 1000", opts);
+	struct result r = run("$B/torusrun %s --timeout 120", opts);
 	CU_ASSERT_EQUAL(r.status, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.out, "all results match the reference"));
 	if (r.status)
@@ -17,18 +20,42 @@ static void check(const char *opts)
 	result_free(&r);
 }
 
-static void test_ring_1d(void) { check("--torus 5"); }
-static void test_ring_2x2_two_cores(void) { check("--torus 2x2 --cores 2"); }
-static void test_ring_figure5_3x3x2(void) { check("--torus 3x3x2"); }
-static void test_ring_4d(void) { check("--torus 2x2x2x2"); }
-static void test_ring_uneven_cores(void) { check("--torus 3 --cores-map 1,3,2"); }
-static void test_ring_2x4x8(void) { check("--torus 2x4x8 --param dma_counters=128"); }
+/* Every algorithm of the catalogue, on the whole job (a core team), on core
+ * 0 of each node, and on the node team of all cores when nodes have several
+ * (one color per core with --cores N, one stream per core with 2N). */
+static void test_1d(void) { check("--torus 5 -- $B/coll-check 1 7 1000"); }
+static void test_2x2_two_cores(void) { check("--torus 2x2 --cores 2 -- $B/coll-check 1 7 1000"); }
+static void test_figure5_3x3x2_three_cores(void) { check("--torus 3x3x2 --cores 3 -- $B/coll-check 1 7 1000"); }
+static void test_2x4x8(void) { check("--torus 2x4x8 --param dma_counters=128 -- $B/coll-check 1 13"); }
+static void test_4x4x4_three_cores(void) { check("--torus 4x4x4 --cores 3 -- $B/coll-check 1 11"); }
+static void test_2x2x2_six_cores(void) { check("--torus 2x2x2 --cores 6 -- $B/coll-check 1 7 1000"); }
+static void test_4d_four_cores(void) { check("--torus 2x2x2x2 --cores 4 -- $B/coll-check 1 7 1000"); }
+static void test_uneven_cores(void) { check("--torus 3 --cores-map 1,3,2 -- $B/coll-check 1 7 1000"); }
+static void test_asymmetric_large_prime(void)
+{
+	/* a large prime count on an asymmetric torus, multicolor only */
+	check("--torus 3x3x2 --cores 3 -- $B/coll-check --only multicolor --dtype double 100003");
+}
+
+/* Section 4 on a symmetric torus: every link direction carries exactly
+ * (p-1)/p n / 2N bytes of data, from the link counters. */
+static void check_links(const char *opts)
+{
+	struct result r = run("$B/torusrun %s --timeout 120 -- $B/coll-check --links 24576", opts);
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_EQUAL(count_lines(r.out, "every link direction carried"), 3);
+	if (r.status)
+		fprintf(stderr, "\n[%s]\n%.3000s\n", opts, r.err);
+	result_free(&r);
+}
+static void test_links_4x4x4(void) { check_links("--torus 4x4x4 --cores 3"); }
+static void test_links_8x8_single_core(void) { check_links("--torus 8x8"); }
 
 static void test_team_too_large(void)
 {
 	/* 64 members need 65 counters for the ring: -ENOTSUP on every member
 	 * (checked by coll-check), the other algorithms still run */
-	struct result r = run("$B/torusrun --torus 4x4x4 --timeout 60 -- $B/coll-check 7");
+	struct result r = run("$B/torusrun --torus 4x4x4 --timeout 120 -- $B/coll-check 7");
 	CU_ASSERT_EQUAL(r.status, 0);
 	CU_ASSERT_PTR_NULL(strstr(r.err, "hung"));
 	result_free(&r);
@@ -39,10 +66,12 @@ int main(void)
 	if (job_util_init())
 		return 2;
 	static const struct cunit_case ring[] = {
-		CUNIT_CASE(test_ring_1d), CUNIT_CASE(test_ring_2x2_two_cores), CUNIT_CASE(test_ring_figure5_3x3x2),
-		CUNIT_CASE(test_ring_4d), CUNIT_CASE(test_ring_uneven_cores), CUNIT_CASE(test_ring_2x4x8),
-		CUNIT_CASE(test_team_too_large)};
-	static const struct cunit_suite all[] = {{"coll.ring", ring, CUNIT_COUNT(ring)}};
+		CUNIT_CASE(test_1d), CUNIT_CASE(test_2x2_two_cores), CUNIT_CASE(test_figure5_3x3x2_three_cores),
+		CUNIT_CASE(test_2x4x8), CUNIT_CASE(test_4x4x4_three_cores), CUNIT_CASE(test_2x2x2_six_cores), CUNIT_CASE(test_4d_four_cores),
+		CUNIT_CASE(test_uneven_cores), CUNIT_CASE(test_asymmetric_large_prime), CUNIT_CASE(test_team_too_large)};
+	static const struct cunit_case links[] = {CUNIT_CASE(test_links_4x4x4), CUNIT_CASE(test_links_8x8_single_core)};
+	static const struct cunit_suite all[] = {{"coll.catalogue", ring, CUNIT_COUNT(ring)},
+						 {"coll.links", links, CUNIT_COUNT(links)}};
 	int rc = cunit_main(all, CUNIT_COUNT(all));
 	job_util_cleanup();
 	return rc;
