@@ -1188,6 +1188,43 @@ static void test_ring_dump(void)
 
 /* ---------------------------------------------------------------- link */
 
+/* The link's busy calendar: gaps, merging, sharing, forgetting. */
+static void test_calendar(void)
+{
+	struct torus_calendar cal = {0};
+	/* in ready order it is free_at: back to back */
+	EXPECT(torus_calendar_reserve(&cal, 0, 10) == 0, "first at 0");
+	EXPECT(torus_calendar_reserve(&cal, 0, 10) == 10, "second after the first");
+	EXPECT(cal.n == 1 && cal.end[0] == 20, "one interval [0,20), have %u ending %llu", cal.n,
+	       (unsigned long long)cal.end[0]);
+	/* far ahead: a new interval; then a packet that fits the gap before it */
+	EXPECT(torus_calendar_reserve(&cal, 1000, 10) == 1000, "ahead at its ready time");
+	EXPECT(torus_calendar_reserve(&cal, 25, 10) == 25, "late in wall order, early in time: fills the gap");
+	EXPECT(torus_calendar_reserve(&cal, 30, 10) == 35, "queues behind the gap filler");
+	EXPECT(cal.n == 3, "intervals [0,20) [25,45) [1000,1010): %u", cal.n);
+	/* a packet that fits nowhere before 1000 and is ready inside a long stretch */
+	struct torus_calendar c2 = {0};
+	torus_calendar_reserve(&c2, 100, 1000); /* [100, 1100) reserved first */
+	EXPECT(torus_calendar_reserve(&c2, 60, 10) == 60, "fits the gap before the stretch");
+	EXPECT(torus_calendar_share(&c2, 1095, 10) == 1100, "one packet late: plain reserve");
+	EXPECT(torus_calendar_share(&c2, 500, 10) == 510, "inside a stretch: shares, one packet after ready");
+	EXPECT(c2.end[c2.n - 1] == 1120, "the stretch grew by the shared packet: %llu",
+	       (unsigned long long)c2.end[c2.n - 1]);
+	/* full: the two neighbours with the smallest gap merge */
+	struct torus_calendar c3 = {0};
+	for (uint32_t i = 0; i < TORUS_CAL_SLOTS; i++)
+		torus_calendar_reserve(&c3, (torus_vt_t)i * 100 + (i == 7 ? 95 : 0), 1);
+	EXPECT(c3.n == TORUS_CAL_SLOTS, "full: %u", c3.n);
+	torus_calendar_reserve(&c3, 100000, 1);
+	EXPECT(c3.n == TORUS_CAL_SLOTS, "still full after a merge: %u", c3.n);
+	int merged = 0;
+	for (uint32_t i = 0; i < c3.n; i++)
+		merged |= c3.start[i] == 795 && c3.end[i] == 801;
+	EXPECT(merged, "the closest pair ([795,796) and [800,801)) merged");
+	torus_calendar_forget(&c3, 1000);
+	EXPECT(c3.n > 0 && c3.start[0] >= 1000, "intervals before 1000 forgotten");
+}
+
 static void test_link_charge(void)
 {
 	const char *sets[] = {NULL, "link_bw=1GB/s", "hop_latency=0ps"};
@@ -1271,6 +1308,7 @@ static const struct cunit_case fifo_cases[] = {
 	CUNIT_CASE(test_ring_mark_full),
 	CUNIT_CASE(test_ring_dump),
 	CUNIT_CASE(test_link_charge),
+	CUNIT_CASE(test_calendar),
 };
 
 static const struct cunit_suite suites[] = {
