@@ -33,7 +33,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--torus", default="4x4x4")
     ap.add_argument("--size", default="16M", help="n in bytes (K/M suffixes)")
-    ap.add_argument("--runs", type=int, default=1, help="runs per cell; the table shows the median")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="runs per multi-core cell (their times vary a little); the table shows the median")
     a = ap.parse_args()
     ndims = sum(1 for d in a.torus.split("x") if int(d) > 1)
     nodes = 1
@@ -52,7 +53,9 @@ def main():
     table = {}
     for name, cores, params, algo in variants:
         for coll in colls:
-            rows = sorted((run(a.build, a.torus, cores, params, coll, algo, a.size) for _ in range(a.runs)),
+            # one core per node and no shared links: the same on every run
+            runs = a.runs if cores > 1 else 1
+            rows = sorted((run(a.build, a.torus, cores, params, coll, algo, a.size) for _ in range(runs)),
                           key=lambda r: r["emulated_ps"])
             table[(name, coll)] = rows[len(rows) // 2]
     print("| variant | " + " | ".join("%s: us (ratio)" % c for c in colls) + " | busiest / idlest link (allreduce) |")

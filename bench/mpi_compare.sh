@@ -37,7 +37,7 @@ openmpi-bin libopenmpi-dev, through sudo unless root), builds
 bench/mpi_allreduce.c with mpicc into a temporary directory, then measures:
 
   Open MPI   mpirun --oversubscribe --allow-run-as-root --bind-to none
-                    --mca btl self,vader -np $NP mpi_allreduce N R
+                    --mca pml ob1 --mca btl self,vader -np $NP mpi_allreduce N R
              (median of R timed calls after a warm-up; each call timed as
              Barrier, t0, Allreduce, Barrier, t1 on rank 0)
   emulator   torusrun --torus $TORUS --cores C -- torus-bench allreduce --sizes N --json
@@ -48,8 +48,9 @@ bench/mpi_allreduce.c with mpicc into a temporary directory, then measures:
 Prints, per command: the wall seconds of one allreduce (median over rounds,
 with the range), the ratio to Open MPI, and the wall seconds of the whole
 command including start-up (median). Per-round values go to stderr as they
-come. Exit status 0 on success, 1 on any failure (a message says which),
-2 on a bad command line.
+come. The CPU idle share is sampled for 2 s before and after; below 80% a
+warning says the ratios are unfair (busy machine). Exit status 0 on success,
+1 on any failure (a message says which), 2 on a bad command line.
 EOF
 }
 
@@ -126,19 +127,20 @@ MPIPROG=$TMP/mpi_allreduce
 mpicc -O2 -Wall -Wextra -o "$MPIPROG" "$HERE/mpi_allreduce.c" >"$TMP/cc.log" 2>&1 ||
 	{ cat "$TMP/cc.log" >&2; die "mpicc failed on bench/mpi_allreduce.c"; }
 
-# 64 ranks on a 2-core machine:
-#   --oversubscribe      more ranks than cores (slots); Open MPI then also
-#                        makes idle ranks yield (mpi_yield_when_idle)
-#   --allow-run-as-root  Open MPI refuses root otherwise
-#   --bind-to none       do not pin 32 ranks to each core
-#   --mca btl self,vader shared memory only: no network BTLs probed (tcp,
-#                        openib warnings), the same machine as the emulator
-MPIRUN=(mpirun --oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader)
-# Open MPI 4 with UCX installed may pick the ucx pml and ignore --mca btl;
-# ob1 is the pml that uses the btls named above.
-MPIRUN+=(--mca pml ob1)
-# mpirun as root also needs these when it is started with no controlling
-# tty (e.g. from CI); harmless otherwise.
+# 64 ranks on a 2-core machine. Needed:
+#   --oversubscribe      else "not enough slots" (64 ranks, 2 slots); Open MPI
+#                        then also makes idle ranks yield (mpi_yield_when_idle)
+#   --allow-run-as-root  else mpirun refuses to run as root
+# Only explicit (Open MPI 4.1.4 on Debian 12 already chooses these when
+# oversubscribed on one machine, checked with --report-bindings and
+# pml/btl_base_verbose; they keep the comparison the same elsewhere):
+#   --bind-to none       ranks not pinned
+#   --mca pml ob1        ob1 with the btls below; the ucx pml "cannot be
+#                        selected" here (no UCX transport), elsewhere it could
+#                        bypass --mca btl
+#   --mca btl self,vader shared memory only (vader, CMA single copy)
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root --bind-to none --mca pml ob1 --mca btl self,vader)
+# the same for mpirun as root, however it is started; harmless otherwise
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 now() { date +%s.%N; }
@@ -185,7 +187,17 @@ run_emu() {
 	[ -n "$WALL" ] && [ -n "$EMUPS" ] || die "no wall_s/emulated_ps in: $row"
 }
 
-echo "mpi_compare: $MPIVER; $NP ranks vs torus $TORUS; $BYTES bytes; $ROUNDS rounds; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# idle share of all CPUs over 2 s, from /proc/stat (idle + iowait)
+idle_pct() {
+	local a b
+	a=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+	sleep 2
+	b=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+	awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " ");
+		d = y[2] - x[2]; printf "%.0f", (d > 0 ? 100 * (y[1] - x[1]) / d : 0) }'
+}
+IDLE0=$(idle_pct)
+echo "mpi_compare: $MPIVER; $NP ranks vs torus $TORUS; $BYTES bytes; $ROUNDS rounds; $(nproc) cores, ${IDLE0}% idle before the start" >&2
 declare -a W_MPI T_MPI W_E3 T_E3 W_E1 T_E1 V_E3 V_E1
 START=$(now)
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -197,6 +209,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	echo "  round $r/$ROUNDS: emulator cores 1 allreduce ${WALL} s, whole command ${TOTAL} s (emulated $EMUPS ps)" >&2
 done
 END=$(now)
+IDLE1=$(idle_pct)
 
 M_MPI=$(median "${W_MPI[@]}")
 awk -v m="$M_MPI" 'BEGIN { exit !(m > 0) }' || die "Open MPI median is $M_MPI s: cannot form a ratio"
@@ -226,3 +239,9 @@ echo
 echo "wall_s/call: one allreduce (Open MPI: median of $REPS timed calls after a warm-up; emulator: the"
 echo "job's only call, wall_s of torus-bench), median over rounds; range: min..max over rounds;"
 echo "command_s: the whole command including start-up; whole comparison $(elapsed "$START" "$END") s."
+echo "CPU idle before the start ${IDLE0}%, after the end ${IDLE1}%."
+if [ "$IDLE0" -lt 80 ] || [ "$IDLE1" -lt 80 ]; then
+	echo "WARNING: other work was running on this machine; under contention the scheduler shares"
+	echo "CPU per thread, and the emulator runs several threads per node against one per MPI rank,"
+	echo "so the ratios are not a fair comparison. Rerun on an idle machine."
+fi

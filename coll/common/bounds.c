@@ -37,7 +37,8 @@ void coll_set_compute_delay(uint64_t ps_per_kib) { atomic_store(&delay_ps_per_ki
 void coll_charge_reduce(emu_core_t *c, size_t bytes)
 {
 	uint64_t bw = emu_params(c)->reduce_bw;
-	torus_vt_t t = (torus_vt_t)((bytes * 1000000000000ull + bw - 1) / bw);
+	/* 128 bits: a step of more than 18 MB would overflow 64 */
+	torus_vt_t t = (torus_vt_t)(((unsigned __int128)bytes * 1000000000000ull + bw - 1) / bw);
 	uint64_t extra = atomic_load_explicit(&delay_ps_per_kib, memory_order_relaxed);
 	if (extra)
 		t += (torus_vt_t)((unsigned __int128)bytes * extra / 1024);

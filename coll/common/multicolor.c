@@ -506,7 +506,8 @@ static torus_vt_t work_estimate(const struct mc_call *m, const struct mc_stream 
 	const struct torus_params *pr = emu_params(m->c);
 	torus_vt_t w = pr->inj_overhead_ps;
 	if (!st->starting && st->stage == MC_RS)
-		w += (torus_vt_t)(rs_unit_bytes(m, st, st->phase, st->step, st->part) * 1000000000000ull / pr->reduce_bw);
+		w += (torus_vt_t)((unsigned __int128)rs_unit_bytes(m, st, st->phase, st->step, st->part) * 1000000000000ull /
+				  pr->reduce_bw);
 	return w ? w : 1;
 }
 
