@@ -593,10 +593,11 @@ static uint32_t choose_parts(const struct mc_call *m)
 	double block = (double)total * m->esz / m->nstreams / emu_shape(m->c)->dims[m->dims[0]];
 	double gamma = 1e12 / (double)pr->reduce_bw;                        /* ps per byte */
 	/* ps per part: the sender's descriptor, the receiver's event, the
-	 * latency and the rounding of a part to packets; calibrated on the
-	 * emulator as 4 (inj_overhead + hop_latency) (BENCHMARKS.md: with twice
-	 * the parts, the one-color-per-core variant loses 15%) */
-	double alpha = 4.0 * ((double)pr->inj_overhead_ps + (double)pr->hop_latency_ps);
+	 * latency, the rounding of a part to packets, and the wait of the other
+	 * streams of the same core behind the part's reduction; calibrated on
+	 * the emulator as 8 (inj_overhead + hop_latency) (BENCHMARKS.md, "part
+	 * count": with 4x the parts, one color per core loses 10-15%) */
+	double alpha = 8.0 * ((double)pr->inj_overhead_ps + (double)pr->hop_latency_ps);
 	double P = sqrt(block * gamma / alpha), cap = block / torus_params_payload(pr);
 	if (P > cap)
 		P = cap;
