@@ -205,18 +205,7 @@ torus_vt_t torus_link_charge_cal(struct torus_link *l, struct torus_calendar *ca
 {
 	torus_vt_t ser = c->ser[payload];
 	torus_vt_t start = torus_calendar_share(cal, ready, ser);
-	/* free_at: the end of the calendar; the counters as torus_link_account */
-	torus_vt_t last = cal->end[cal->n - 1];
-	atomic_store_explicit(&l->free_at, last, memory_order_relaxed);
-	atomic_store_explicit(&l->packets, atomic_load_explicit(&l->packets, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
-	atomic_store_explicit(&l->payload_bytes,
-			      atomic_load_explicit(&l->payload_bytes, memory_order_relaxed) + payload,
-			      memory_order_relaxed);
-	atomic_store_explicit(&l->wire_bytes,
-			      atomic_load_explicit(&l->wire_bytes, memory_order_relaxed) + c->wire[payload],
-			      memory_order_relaxed);
-	atomic_store_explicit(&l->busy_ps, atomic_load_explicit(&l->busy_ps, memory_order_relaxed) + ser,
-			      memory_order_relaxed);
+	/* free_at: the end of the calendar */
+	torus_link_count(l, cal->end[cal->n - 1], payload, c->wire[payload], ser);
 	return start + ser + c->hop_latency;
 }

@@ -382,13 +382,12 @@ struct torus_link_counters {
  * bandwidth), and arrives `latency` later. Returns the arrival time.
  * Producer side only: the sending engine is the link's single writer.
  */
-TORUS_HOT torus_vt_t torus_link_account(struct torus_link *l, torus_vt_t ready, uint32_t payload,
-					    uint32_t wire, torus_vt_t ser, torus_vt_t latency)
+/* Count one packet on the link: free_at and the counters. Single writer
+ * (the sending engine): plain relaxed load+store, read by the reporter. */
+static inline void torus_link_count(struct torus_link *l, torus_vt_t free_at, uint32_t payload, uint32_t wire,
+				    torus_vt_t ser)
 {
-	torus_vt_t free_at = atomic_load_explicit(&l->free_at, memory_order_relaxed);
-	torus_vt_t start = ready > free_at ? ready : free_at;
-	/* single writer: plain load+store, relaxed, read by the reporter after the job */
-	atomic_store_explicit(&l->free_at, start + ser, memory_order_relaxed);
+	atomic_store_explicit(&l->free_at, free_at, memory_order_relaxed);
 	atomic_store_explicit(&l->packets, atomic_load_explicit(&l->packets, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 	atomic_store_explicit(&l->payload_bytes,
@@ -399,6 +398,14 @@ TORUS_HOT torus_vt_t torus_link_account(struct torus_link *l, torus_vt_t ready, 
 			      memory_order_relaxed);
 	atomic_store_explicit(&l->busy_ps, atomic_load_explicit(&l->busy_ps, memory_order_relaxed) + ser,
 			      memory_order_relaxed);
+}
+
+TORUS_HOT torus_vt_t torus_link_account(struct torus_link *l, torus_vt_t ready, uint32_t payload,
+					    uint32_t wire, torus_vt_t ser, torus_vt_t latency)
+{
+	torus_vt_t free_at = atomic_load_explicit(&l->free_at, memory_order_relaxed);
+	torus_vt_t start = ready > free_at ? ready : free_at;
+	torus_link_count(l, start + ser, payload, wire, ser);
 	return start + ser + latency;
 }
 
