@@ -99,18 +99,11 @@ int coll_team_fits(const coll_team_t *t, const struct coll_algorithm *alg)
 
 static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
 
-static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_t send_bytes, size_t recv_bytes,
-	       int needs_op)
+/* The algorithm the call names, or -ENOENT / -ENOTSUP. */
+static int choose(enum coll_kind kind, const char *algo, const coll_team_t *t, const struct coll_algorithm **out)
 {
-	if (!a->team || (send_bytes && !a->send) || (recv_bytes && !a->recv) || !coll_dtype_size(a->dtype))
-		return -EINVAL;
-	if (needs_op && !coll_op_valid(a->dtype, a->op))
-		return -EINVAL;
-	/* in place only where MPI allows it: allreduce with send == recv */
-	if (!(kind == COLL_ALLREDUCE && a->send == a->recv) && overlap(a->send, send_bytes, a->recv, recv_bytes))
-		return -EINVAL;
 	size_t n;
-	const struct coll_algorithm *list = coll_catalogue(kind, &n), *alg = NULL;
+	const struct coll_algorithm *list = coll_catalogue(kind, &n);
 	const char *want = algo;
 	if (!want) {
 		char env[64];
@@ -119,32 +112,74 @@ static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_
 			*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
 		want = getenv(env);
 	}
-	for (size_t i = 0; i < n && !alg; i++)
-		if (want ? !strcmp(want, list[i].name) : coll_team_fits(a->team, &list[i]))
-			alg = &list[i];
-	if (!alg)
-		return -ENOENT; /* no such algorithm */
-	if (!coll_team_fits(a->team, alg))
-		return -ENOTSUP; /* the same on every member: nobody waits */
-	/* what every member must agree on, checked against the neighbours' */
+	for (size_t i = 0; i < n; i++) {
+		if (want ? !strcmp(want, list[i].name) : coll_team_fits(t, &list[i])) {
+			*out = &list[i];
+			return coll_team_fits(t, &list[i]) ? 0 : -ENOTSUP;
+		}
+	}
+	return -ENOENT; /* no such algorithm */
+}
+
+/* What a member can see wrong by itself. */
+static int check_args(enum coll_kind kind, const struct coll_args *a, size_t send_bytes, size_t recv_bytes,
+		      int needs_op)
+{
+	if ((send_bytes && !a->send) || (recv_bytes && !a->recv) || !coll_dtype_size(a->dtype))
+		return -EINVAL;
+	if (needs_op && !coll_op_valid(a->dtype, a->op))
+		return -EINVAL;
+	/* in place only where MPI allows it: allreduce with send == recv */
+	if (!(kind == COLL_ALLREDUCE && a->send == a->recv) && overlap(a->send, send_bytes, a->recv, recv_bytes))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Every core of the team agrees before anything else happens, on the
+ * barrier network: each gives its local error, or else a hash of the call
+ * (collective, count, dtype, op, algorithm); all leave with the largest and
+ * the smallest. Any error: every member returns the worst one. Different
+ * hashes: every member returns -EPROTO. The barrier also tells that every
+ * member has made the team, so its address handler exists.
+ */
+static int agree_on_call(coll_team_t *t, int err, uint64_t h)
+{
+	uint32_t in = err ? 0x80000000u | (uint32_t)-err : (uint32_t)(h ^ h >> 32) & 0x7fffffffu, max, min;
+	int rc = dma_barrier_team_range(t->core, t->members, t->nmembers, in, &max, &min);
+	if (rc)
+		return rc;
+	if (max & 0x80000000u)
+		return -(int)(max & 0x7fffffffu);
+	return max != min ? -EPROTO : 0;
+}
+
+static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_t send_bytes, size_t recv_bytes,
+	       int needs_op)
+{
+	coll_team_t *t = a->team;
+	const struct coll_algorithm *alg = NULL;
+	if (!t)
+		return -EINVAL;
+	int err = check_args(kind, a, send_bytes, recv_bytes, needs_op);
+	if (!err)
+		err = choose(kind, algo, t, &alg);
 	uint64_t h = 1469598103934665603ull;
 	h = mix(mix(mix(mix(h, kind), a->count), a->dtype), needs_op ? a->op : 0);
-	for (const char *p = alg->name; *p; p++)
+	for (const char *p = alg ? alg->name : ""; *p; p++)
 		h = mix(h, (uint8_t)*p);
 	a->check = h;
-	coll_team_t *t = a->team;
-	int rc = 0;
+	int rc = agree_on_call(t, err, h);
+	if (rc)
+		return rc;
 	int all = t->cores == 1 || (alg->flags & COLL_F_MULTICORE);
 	t->part = all ? t->members : t->leads;
 	t->npart = all ? t->nmembers : t->size;
-	/* the first call waits for every core of the team: all have made the
-	 * team, so all address handlers exist before anyone sends */
-	if (t->calls++ == 0 && (rc = dma_barrier_team(t->core, t->members, t->nmembers)))
-		return rc;
 	if (all || t->sub == 0)
 		rc = alg->run(a);
 	if (t->cores > 1) {
-		/* a node's cores leave together, with the worst error among them */
+		/* a node's cores leave together (the result is complete), with the
+		 * worst error among them */
 		uint32_t worst;
 		int b = dma_barrier_node(t->core, t->cores, rc < 0 ? (uint32_t)-rc : 0, &worst);
 		rc = b ? b : -(int)worst;

@@ -20,7 +20,6 @@ struct coll_team {
 	uint32_t npart;
 	uint64_t key;                   /* hash of the member list */
 	uint32_t seq;                   /* exchanges so far (tags messages) */
-	uint32_t calls;                 /* collective calls so far, on every core */
 };
 
 /* Where a peer wants our data: its region and first step counter. */

@@ -50,7 +50,7 @@ static int barrier_open(void *arg)
 }
 
 static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, const uint32_t *members,
-			uint32_t in, uint32_t *out, uint32_t first_global)
+			uint32_t in, uint32_t *out, uint32_t *min, uint32_t first_global)
 {
 	struct emu_node_rt *rt = c->node;
 	dma_tsan_release(&rt->hdr->barrier[0]);
@@ -58,6 +58,8 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 	max_into(&b->max_vt, c->vt);
 	if (in)
 		max_into32(&b->max_in, in);
+	if (~in)
+		max_into32(&b->inv_in, ~in);
 	if (atomic_fetch_add(&b->arrived, 1) + 1 == n) {
 		/* last to arrive: open the barrier for everybody */
 		uint64_t release = atomic_load(&b->max_vt) + rt->params->barrier_latency_ps;
@@ -65,6 +67,7 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 		atomic_store(&b->arrived, 0);
 		atomic_store(&b->release_vt, release);
 		atomic_store(&b->max_out, atomic_exchange(&b->max_in, 0));
+		atomic_store(&b->inv_out, atomic_exchange(&b->inv_in, 0));
 		/* waiters acquire generation, then read release_vt */
 		atomic_store_explicit(&b->generation, gen + 1, memory_order_release);
 		wake_members(rt, members, n, first_global);
@@ -80,6 +83,8 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 	uint64_t release = atomic_load(&b->release_vt);
 	if (out)
 		*out = atomic_load(&b->max_out);
+	if (min)
+		*min = ~atomic_load(&b->inv_out);
 	if (release > c->vt)
 		c->vt = release;
 	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
@@ -91,7 +96,7 @@ int dma_barrier(emu_core_t *c)
 {
 	if (!c)
 		return -EINVAL;
-	return barrier_wait(c, &c->node->hdr->barrier[0], emu_core_total(c), NULL, 0, NULL, 0);
+	return barrier_wait(c, &c->node->hdr->barrier[0], emu_core_total(c), NULL, 0, NULL, NULL, 0);
 }
 
 /*
@@ -111,7 +116,7 @@ int dma_barrier_node(emu_core_t *c, uint32_t ncores, uint32_t in, uint32_t *out)
 		return 0;
 	}
 	uint32_t first = emu_core_global(c) - emu_core_index(c);
-	return barrier_wait(c, &lockbox[ncores], ncores, NULL, in, out, first);
+	return barrier_wait(c, &lockbox[ncores], ncores, NULL, in, out, NULL, first);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -129,10 +134,16 @@ static int cmp_u32(const void *a, const void *b)
  */
 int dma_barrier_team(emu_core_t *c, const uint32_t *members, size_t n)
 {
-	return dma_barrier_team_max(c, members, n, 0, NULL);
+	return dma_barrier_team_range(c, members, n, 0, NULL, NULL);
 }
 
 int dma_barrier_team_max(emu_core_t *c, const uint32_t *members, size_t n, uint32_t in, uint32_t *out)
+{
+	return dma_barrier_team_range(c, members, n, in, out, NULL);
+}
+
+int dma_barrier_team_range(emu_core_t *c, const uint32_t *members, size_t n, uint32_t in, uint32_t *max,
+			   uint32_t *min)
 {
 	if (!c || !members || n == 0 || n > emu_core_total(c))
 		return -EINVAL;
@@ -158,7 +169,7 @@ int dma_barrier_team_max(emu_core_t *c, const uint32_t *members, size_t n, uint3
 		struct emu_barrier_shm *b = &h->barrier[1 + (key + probe) % (EMU_BARRIER_SLOTS - 1)];
 		uint64_t cur = atomic_load(&b->key);
 		if ((cur == 0 && atomic_compare_exchange_strong(&b->key, &cur, key)) || cur == key) {
-			rc = barrier_wait(c, b, (uint32_t)n, sorted, in, out, 0);
+			rc = barrier_wait(c, b, (uint32_t)n, sorted, in, max, min, 0);
 			break;
 		}
 	}

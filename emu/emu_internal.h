@@ -72,7 +72,9 @@ struct emu_barrier_shm {
 	uint32_t members;
 	_Atomic uint32_t max_in;     /* largest input of this episode (dma_barrier_team_max) */
 	_Atomic uint32_t max_out;    /* the last episode's largest input, read by the leavers */
-	uint8_t pad_[20];
+	_Atomic uint32_t inv_in;     /* largest ~input: the smallest input, complemented */
+	_Atomic uint32_t inv_out;
+	uint8_t pad_[12];
 };
 _Static_assert(sizeof(struct emu_barrier_shm) == 64, "barrier is one cache line");
 #define EMU_BARRIER_SLOTS 128u

@@ -205,6 +205,14 @@ static void mismatch(emu_core_t *c, coll_team_t *t)
 				     al[i].name, rc);
 		}
 	}
+	/* one member alone sees its call is bad: every member gets its error */
+	int odd = coll_team_rank(t) == 1;
+	int rc = coll_allreduce(t, send, odd ? NULL : recv, 5, COLL_DOUBLE, COLL_SUM, NULL);
+	if (rc != -EINVAL)
+		fail(c, "one member's NULL buffer gave %d here, not -EINVAL", rc);
+	rc = coll_allreduce(t, send, recv, 5, COLL_DOUBLE, COLL_SUM, odd ? "no-such-algorithm" : NULL);
+	if (rc != -ENOENT)
+		fail(c, "one member's unknown algorithm gave %d here, not -ENOENT", rc);
 	if (k > 1)
 		dma_barrier_node(c, k, 0, NULL);
 	if (emu_core_index(c) == 0 || k == 1)
@@ -256,6 +264,26 @@ static int core_main(emu_core_t *c, void *arg)
 	run_all(c, world);
 	if (nodes)
 		run_all(c, nodes);
+	/* one core per node, a different core on each node where they can */
+	{
+		coll_team_t *diag = NULL;
+		uint32_t *dm = malloc(nn * sizeof(uint32_t)), mine = UINT32_MAX;
+		for (uint32_t n = 0, g = 0; n < nn; g += emu_cores_of(c, n), n++) {
+			dm[n] = g + n % emu_cores_of(c, n);
+			if (dm[n] == emu_core_global(c))
+				mine = n;
+		}
+		if (mine != UINT32_MAX && coll_team_create(c, dm, nn, &diag) == 0) {
+			size_t na;
+			for (int k = 0; k < COLL_KIND_COUNT; k++) {
+				const struct coll_algorithm *al = coll_catalogue((enum coll_kind)k, &na);
+				for (int ci = 0; ci < ncounts; ci++)
+					run_one(c, diag, &al[0], COLL_INT64, COLL_SUM, counts[ci], 0); /* multicolor */
+			}
+			coll_team_free(diag);
+		}
+		free(dm);
+	}
 	/* a node team: every core of each node works on the node's one vector */
 	if (uniform && emu_cores_of(c, 0) > 1) {
 		if (coll_team_nodes(c, 0, &node_team))

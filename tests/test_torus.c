@@ -1195,8 +1195,8 @@ static void test_calendar(void)
 	/* in ready order it is free_at: back to back */
 	EXPECT(torus_calendar_reserve(&cal, 0, 10) == 0, "first at 0");
 	EXPECT(torus_calendar_reserve(&cal, 0, 10) == 10, "second after the first");
-	EXPECT(cal.n == 1 && cal.end[0] == 20, "one interval [0,20), have %u ending %llu", cal.n,
-	       (unsigned long long)cal.end[0]);
+	EXPECT(cal.n == 1 && cal.iv[0].end == 20, "one interval [0,20), have %u ending %llu", cal.n,
+	       (unsigned long long)cal.iv[0].end);
 	/* far ahead: a new interval; then a packet that fits the gap before it */
 	EXPECT(torus_calendar_reserve(&cal, 1000, 10) == 1000, "ahead at its ready time");
 	EXPECT(torus_calendar_reserve(&cal, 25, 10) == 25, "late in wall order, early in time: fills the gap");
@@ -1207,9 +1207,25 @@ static void test_calendar(void)
 	torus_calendar_reserve(&c2, 100, 1000); /* [100, 1100) reserved first */
 	EXPECT(torus_calendar_reserve(&c2, 60, 10) == 60, "fits the gap before the stretch");
 	EXPECT(torus_calendar_share(&c2, 1095, 10) == 1100, "one packet late: plain reserve");
-	EXPECT(torus_calendar_share(&c2, 500, 10) == 510, "inside a stretch: shares, one packet after ready");
-	EXPECT(c2.end[c2.n - 1] == 1120, "the stretch grew by the shared packet: %llu",
-	       (unsigned long long)c2.end[c2.n - 1]);
+	EXPECT(torus_calendar_share(&c2, 500, 10) == 510, "out of order inside a stretch: shares, one packet after ready");
+	EXPECT(torus_calendar_share(&c2, 500, 10) == 520, "the next sharing packet follows the first");
+	EXPECT(c2.iv[c2.n - 1].end == 1130, "the stretch grew by the shared packets: %llu",
+	       (unsigned long long)c2.iv[c2.n - 1].end);
+	/* K senders saturating one link, emitted in ready order: they queue, so
+	 * the link carries its bandwidth, never more */
+	for (uint32_t K = 2; K <= 8; K *= 2) {
+		struct torus_calendar c4 = {0};
+		torus_vt_t next[8] = {0}, last = 0;
+		for (uint32_t p = 0; p < 100; p++)
+			for (uint32_t k = 0; k < K; k++) {
+				torus_vt_t st = torus_calendar_share(&c4, next[k], 10);
+				next[k] = st + 10;
+				if (next[k] > last)
+					last = next[k];
+			}
+		EXPECT(last >= (torus_vt_t)K * 100 * 10, "%u senders x 100 packets end at %llu, not before %u", K,
+		       (unsigned long long)last, K * 1000);
+	}
 	/* full: the two neighbours with the smallest gap merge */
 	struct torus_calendar c3 = {0};
 	for (uint32_t i = 0; i < TORUS_CAL_SLOTS; i++)
@@ -1219,10 +1235,10 @@ static void test_calendar(void)
 	EXPECT(c3.n == TORUS_CAL_SLOTS, "still full after a merge: %u", c3.n);
 	int merged = 0;
 	for (uint32_t i = 0; i < c3.n; i++)
-		merged |= c3.start[i] == 795 && c3.end[i] == 801;
+		merged |= c3.iv[i].start == 795 && c3.iv[i].end == 801;
 	EXPECT(merged, "the closest pair ([795,796) and [800,801)) merged");
 	torus_calendar_forget(&c3, 1000);
-	EXPECT(c3.n > 0 && c3.start[0] >= 1000, "intervals before 1000 forgotten");
+	EXPECT(c3.n > 0 && c3.iv[0].start >= 1000, "intervals before 1000 forgotten");
 }
 
 static void test_link_charge(void)

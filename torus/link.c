@@ -87,116 +87,138 @@ void torus_cost_init(struct torus_cost *c, const struct torus_params *p)
 	c->hop_latency = p->hop_latency_ps;
 }
 
-/* Insert [s, e) at index i (there is room), merging with touching neighbours. */
-static void cal_insert(struct torus_calendar *cal, uint32_t i, torus_vt_t s, torus_vt_t e)
+/* Remove intervals [from, to), shifting the rest down. */
+static void cal_drop(struct torus_calendar *cal, uint32_t from, uint32_t to)
 {
-	int left = i > 0 && cal->end[i - 1] == s, right = i < cal->n && cal->start[i] == e;
-	if (left && right) {
-		cal->end[i - 1] = cal->end[i];
-		memmove(&cal->start[i], &cal->start[i + 1], (cal->n - i - 1) * sizeof(torus_vt_t));
-		memmove(&cal->end[i], &cal->end[i + 1], (cal->n - i - 1) * sizeof(torus_vt_t));
-		cal->n--;
-	} else if (left) {
-		cal->end[i - 1] = e;
+	memmove(&cal->iv[from], &cal->iv[to], (cal->n - to) * sizeof(cal->iv[0]));
+	cal->n -= to - from;
+}
+
+/* Interval a absorbs b (its neighbour after it). */
+static void cal_absorb(struct torus_busy *a, const struct torus_busy *b)
+{
+	a->end = b->end;
+	a->ready = a->ready > b->ready ? a->ready : b->ready;
+	a->shared = a->shared > b->shared ? a->shared : b->shared;
+}
+
+/* Insert [s, e) for a packet ready at r at index i (there is room),
+ * merging with touching neighbours. */
+static void cal_insert(struct torus_calendar *cal, uint32_t i, torus_vt_t s, torus_vt_t e, torus_vt_t r)
+{
+	struct torus_busy *iv = cal->iv;
+	int left = i > 0 && iv[i - 1].end == s, right = i < cal->n && iv[i].start == e;
+	if (left) {
+		iv[i - 1].end = e;
+		if (r > iv[i - 1].ready)
+			iv[i - 1].ready = r;
+		if (right) {
+			cal_absorb(&iv[i - 1], &iv[i]);
+			cal_drop(cal, i, i + 1);
+		}
 	} else if (right) {
-		cal->start[i] = s;
+		iv[i].start = s;
+		if (r > iv[i].ready)
+			iv[i].ready = r;
 	} else {
-		memmove(&cal->start[i + 1], &cal->start[i], (cal->n - i) * sizeof(torus_vt_t));
-		memmove(&cal->end[i + 1], &cal->end[i], (cal->n - i) * sizeof(torus_vt_t));
-		cal->start[i] = s;
-		cal->end[i] = e;
+		memmove(&iv[i + 1], &iv[i], (cal->n - i) * sizeof(iv[0]));
+		iv[i] = (struct torus_busy){s, e, r, 0};
 		cal->n++;
 	}
 }
 
 torus_vt_t torus_calendar_reserve(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser)
 {
+	struct torus_busy *iv = cal->iv;
 	if (cal->n == TORUS_CAL_SLOTS) {
 		/* full: the two neighbours with the smallest gap become one (the
 		 * least idle time is lost) */
 		uint32_t k = 0;
 		for (uint32_t i = 1; i + 1 < cal->n; i++)
-			if (cal->start[i + 1] - cal->end[i] < cal->start[k + 1] - cal->end[k])
+			if (iv[i + 1].start - iv[i].end < iv[k + 1].start - iv[k].end)
 				k = i;
-		cal->end[k] = cal->end[k + 1];
-		memmove(&cal->start[k + 1], &cal->start[k + 2], (cal->n - k - 2) * sizeof(torus_vt_t));
-		memmove(&cal->end[k + 1], &cal->end[k + 2], (cal->n - k - 2) * sizeof(torus_vt_t));
-		cal->n--;
+		cal_absorb(&iv[k], &iv[k + 1]);
+		cal_drop(cal, k + 1, k + 2);
 	}
 	uint32_t n = cal->n;
-	if (n == 0 || ready >= cal->end[n - 1]) {
+	if (n == 0 || ready >= iv[n - 1].end) {
 		/* the common case: after everything reserved so far */
-		cal_insert(cal, n, ready, ready + ser);
+		cal_insert(cal, n, ready, ready + ser, ready);
 		return ready;
 	}
 	/* first interval that ends after ready */
 	uint32_t lo = 0, hi = n - 1;
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
-		if (cal->end[mid] > ready)
+		if (iv[mid].end > ready)
 			hi = mid;
 		else
 			lo = mid + 1;
 	}
 	torus_vt_t t = ready;
 	for (uint32_t i = lo; i < n; i++) {
-		if (t + ser <= cal->start[i]) {
-			cal_insert(cal, i, t, t + ser);
+		if (t + ser <= iv[i].start) {
+			cal_insert(cal, i, t, t + ser, ready);
 			return t;
 		}
-		if (cal->end[i] > t)
-			t = cal->end[i];
+		if (iv[i].end > t)
+			t = iv[i].end;
 	}
-	cal_insert(cal, n, t, t + ser);
+	cal_insert(cal, n, t, t + ser, ready);
 	return t;
 }
 
 void torus_calendar_forget(struct torus_calendar *cal, torus_vt_t before)
 {
 	uint32_t k = 0;
-	while (k < cal->n && cal->end[k] <= before)
+	while (k < cal->n && cal->iv[k].end <= before)
 		k++;
-	if (!k)
-		return;
-	memmove(&cal->start[0], &cal->start[k], (cal->n - k) * sizeof(torus_vt_t));
-	memmove(&cal->end[0], &cal->end[k], (cal->n - k) * sizeof(torus_vt_t));
-	cal->n -= k;
+	if (k)
+		cal_drop(cal, 0, k);
 }
 
-/* Extend interval i by `more`, merging the ones it now reaches. */
+/* Extend interval i by `more`, merging the ones it now reaches (their work
+ * is pushed back after it). */
 static void cal_extend(struct torus_calendar *cal, uint32_t i, torus_vt_t more)
 {
-	cal->end[i] += more;
+	struct torus_busy *iv = cal->iv;
+	iv[i].end += more;
 	uint32_t k = i + 1;
-	while (k < cal->n && cal->start[k] <= cal->end[i]) {
-		cal->end[i] += cal->end[k] - cal->start[k]; /* its work is pushed back too */
-		k++;
+	for (; k < cal->n && iv[k].start <= iv[i].end; k++) {
+		torus_vt_t end = iv[i].end + (iv[k].end - iv[k].start);
+		cal_absorb(&iv[i], &iv[k]);
+		iv[i].end = end;
 	}
-	if (k > i + 1) {
-		memmove(&cal->start[i + 1], &cal->start[k], (cal->n - k) * sizeof(torus_vt_t));
-		memmove(&cal->end[i + 1], &cal->end[k], (cal->n - k) * sizeof(torus_vt_t));
-		cal->n -= k - i - 1;
-	}
+	if (k > i + 1)
+		cal_drop(cal, i + 1, k);
 }
 
 torus_vt_t torus_calendar_share(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser)
 {
+	struct torus_busy *iv = cal->iv;
 	uint32_t n = cal->n;
-	if (n == 0 || ready >= cal->end[n - 1])
+	if (n == 0 || ready >= iv[n - 1].end)
 		return torus_calendar_reserve(cal, ready, ser);
 	/* the stretch it runs into, and where reserve would put it */
 	uint32_t i = 0;
-	while (cal->end[i] <= ready)
+	while (iv[i].end <= ready)
 		i++;
 	torus_vt_t t = ready;
-	for (uint32_t k = i; k < n && t + ser > cal->start[k]; k++)
-		if (cal->end[k] > t)
-			t = cal->end[k];
-	if (t <= ready + ser)
-		return torus_calendar_reserve(cal, ready, ser); /* at most one packet late */
-	/* share the stretch: one packet of it goes first, and it grows by ours */
-	torus_vt_t start = ready >= cal->start[i] ? ready + ser : ready;
+	for (uint32_t k = i; k < n && t + ser > iv[k].start; k++)
+		if (iv[k].end > t)
+			t = iv[k].end;
+	/* at most one packet late, or not out of order (everything in the
+	 * stretch was ready no later than this packet): queue, as free_at does */
+	if (t <= ready + ser || ready >= iv[i].ready)
+		return torus_calendar_reserve(cal, ready, ser);
+	/* out of order: share the stretch. One packet of it goes first; shared
+	 * packets follow one another (the stretch's share frontier), and the
+	 * stretch grows by ours */
+	torus_vt_t start = (ready > iv[i].start ? ready : iv[i].start) + ser;
+	if (start < iv[i].shared)
+		start = iv[i].shared;
 	cal_extend(cal, i, ser);
+	iv[i].shared = start + ser;
 	return start;
 }
 
@@ -206,6 +228,6 @@ torus_vt_t torus_link_charge_cal(struct torus_link *l, struct torus_calendar *ca
 	torus_vt_t ser = c->ser[payload];
 	torus_vt_t start = torus_calendar_share(cal, ready, ser);
 	/* free_at: the end of the calendar */
-	torus_link_count(l, cal->end[cal->n - 1], payload, c->wire[payload], ser);
+	torus_link_count(l, cal->iv[cal->n - 1].end, payload, c->wire[payload], ser);
 	return start + ser + c->hop_latency;
 }

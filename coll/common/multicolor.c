@@ -38,7 +38,7 @@
  * injection FIFO along one link. P minimises steps * (P alpha + m gamma / P)
  * for a phase-0 block of m bytes: P = sqrt(m gamma / alpha).
  *
- * Cores. A node team with k cores gives stream s to core s mod k (k = N:
+ * Cores. A node team with k cores gives stream s to core s*k/2N (k = N:
  * one color per core, both directions; k = 2N: one color and direction per
  * core; k = 1: the single-core variant). A core runs its streams as a
  * state machine: among the parts that have arrived it always handles the
@@ -68,7 +68,7 @@ struct mc_phase {
 };
 
 struct mc_stream {
-	uint32_t s, color, dir, partner;
+	uint32_t s, color, dir;
 	uint32_t *order;            /* position -> node */
 	size_t *woff;               /* position -> element offset in W-space [p+1] */
 	size_t *uoff;               /* position -> element offset in the user layout */
@@ -88,7 +88,7 @@ struct mc_call {
 	uint32_t N, p, nstreams, P, nmine;
 	uint32_t dims[TORUS_MAX_DIMS];
 	size_t esz;
-	struct mc_stream *st;       /* this core's streams */
+	struct mc_stream st[2 * TORUS_MAX_DIMS]; /* this core's streams */
 	uint8_t *scratch;
 	size_t scratch_bytes;
 	uint32_t scratch_region, result_region, inj;
@@ -175,22 +175,45 @@ static uint32_t stream_core(const struct mc_call *m, uint32_t s)
 	return k >= m->nstreams ? s : (uint32_t)((uint64_t)s * k / m->nstreams);
 }
 
-static int stream_init(struct mc_call *m, struct mc_stream *st, uint32_t s)
+/* A stream's rings: who it talks to in each phase. Allocates nothing, so
+ * that even a core whose set-up fails can tell its neighbours so. */
+static void stream_geometry(struct mc_call *m, struct mc_stream *st, uint32_t s)
 {
 	const struct torus_shape *sh = emu_shape(m->c);
-	const struct mc_job *job = m->job;
-	uint32_t me = m->t->rank, my[TORUS_MAX_DIMS], x[TORUS_MAX_DIMS];
+	uint32_t me = m->t->rank, my[TORUS_MAX_DIMS];
 	memset(st, 0, sizeof(*st));
 	st->s = s;
 	st->color = s / 2;
 	st->dir = s % 2;
-	st->partner = m->t->cores > 1 ? stream_core(m, s) : m->t->cpu[0];
+	torus_rank_to_coords(sh, me, my);
+	size_t lo = 0, group = m->p;
+	for (uint32_t i = 0; i < m->N; i++) {
+		struct mc_phase *ph = &st->ph[i];
+		ph->dim = phase_dim(m, st->color, i);
+		ph->d = sh->dims[ph->dim];
+		ph->rho = ring_pos(my[ph->dim], ph->d, st->dir);
+		ph->lo = lo;
+		ph->group = group;
+		enum torus_dir fwd = st->dir ? TORUS_MINUS : TORUS_PLUS, back = st->dir ? TORUS_PLUS : TORUS_MINUS;
+		ph->succ = torus_neighbor(sh, me, ph->dim, fwd);
+		ph->pred = torus_neighbor(sh, me, ph->dim, back);
+		/* next phase: the block this node keeps */
+		group /= ph->d;
+		lo += my[ph->dim] * group;
+	}
+}
+
+/* The stream's W-space layout and per-phase tables. */
+static int stream_init(struct mc_call *m, struct mc_stream *st)
+{
+	const struct torus_shape *sh = emu_shape(m->c);
+	const struct mc_job *job = m->job;
+	uint32_t x[TORUS_MAX_DIMS];
 	st->order = malloc(m->p * sizeof(uint32_t));
 	st->woff = malloc((m->p + 1) * sizeof(size_t));
 	st->uoff = malloc(m->p * sizeof(size_t));
 	if (!st->order || !st->woff || !st->uoff)
 		return -ENOMEM;
-	torus_rank_to_coords(sh, me, my);
 	/* W-space: positions in mixed radix, phase 0's dimension most significant */
 	for (uint32_t r = 0; r < m->p; r++) {
 		torus_rank_to_coords(sh, r, x);
@@ -205,26 +228,14 @@ static int stream_init(struct mc_call *m, struct mc_stream *st, uint32_t s)
 	for (uint32_t k = 0; k < m->p; k++) {
 		uint32_t r = st->order[k];
 		size_t cnt = job->blocks->counts[r];
-		st->uoff[k] = job->blocks->displs[r] + split_off(cnt, m->nstreams, s);
-		st->woff[k + 1] = st->woff[k] + split_len(cnt, m->nstreams, s);
+		st->uoff[k] = job->blocks->displs[r] + split_off(cnt, m->nstreams, st->s);
+		st->woff[k + 1] = st->woff[k] + split_len(cnt, m->nstreams, st->s);
 	}
-	size_t lo = 0, group = m->p;
 	for (uint32_t i = 0; i < m->N; i++) {
 		struct mc_phase *ph = &st->ph[i];
-		ph->dim = phase_dim(m, st->color, i);
-		ph->d = sh->dims[ph->dim];
-		ph->rho = ring_pos(my[ph->dim], ph->d, st->dir);
-		ph->lo = lo;
-		ph->group = group;
-		enum torus_dir fwd = st->dir ? TORUS_MINUS : TORUS_PLUS, back = st->dir ? TORUS_PLUS : TORUS_MINUS;
-		ph->succ = torus_neighbor(sh, me, ph->dim, fwd);
-		ph->pred = torus_neighbor(sh, me, ph->dim, back);
 		if (!(ph->slot = calloc(ph->d, sizeof(size_t))) || !(ph->rs_mark = malloc(ph->d * m->P * sizeof(int32_t))) ||
 		    !(ph->ag_mark = malloc(ph->d * sizeof(int32_t))))
 			return -ENOMEM;
-		/* next phase: the block this node keeps */
-		group /= ph->d;
-		lo += my[ph->dim] * group;
 	}
 	return 0;
 }
@@ -615,20 +626,18 @@ static int setup(struct mc_call *m)
 			m->dims[m->N++] = d;
 	m->nstreams = 2 * m->N;
 	m->P = choose_parts(m);
-	for (uint32_t s = 0; s < m->nstreams; s++)
-		m->nmine += stream_core(m, s) == m->t->sub;
-	if (!(m->st = calloc(m->nmine ? m->nmine : 1, sizeof(*m->st))))
-		return -ENOMEM;
-	size_t at = 0;
-	for (uint32_t s = 0, i = 0; s < m->nstreams; s++) {
+	for (uint32_t s = 0; s < m->nstreams; s++) {
 		if (stream_core(m, s) != m->t->sub)
 			continue;
-		if ((rc = stream_init(m, &m->st[i], s)))
-			return rc;
+		stream_geometry(m, &m->st[m->nmine], s);
 		/* a FIFO per stream where there are enough: a FIFO injects in order */
-		m->st[i].fifo = i % emu_params(m->c)->inj_fifos % (2 * TORUS_MAX_DIMS);
-		i++;
+		m->st[m->nmine].fifo = m->nmine % emu_params(m->c)->inj_fifos % (2 * TORUS_MAX_DIMS);
+		m->nmine++;
 	}
+	size_t at = 0;
+	for (uint32_t i = 0; i < m->nmine; i++)
+		if ((rc = stream_init(m, &m->st[i])))
+			return rc;
 	for (uint32_t i = 0; i < m->nmine; i++)
 		for (uint32_t ph = 0; ph < m->N; ph++)
 			if ((rc = phase_counters(m, &m->st[i], ph, &at)))
@@ -665,7 +674,8 @@ static int exchange(struct mc_call *m, int failed)
 			struct mc_stream *st = &m->st[i];
 			struct coll_xchg *e = &x[i * m->N + ph];
 			e->to_node = st->ph[ph].pred;
-			e->to_core = st->partner;
+			/* its core: the same stream's on the node team, else the member's */
+			e->to_core = m->t->cores > 1 ? stream_core(m, st->s) : m->t->cpu[st->ph[ph].pred];
 			e->from = st->ph[ph].succ; /* team rank = node: the team is every node in order */
 			e->tag = st->s * TORUS_MAX_DIMS + ph;
 			e->mine = (struct coll_addr){m->scratch_region, st->ph[ph].counter, failed ? 0 : m->job->check,
@@ -685,17 +695,18 @@ static int finish(struct mc_call *m, int rc)
 		rc = rc ? rc : w;
 		dma_counter_free(m->c, m->inj);
 	}
-	for (uint32_t i = 0; m->st && i < m->nmine; i++) {
+	/* regions first: once closed, a late deposit is refused before it can
+	 * touch a counter (or its watermarks) that is being freed */
+	if (m->have_scratch)
+		dma_mem_deregister(m->c, m->scratch_region);
+	if (m->have_result)
+		dma_mem_deregister(m->c, m->result_region);
+	for (uint32_t i = 0; i < m->nmine; i++) {
 		for (uint32_t ph = 0; ph < m->N; ph++)
 			if (m->st[i].ph[ph].watched)
 				dma_counter_free(m->c, m->st[i].ph[ph].counter);
 		stream_free(&m->st[i], m->N);
 	}
-	if (m->have_scratch)
-		dma_mem_deregister(m->c, m->scratch_region);
-	if (m->have_result)
-		dma_mem_deregister(m->c, m->result_region);
-	free(m->st);
 	free(m->scratch);
 	return rc;
 }

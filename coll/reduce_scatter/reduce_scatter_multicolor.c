@@ -16,7 +16,7 @@
  * symmetric torus; gamma is shared by the node team's cores (one color, or
  * one color and direction, per core).
  * Restrictions: a team of every node in node order; node teams of any core
- * count (k cores share the 2N streams, stream s on core s mod k); up to
+ * count (k cores share the 2N streams, stream s on core s*k/2N); up to
  * dma_counters - 2 phases x streams per core.
  */
 #include "../common/multicolor.h"

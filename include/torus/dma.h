@@ -194,6 +194,10 @@ int dma_barrier_team(emu_core_t *c, const uint32_t *members, size_t n);
  * all members' `in` (out may be NULL). Collectives use it to agree, before
  * any data moves, that every member was called alike. */
 int dma_barrier_team_max(emu_core_t *c, const uint32_t *members, size_t n, uint32_t in, uint32_t *out);
+/* The same, leaving with both the largest and the smallest `in` (either
+ * pointer may be NULL): equal only if every member gave the same value. */
+int dma_barrier_team_range(emu_core_t *c, const uint32_t *members, size_t n, uint32_t in, uint32_t *max,
+			   uint32_t *min);
 /* The node's lockbox: a barrier of cores 0..ncores-1 of the calling node
  * (the caller must be one of them), combining `in` as above; leaves at
  * max(clocks) + barrier_latency. Teams of different ncores never share one. */

@@ -430,20 +430,27 @@ static inline torus_vt_t torus_link_charge(struct torus_link *l, const struct to
  * up).
  */
 #define TORUS_CAL_SLOTS 64u
+struct torus_busy {
+	torus_vt_t start, end;
+	torus_vt_t ready;  /* the latest ready time of a packet in it */
+	torus_vt_t shared; /* where the next packet sharing it may start */
+};
 struct torus_calendar {
 	uint32_t n;
-	torus_vt_t start[TORUS_CAL_SLOTS], end[TORUS_CAL_SLOTS];
+	struct torus_busy iv[TORUS_CAL_SLOTS];
 };
 /* Reserve ser picoseconds at or after ready; returns the start. */
 torus_vt_t torus_calendar_reserve(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser);
 /*
  * The link's rule: as reserve when the first gap at or after ready leaves
- * the packet at most one packet late; otherwise the packet shares the busy
- * stretch it ran into (the traffic already there was emitted earlier in
- * wall-clock order): it leaves one packet after it was ready or after the
- * stretch began, as with round-robin arbitration, and the stretch grows by
- * its time, so the link's total busy time is exact and later traffic
- * queues behind both. Returns the start.
+ * the packet at most one packet late, or when the packet is not out of
+ * order (every packet of the busy stretch it ran into was ready no later
+ * than it): then it queues, exactly as with free_at. Otherwise it reached
+ * the link late in wall-clock order and shares the stretch, as with
+ * round-robin arbitration: it leaves one packet after it was ready (or
+ * after the stretch began), sharing packets follow one another, and the
+ * stretch grows by its time, so the link's total busy time is exact and
+ * later traffic queues behind both. Returns the start.
  */
 torus_vt_t torus_calendar_share(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser);
 /* Drop the intervals that end by `before` (no reservation will be earlier). */
