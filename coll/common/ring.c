@@ -25,17 +25,19 @@ struct ring_call {
 	dma_injfifo_t *f;
 };
 
+/* failed: a local error so far (then only the exchange and agreement run,
+ * so that the neighbours learn it instead of waiting) */
 static int ring_setup(struct ring_call *r, coll_team_t *t, void *recvbuf, size_t bytes, const size_t *step_bytes,
-		      uint64_t check)
+		      uint64_t check, int failed)
 {
 	emu_core_t *c = t->core;
 	uint32_t p = t->size;
-	int rc;
+	int rc = failed;
 	memset(r, 0, sizeof(*r));
 	r->t = t;
 	r->succ = (t->rank + 1) % p;
 	r->pred = (t->rank + p - 1) % p;
-	if (!(rc = dma_mem_register(c, recvbuf, bytes, &r->region)))
+	if (!rc && !(rc = dma_mem_register(c, recvbuf, bytes, &r->region)))
 		r->have_region = 1;
 	if (!rc && !(rc = dma_counter_alloc_n(c, p - 1, &r->k0)))
 		r->have_counters = 1;
@@ -62,7 +64,9 @@ static int ring_put(struct ring_call *r, const void *src, size_t bytes, uint64_t
 	if (rc)
 		return rc;
 	dma_desc_put(&d, r->t->node[r->succ], src, bytes, r->next.region, offset, r->next.counter0 + step, r->inj);
-	return dma_injfifo_post(r->f, &d, DMA_POST_WAIT);
+	if ((rc = dma_injfifo_post(r->f, &d, DMA_POST_WAIT)))
+		dma_counter_add(r->t->core, r->inj, -(int64_t)bytes); /* it never left */
+	return rc;
 }
 
 static int ring_finish(struct ring_call *r, int rc)
@@ -92,12 +96,10 @@ int coll_ring_reduce_scatter(coll_team_t *t, void *buf, const struct coll_blocks
 	/* step s receives block (i-2-s) into scratch slot s */
 	size_t *step = calloc(p, sizeof(size_t));
 	uint8_t *scratch = malloc(b->max * esz * (p - 1) + 1);
-	int rc = -ENOMEM;
-	if (!step || !scratch)
-		goto out;
-	for (uint32_t s = 0; s + 1 < p; s++)
+	int rc = !step || !scratch ? -ENOMEM : 0;
+	for (uint32_t s = 0; !rc && s + 1 < p; s++)
 		step[s] = b->counts[mod((int64_t)i - 2 - s, p)] * esz;
-	if ((rc = ring_setup(&r, t, scratch, b->max * esz * (p - 1), step, check)))
+	if ((rc = ring_setup(&r, t, scratch, b->max * esz * (p - 1), step, check, rc)))
 		goto done;
 	for (uint32_t s = 0; s + 1 < p; s++) {
 		uint32_t sb = mod((int64_t)i - 1 - s, p), rb = mod((int64_t)i - 2 - s, p);
@@ -113,7 +115,6 @@ int coll_ring_reduce_scatter(coll_team_t *t, void *buf, const struct coll_blocks
 	}
 done:
 	rc = ring_finish(&r, rc);
-out:
 	free(step);
 	free(scratch);
 	return rc;
@@ -129,13 +130,11 @@ int coll_ring_allgather(coll_team_t *t, void *buf, const struct coll_blocks *b, 
 	if (p == 1)
 		return 0;
 	size_t *step = calloc(p, sizeof(size_t));
-	int rc = -ENOMEM;
-	if (!step)
-		return rc;
+	int rc = step ? 0 : -ENOMEM;
 	/* step s receives block (i-1-s) straight into its place in buf */
-	for (uint32_t s = 0; s + 1 < p; s++)
+	for (uint32_t s = 0; !rc && s + 1 < p; s++)
 		step[s] = b->counts[mod((int64_t)i - 1 - s, p)] * esz;
-	if ((rc = ring_setup(&r, t, buf, total * esz, step, check)))
+	if ((rc = ring_setup(&r, t, buf, total * esz, step, check, rc)))
 		goto done;
 	for (uint32_t s = 0; s + 1 < p; s++) {
 		uint32_t sb = mod((int64_t)i - s, p);
