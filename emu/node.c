@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+uint32_t emu_spin_polls = EMU_SPIN_POLLS, emu_idle_polls = EMU_SPIN_POLLS + EMU_YIELD_POLLS;
+
 static int env_u32(const char *name, uint32_t *out)
 {
 	const char *v = getenv(name);
@@ -46,6 +48,12 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 	rt->rank = rank;
 	rt->me = emu_shm_node(&rt->shm, rank);
 	rt->ncores = rt->me->ncores;
+	/* every node runs its cores and an engine */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cpus > 0 && (uint64_t)rt->hdr->total_cores + s->nnodes > 8ull * (uint64_t)cpus) {
+		emu_spin_polls = EMU_SPIN_POLLS / 8;
+		emu_idle_polls = (EMU_SPIN_POLLS + EMU_YIELD_POLLS) / 8;
+	}
 	torus_rank_to_coords(s, rank, rt->coords);
 	rt->route = malloc(s->nnodes);
 	rt->ecore = calloc(rt->ncores, sizeof(*rt->ecore));

@@ -24,6 +24,10 @@
 
 /* Idle poll number i: pause, or yield the CPU once the pauses are spent. */
 static inline void emu_idle_poll(uint32_t i);
+/* With many more threads than CPUs a poller only steals time from the
+ * thread it waits for: the pauses and yields are cut to 1/8 (emu_node_attach
+ * sets emu_idle_polls and emu_spin_polls once per process). */
+extern uint32_t emu_spin_polls, emu_idle_polls;
 
 static inline void emu_cpu_relax(void)
 {
@@ -37,12 +41,12 @@ static inline void emu_cpu_relax(void)
 #include <sched.h>
 static inline void emu_idle_poll(uint32_t i)
 {
-	if (i < EMU_SPIN_POLLS)
+	if (i < emu_spin_polls)
 		emu_cpu_relax();
 	else
 		sched_yield();
 }
-#define EMU_IDLE_POLLS (EMU_SPIN_POLLS + EMU_YIELD_POLLS)
+#define EMU_IDLE_POLLS emu_idle_polls
 
 struct emu_node_rt;
 struct dma_core_local;
