@@ -50,17 +50,23 @@ fail:
 	return rc;
 }
 
+/* 0, 1, ..., n-1: every core or every node, in order (NULL if out of memory). */
+static uint32_t *all_of(uint32_t n)
+{
+	uint32_t *m = malloc((n ? n : 1) * sizeof(uint32_t));
+	for (uint32_t i = 0; m && i < n; i++)
+		m[i] = i;
+	return m;
+}
+
 int coll_team_world(emu_core_t *c, coll_team_t **out)
 {
 	if (!c || !out)
 		return -EINVAL;
-	uint32_t n = emu_core_total(c);
-	uint32_t *m = malloc(n * sizeof(uint32_t));
+	uint32_t *m = all_of(emu_core_total(c));
 	if (!m)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		m[i] = i;
-	int rc = coll_team_create(c, m, n, out);
+	int rc = coll_team_create(c, m, emu_core_total(c), out);
 	free(m);
 	return rc;
 }
@@ -134,13 +140,10 @@ int coll_team_nodes(emu_core_t *c, uint32_t cores, coll_team_t **out)
 {
 	if (!c || !out)
 		return -EINVAL;
-	uint32_t n = emu_node_count(c);
-	uint32_t *m = malloc(n * sizeof(uint32_t));
+	uint32_t *m = all_of(emu_node_count(c));
 	if (!m)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		m[i] = i;
-	int rc = coll_team_create_nodes(c, m, n, cores, out);
+	int rc = coll_team_create_nodes(c, m, emu_node_count(c), cores, out);
 	free(m);
 	return rc;
 }
