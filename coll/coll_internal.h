@@ -6,6 +6,7 @@
 #define COLL_INTERNAL_H
 
 #include "torus/coll.h"
+#include "torus/trace.h"
 
 #define COLL_DISPATCH 250u /* memory-FIFO dispatch id of address messages */
 
@@ -20,6 +21,7 @@ struct coll_team {
 	uint32_t npart;
 	uint64_t key;                   /* hash of the member list */
 	uint32_t seq;                   /* exchanges so far (tags messages) */
+	uint32_t tag_coll;              /* the call in progress, for trace tags (enum torus_tag_coll) */
 };
 
 /* Where a peer wants our data: its region and first step counter. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #define DEFAULT_TIMEOUT_S 60.0
+#define DEFAULT_TRACE_BUFFER (256u << 10)
 
 static void usage(FILE *out)
 {
@@ -30,6 +31,10 @@ static void usage(FILE *out)
 	      "                       report, and any machine parameter; the command line wins\n"
 	      "  --param NAME=VALUE   set a machine parameter (repeatable); see below\n"
 	      "  --report FILE        write a JSON report: times and per-link counters\n"
+	      "  --trace FILE         record every link's traffic (when, how much, which\n"
+	      "                       collective/color/phase) for torus-trace\n"
+	      "  --trace-buffer SIZE  trace memory per node, e.g. 256KiB (default), 64KiB..64MiB\n"
+	      "  --trace-packets      one trace record per packet (default: back-to-back runs)\n"
 	      "  --timeout S          hang detector: stop the job if no packet moved and no core\n"
 	      "                       advanced for S seconds (default 60; 0 disables)\n"
 	      "  --quiet              no summary line at the end\n"
@@ -51,6 +56,26 @@ static int parse_u32(const char *text, uint32_t lo, uint32_t hi, uint32_t *out)
 	errno = 0;
 	unsigned long v = strtoul(text, &end, 10);
 	if (errno || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* "65536", "64KiB", "64K", "1MiB", "1M" */
+static int parse_size(const char *text, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	if (!text || !isdigit((unsigned char)*text))
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (!strcmp(end, "K") || !strcmp(end, "KiB") || !strcmp(end, "k"))
+		v <<= 10;
+	else if (!strcmp(end, "M") || !strcmp(end, "MiB"))
+		v <<= 20;
+	else if (*end)
+		return -EINVAL;
+	if (errno || v < lo || v > hi)
 		return -EINVAL;
 	*out = (uint32_t)v;
 	return 0;
@@ -160,7 +185,7 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 {
 	struct pending cli = {0}, file = {0};
 	struct torus_params cli_params;
-	const char *config_path = NULL;
+	const char *config_path = NULL, *trace_buffer = NULL;
 	char perr[256];
 	int i, rc = -EINVAL;
 	/* parameters: config file first, then --param in order */
@@ -169,6 +194,7 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->timeout_s = DEFAULT_TIMEOUT_S;
+	cfg->trace_buf_bytes = DEFAULT_TRACE_BUFFER;
 	torus_params_default(&cfg->params);
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -185,6 +211,10 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 			cfg->quiet = 1;
 			continue;
 		}
+		if (!strcmp(a, "--trace-packets")) {
+			cfg->trace_packets = 1;
+			continue;
+		}
 		const char **slot = !strcmp(a, "--torus")       ? &cli.torus
 				    : !strcmp(a, "--cores")     ? &cli.cores
 				    : !strcmp(a, "--cores-map") ? &cli.cores_map
@@ -192,6 +222,8 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 				    : !strcmp(a, "--report")    ? &cli.report
 				    : !strcmp(a, "--config")    ? &config_path
 				    : !strcmp(a, "--param")     ? &param_args[nparam]
+				    : !strcmp(a, "--trace")     ? &cfg->trace_path
+				    : !strcmp(a, "--trace-buffer") ? &trace_buffer
 								: NULL;
 		if (!slot) {
 			if (a[0] == '-')
@@ -244,6 +276,14 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	if (cfg->report_path && !cli.report) {
 		cfg->report_path = strdup(cfg->report_path);
 		cfg->report_owned = 1;
+	}
+	if (trace_buffer && parse_size(trace_buffer, 64u << 10, 64u << 20, &cfg->trace_buf_bytes)) {
+		snprintf(err, errlen, "bad --trace-buffer '%s': bytes per node, 64KiB..64MiB (e.g. 1MiB)", trace_buffer);
+		goto out;
+	}
+	if ((trace_buffer || cfg->trace_packets) && !cfg->trace_path) {
+		snprintf(err, errlen, "%s needs --trace FILE", trace_buffer ? "--trace-buffer" : "--trace-packets");
+		goto out;
 	}
 	if (!torus) {
 		snprintf(err, errlen, "no torus shape: give --torus (e.g. --torus 4x4x4)");

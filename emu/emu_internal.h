@@ -91,6 +91,9 @@ struct emu_shm_hdr {
 	uint64_t off_node_table;   /* uint64_t[nnodes]: offset of each node's emu_node_shm */
 	alignas(64) _Atomic uint32_t shutdown; /* torusrun: every node done, network drained */
 	_Atomic uint32_t abort;                /* torusrun: tearing the job down */
+	/* --trace: the file's end, where the next chunk goes; buffers per node */
+	alignas(64) _Atomic uint64_t trace_off;
+	uint32_t trace_nbuf, trace_buf_bytes, trace_flags;
 	struct emu_barrier_shm barrier[EMU_BARRIER_SLOTS];
 };
 
@@ -119,6 +122,8 @@ struct emu_node_shm {
 	_Atomic uint64_t emitted;              /* packets the DMA unit sent */
 	_Atomic uint64_t desc_done;            /* descriptors fully injected */
 	_Atomic uint64_t jobs_pending;         /* remote gets and faults still to send */
+	_Atomic uint64_t trace_records, trace_bytes, trace_waits; /* --trace, at the end */
+	_Atomic int32_t trace_status;          /* 1 written, < 0 -errno, 0 not traced */
 	_Atomic uint32_t state;
 	_Atomic int32_t pid;
 	uint32_t rank;
@@ -191,7 +196,9 @@ struct emu_job_config {
 	uint32_t default_cores;
 	double timeout_s;           /* hang detector; 0 = off */
 	const char *report_path;
-	const char *trace_path;
+	const char *trace_path;     /* --trace */
+	uint32_t trace_buf_bytes;   /* per node */
+	int trace_packets;
 	char **argv;                /* program and its arguments */
 	int argc;
 	int quiet;
@@ -208,6 +215,13 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 void emu_config_free(struct emu_job_config *cfg);
 /* Does the job fit this machine (threads, processes, memory)? */
 int emu_config_check_limits(const struct emu_job_config *cfg, char *err, size_t errlen);
+
+/* --trace, torusrun's side (emu/trace.c): create the file with its header
+ * before the nodes start (their fd is inherited), and append the end chunk
+ * (every link's counters) after they are gone. */
+int emu_trace_create(const struct emu_job_config *cfg, struct emu_shm *m, int *fd_out, char *err, size_t errlen);
+int emu_trace_finish(const struct emu_job_config *cfg, struct emu_shm *m, int fd, uint32_t status, double wall_s,
+		     torus_vt_t vt, int quiet, char *err, size_t errlen);
 
 /* Launch, monitor and tear down a job; returns torusrun's exit status. */
 int emu_job_run(struct emu_job_config *cfg);

@@ -104,6 +104,16 @@ static struct torus_packet *next_hop(struct emu_node_rt *rt, uint32_t dest, uint
 	return dst;
 }
 
+/* --trace: the packet whose serialisation on `out` ended at `left`. */
+static void trace_hop(struct emu_node_rt *rt, const struct emu_engine_out *out, const struct torus_packet *pkt,
+		      torus_vt_t left, uint32_t tag)
+{
+	uint32_t len = pkt->hdr.len;
+	torus_vt_t ser = rt->cost.ser[len];
+	emu_trace_packet(rt->trace, (uint32_t)(out - rt->out), left - ser, ser, len, rt->cost.wire[len],
+			 torus_pkt_kind(&pkt->hdr), tag);
+}
+
 /* Route one packet; 1 if it moved, 0 if its next FIFO is full. */
 static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side,
 		     const struct emu_engine_in *from, uint32_t in_vc, torus_vt_t *cursor)
@@ -125,6 +135,8 @@ static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, con
 	torus_vt_t *cur = &cursor[out - rt->out], ready = side->vt > *cur ? side->vt : *cur;
 	dside->vt = torus_link_charge_cal(out->link, &out->cal, &rt->cost, ready, pkt->hdr.len);
 	*cur = dside->vt - rt->cost.hop_latency;
+	if (rt->trace)
+		trace_hop(rt, out, pkt, *cur, side->tag);
 	dside->tag = side->tag;
 	dside->aux = side->aux;
 	torus_ring_commit(v);
@@ -161,6 +173,8 @@ int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, con
 		memcpy(dst->payload, payload, hdr->len);
 	torus_vt_t arrive = torus_link_charge_cal(out->link, &out->cal, &rt->cost, ready, hdr->len);
 	dside->vt = arrive;
+	if (rt->trace)
+		trace_hop(rt, out, dst, arrive - rt->cost.hop_latency, tag);
 	dside->tag = tag;
 	dside->aux = aux;
 	torus_ring_commit(v);

@@ -216,6 +216,18 @@ int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg)
 		fprintf(stderr, "%s: node %u: %s\n", prog, rank, err);
 		return 2;
 	}
+	const char *tfd = getenv("TORUS_TRACE_FD");
+	if (tfd) {
+		uint32_t tf;
+		if (env_u32("TORUS_TRACE_FD", &tf)) {
+			fprintf(stderr, "%s: node %u: bad TORUS_TRACE_FD '%s'\n", prog, rank, tfd);
+			return 2;
+		}
+		if (emu_trace_open(&rt, (int)tf, err, sizeof(err))) {
+			fprintf(stderr, "%s: node %u: %s\n", prog, rank, err);
+			return 2;
+		}
+	}
 	atomic_store(&rt.me->pid, (int32_t)getpid());
 	atomic_store(&rt.me->state, EMU_NODE_RUNNING);
 	int rc = pthread_create(&rt.engine, NULL, emu_engine_main, &rt);
@@ -267,6 +279,8 @@ int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg)
 	atomic_store_explicit(&rt.me->state, EMU_NODE_DONE, memory_order_release);
 	pthread_join(rt.engine, NULL);
 	int aborted = emu_job_aborting(&rt);
+	if (rt.trace && emu_trace_close(&rt) < 0)
+		fprintf(stderr, "%s: node %u: could not write its trace (torusrun reports why)\n", prog, rank);
 	atomic_store(&rt.me->state, EMU_NODE_EXITED);
 	emu_node_teardown(&rt);
 	return aborted ? 1 : 0;

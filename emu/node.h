@@ -120,6 +120,7 @@ struct emu_node_rt {
 	int launcher_fd;            /* pidfd of torusrun, -1 if unknown */
 	_Atomic int launcher_gone;  /* torusrun died: tear this node down */
 	struct dma_engine *dma;
+	struct emu_trace *trace;    /* --trace, else NULL */
 	pthread_t engine;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -145,6 +146,15 @@ struct emu_wait {
 int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms);
 
 void *emu_engine_main(void *arg);
+
+/* --trace (emu/trace.c): the engine's per-link recorder. */
+struct emu_trace;
+int emu_trace_open(struct emu_node_rt *rt, int fd, char *err, size_t errlen);
+/* Record one packet put on out link `link` (2 * dim + dir). */
+void emu_trace_packet(struct emu_trace *t, uint32_t link, torus_vt_t start, torus_vt_t ser, uint32_t payload,
+		      uint32_t wire, uint32_t kind, uint32_t tag);
+/* Flush and wait for every write; publishes the node's trace counters. */
+int emu_trace_close(struct emu_node_rt *rt);
 /* Remember an output ring with unpublished packets; the engine publishes it
  * and rings its consumer at the end of the batch. */
 static inline void emu_engine_mark_dirty(struct emu_node_rt *rt, struct torus_ring_view *v, struct emu_bell *bell)

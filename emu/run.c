@@ -39,7 +39,8 @@ static void coords_text(const struct torus_shape *s, uint32_t rank, char *buf, s
 		used += (size_t)snprintf(buf + used, len - used, d ? ",%u" : "%u", c[d]);
 }
 
-static void child_exec(const struct emu_job_config *cfg, int fd, uint32_t rank, const int *numa, pid_t parent)
+static void child_exec(const struct emu_job_config *cfg, int fd, int trace_fd, uint32_t rank, const int *numa,
+		       pid_t parent)
 {
 	char v[64];
 	setpgid(0, 0); /* own group: teardown kills whatever the node started */
@@ -68,6 +69,10 @@ static void child_exec(const struct emu_job_config *cfg, int fd, uint32_t rank, 
 	setenv("TORUS_COORDS", v, 1);
 	torus_shape_format(&cfg->shape, v, sizeof(v));
 	setenv("TORUS_SHAPE", v, 1);
+	if (trace_fd >= 0) {
+		snprintf(v, sizeof(v), "%d", trace_fd);
+		setenv("TORUS_TRACE_FD", v, 1);
+	}
 	execv(cfg->program_path, cfg->argv);
 	fprintf(stderr, "torusrun: node %u: cannot run %s: %s\n", rank, cfg->program_path, strerror(errno));
 	_exit(127);
@@ -190,7 +195,7 @@ int emu_job_run(struct emu_job_config *cfg)
 	uint32_t n = cfg->shape.nnodes;
 	int *numa = malloc(n * sizeof(int));
 	char err[256];
-	int fd = -1, status = 0;
+	int fd = -1, trace_fd = -1, status = 0;
 	const char *what = "ok";
 
 	j.pid = calloc(n, sizeof(pid_t));
@@ -211,6 +216,15 @@ int emu_job_run(struct emu_job_config *cfg)
 		free(j.exited);
 		return 1;
 	}
+	if (cfg->trace_path && emu_trace_create(cfg, &j.shm, &trace_fd, err, sizeof(err))) {
+		fprintf(stderr, "torusrun: %s\n", err);
+		emu_shm_detach(&j.shm);
+		close(fd);
+		free(numa);
+		free(j.pid);
+		free(j.exited);
+		return 1;
+	}
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -223,7 +237,7 @@ int emu_job_run(struct emu_job_config *cfg)
 	for (uint32_t r = 0; r < n; r++) {
 		pid_t pid = fork();
 		if (pid == 0)
-			child_exec(cfg, fd, r, numa, self);
+			child_exec(cfg, fd, trace_fd, r, numa, self);
 		if (pid < 0) {
 			fprintf(stderr, "torusrun: cannot start node %u: %s\n", r, strerror(errno));
 			what = "failed";
@@ -325,6 +339,14 @@ done:;
 		fprintf(stderr, "torusrun: %s\n", err);
 		if (!status)
 			status = 1;
+	}
+	if (trace_fd >= 0) {
+		uint32_t code = !strcmp(what, "ok") ? 0 : !strcmp(what, "failed") ? 1 : !strcmp(what, "hung") ? 2 : 3;
+		if (emu_trace_finish(cfg, &j.shm, trace_fd, code, wall, vt, cfg->quiet, err, sizeof(err))) {
+			fprintf(stderr, "torusrun: %s\n", err);
+			if (!status)
+				status = 1;
+		}
 	}
 	emu_shm_detach(&j.shm);
 	close(fd);

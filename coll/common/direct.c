@@ -99,7 +99,8 @@ static int direct_setup(struct direct_call *d, coll_team_t *t, void *buf, size_t
 
 /* Put bytes into the member s places ahead, at offset of its region, on
  * its counter for us. */
-static int direct_put(struct direct_call *d, uint32_t s, const void *src, size_t bytes, uint64_t offset)
+static int direct_put(struct direct_call *d, uint32_t stage, uint32_t s, const void *src, size_t bytes,
+		      uint64_t offset)
 {
 	emu_core_t *c = d->t->core;
 	const struct coll_xchg *x = &d->x[s - 1];
@@ -112,6 +113,7 @@ static int direct_put(struct direct_call *d, uint32_t s, const void *src, size_t
 	if (rc)
 		return rc;
 	dma_desc_put(&desc, x->to_node, src, bytes, x->theirs.region, offset, x->theirs.counter0 + d->t->rank, d->inj);
+	desc.tag = TORUS_TAG(d->t->tag_coll, TORUS_ALGO_DIRECT, stage, 0, 0);
 	if ((rc = dma_injfifo_post(d->f, &desc, DMA_POST_WAIT)))
 		dma_counter_add(c, d->inj, -(int64_t)bytes); /* it never left: do not wait for it */
 	return rc;
@@ -156,7 +158,7 @@ int coll_direct_reduce_scatter(coll_team_t *t, const void *send, void *own, cons
 	for (uint32_t s = 1; !rc && s < p; s++) {
 		uint32_t to = ahead(t, s);
 		size_t bytes = b->counts[to] * esz;
-		rc = direct_put(&d, s, (const uint8_t *)send + b->displs[to] * esz, bytes, (s - 1) * bytes);
+		rc = direct_put(&d, TORUS_STAGE_RS, s, (const uint8_t *)send + b->displs[to] * esz, bytes, (s - 1) * bytes);
 	}
 	for (uint32_t s = 1; !rc && s < p; s++) {
 		if ((rc = dma_counter_wait(t->core, d.k0 + behind(t, s))) ||
@@ -188,7 +190,7 @@ int coll_direct_allgather(coll_team_t *t, void *buf, const struct coll_blocks *b
 	int rc = direct_setup(&d, t, buf, total * esz, from, from ? 0 : -ENOMEM, check);
 	const uint8_t *mine = (const uint8_t *)buf + b->displs[i] * esz;
 	for (uint32_t s = 1; !rc && s < p; s++)
-		rc = direct_put(&d, s, mine, b->counts[i] * esz, b->displs[i] * esz);
+		rc = direct_put(&d, TORUS_STAGE_AG, s, mine, b->counts[i] * esz, b->displs[i] * esz);
 	for (uint32_t s = 1; !rc && s < p; s++)
 		rc = dma_counter_wait(t->core, d.k0 + behind(t, s));
 	rc = direct_finish(&d, rc);

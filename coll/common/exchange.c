@@ -93,6 +93,7 @@ int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t
 				break;
 			dma_desc_memfifo(&d, x[sent].to_node, x[sent].to_core, COLL_DISPATCH, 0, &m[sent], sizeof(m[sent]),
 					 inj);
+			d.tag = TORUS_TAG(TORUS_TAG_CONTROL, 0, 0, 0, 0);
 			if ((rc = dma_injfifo_post(f, &d, DMA_POST_WAIT))) {
 				dma_counter_add(c, inj, -(int64_t)sizeof(m[sent])); /* it never left */
 				break;

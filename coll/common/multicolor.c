@@ -330,8 +330,8 @@ struct put_arg {
 	int to_result;              /* destination: the same user offset in the result region */
 };
 
-static int post(struct mc_call *m, struct mc_stream *st, const struct mc_phase *ph, const void *src, size_t bytes,
-		uint32_t region, uint64_t offset)
+static int post(struct mc_call *m, struct mc_stream *st, const struct mc_phase *ph, uint32_t stage, const void *src,
+		size_t bytes, uint32_t region, uint64_t offset)
 {
 	struct dma_desc d;
 	int rc;
@@ -341,7 +341,9 @@ static int post(struct mc_call *m, struct mc_stream *st, const struct mc_phase *
 		return rc;
 	dma_desc_put(&d, ph->succ, src, bytes, region, offset, ph->next.counter0, m->inj);
 	d.hints = torus_hint_set(0, ph->dim, st->dir ? TORUS_HINT_MINUS : TORUS_HINT_PLUS);
-	d.tag = st->s;
+	/* traces show the collective, stage, phase (the dimension index in the
+	 * color's permutation) and stream */
+	d.tag = TORUS_TAG(m->t->tag_coll, TORUS_ALGO_MULTICOLOR, stage, (uint32_t)(ph - st->ph), st->s);
 	return dma_injfifo_post(m->fifo[st->fifo], &d, DMA_POST_WAIT);
 }
 
@@ -350,9 +352,11 @@ static int put_piece(void *arg, size_t uoff, size_t w, size_t len)
 	struct put_arg *pa = arg;
 	size_t esz = pa->m->esz;
 	if (pa->to_result)
-		return post(pa->m, pa->st, pa->ph, pa->user + uoff * esz, len * esz, pa->ph->next.region2, uoff * esz);
+		return post(pa->m, pa->st, pa->ph, TORUS_STAGE_AG, pa->user + uoff * esz, len * esz, pa->ph->next.region2,
+			    uoff * esz);
 	const uint8_t *src = pa->src ? pa->src + (w - pa->w0) * esz : pa->user + uoff * esz;
-	return post(pa->m, pa->st, pa->ph, src, len * esz, pa->ph->next.region, pa->dst + (w - pa->w0) * esz);
+	return post(pa->m, pa->st, pa->ph, TORUS_STAGE_RS, src, len * esz, pa->ph->next.region,
+		    pa->dst + (w - pa->w0) * esz);
 }
 
 /* This node's data of W-space elements [a, b) in reduce-scatter phase i. */

@@ -53,7 +53,7 @@ static int ring_setup(struct ring_call *r, coll_team_t *t, void *recvbuf, size_t
 	return coll_agree(t, rc ? rc : x);
 }
 
-static int ring_put(struct ring_call *r, const void *src, size_t bytes, uint64_t offset, uint32_t step)
+static int ring_put(struct ring_call *r, uint32_t stage, const void *src, size_t bytes, uint64_t offset, uint32_t step)
 {
 	struct dma_desc d;
 	/* an empty block is not sent: its counter was armed with 0 and the
@@ -64,6 +64,7 @@ static int ring_put(struct ring_call *r, const void *src, size_t bytes, uint64_t
 	if (rc)
 		return rc;
 	dma_desc_put(&d, r->t->node[r->succ], src, bytes, r->next.region, offset, r->next.counter0 + step, r->inj);
+	d.tag = TORUS_TAG(r->t->tag_coll, TORUS_ALGO_RING, stage, 0, 0);
 	if ((rc = dma_injfifo_post(r->f, &d, DMA_POST_WAIT)))
 		dma_counter_add(r->t->core, r->inj, -(int64_t)bytes); /* it never left */
 	return rc;
@@ -104,7 +105,8 @@ int coll_ring_reduce_scatter(coll_team_t *t, void *buf, const struct coll_blocks
 	for (uint32_t s = 0; s + 1 < p; s++) {
 		uint32_t sb = mod((int64_t)i - 1 - s, p), rb = mod((int64_t)i - 2 - s, p);
 		/* the successor's slot s sits at s * max block; it reduces block sb */
-		if ((rc = ring_put(&r, (uint8_t *)buf + b->displs[sb] * esz, b->counts[sb] * esz, s * b->max * esz, s)))
+		if ((rc = ring_put(&r, TORUS_STAGE_RS, (uint8_t *)buf + b->displs[sb] * esz, b->counts[sb] * esz,
+				   s * b->max * esz, s)))
 			goto done;
 		if ((rc = dma_counter_wait(c, r.k0 + s)))
 			goto done;
@@ -138,7 +140,8 @@ int coll_ring_allgather(coll_team_t *t, void *buf, const struct coll_blocks *b, 
 		goto done;
 	for (uint32_t s = 0; s + 1 < p; s++) {
 		uint32_t sb = mod((int64_t)i - s, p);
-		if ((rc = ring_put(&r, (uint8_t *)buf + b->displs[sb] * esz, b->counts[sb] * esz, b->displs[sb] * esz, s)) ||
+		if ((rc = ring_put(&r, TORUS_STAGE_AG, (uint8_t *)buf + b->displs[sb] * esz, b->counts[sb] * esz,
+				   b->displs[sb] * esz, s)) ||
 		    (rc = dma_counter_wait(c, r.k0 + s)))
 			goto done;
 	}

@@ -1,0 +1,147 @@
+/*
+ * torus-trace: read a trace written by `torusrun --trace FILE` and turn it
+ * into a per-link summary, a CSV time series, a Perfetto timeline, an SVG
+ * heat map, or a self-contained HTML animation.
+ */
+#include "trace/trace_tool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out)
+{
+	fputs("usage: torus-trace FILE [outputs]\n"
+	      "\n"
+	      "Read a trace written by `torusrun --trace FILE -- PROGRAM` (every packet a\n"
+	      "node put on a link: when, how much, and which collective/color/phase sent it).\n"
+	      "\n"
+	      "outputs (any combination; none: --summary):\n"
+	      "  --summary            per link direction: packets, bytes, busy %, peak utilisation,\n"
+	      "                       totals, per dimension/direction and per phase; checked\n"
+	      "                       against the link counters (the same as torusrun --report)\n"
+	      "  --csv                the per-link time series on stdout, one row per bin and link\n"
+	      "  --bin NS             CSV bin width in nanoseconds of virtual time\n"
+	      "                       (default: 1/100 of the trace)\n"
+	      "  --perfetto OUT.json  Chrome trace-event JSON, one track per link direction\n"
+	      "                       (open it at https://ui.perfetto.dev or chrome://tracing)\n"
+	      "  --svg OUT.svg        heat map of link utilisation, one panel per phase, and\n"
+	      "                       utilisation over time per dimension and direction\n"
+	      "  --windows K          --svg: K panels of equal time windows instead of phases\n"
+	      "  --html OUT.html      a self-contained page animating link utilisation over\n"
+	      "                       virtual time (play / pause / step, time slider)\n"
+	      "  -h, --help           this text\n"
+	      "\n"
+	      "exit status: 0 ok; 1 an output could not be written, or the trace disagrees\n"
+	      "with the link counters; 2 bad options or a corrupt, truncated or foreign file.\n",
+	      out);
+}
+
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *file = NULL, *perfetto = NULL, *svg = NULL, *html = NULL;
+	int summary = 0, csv = 0;
+	uint64_t bin_ns = 0, windows = 0;
+	char err[512];
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(a, "--summary")) {
+			summary = 1;
+		} else if (!strcmp(a, "--csv")) {
+			csv = 1;
+		} else if (!strcmp(a, "--bin") || !strcmp(a, "--windows") || !strcmp(a, "--perfetto") ||
+			   !strcmp(a, "--svg") || !strcmp(a, "--html")) {
+			if (!next) {
+				fprintf(stderr, "torus-trace: %s needs a value (see --help)\n", a);
+				return 2;
+			}
+			i++;
+			if (!strcmp(a, "--bin") && parse_u64(next, 1, 1000000000000ull, &bin_ns)) {
+				fprintf(stderr, "torus-trace: bad --bin '%s': nanoseconds, 1 or more\n", next);
+				return 2;
+			}
+			if (!strcmp(a, "--windows") && parse_u64(next, 1, 64, &windows)) {
+				fprintf(stderr, "torus-trace: bad --windows '%s': 1..64\n", next);
+				return 2;
+			}
+			if (!strcmp(a, "--perfetto"))
+				perfetto = next;
+			else if (!strcmp(a, "--svg"))
+				svg = next;
+			else if (!strcmp(a, "--html"))
+				html = next;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "torus-trace: unknown option '%s' (see --help)\n", a);
+			return 2;
+		} else if (file) {
+			fprintf(stderr, "torus-trace: one trace file at a time ('%s' and '%s')\n", file, a);
+			return 2;
+		} else {
+			file = a;
+		}
+	}
+	if (!file) {
+		fprintf(stderr, "torus-trace: no trace file given (see --help)\n");
+		return 2;
+	}
+	if (!summary && !csv && !perfetto && !svg && !html)
+		summary = 1;
+
+	struct tt_trace t;
+	int rc = tt_load(file, &t, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "torus-trace: %s: %s\n", file, err);
+		return 2;
+	}
+	int status = 0;
+	if (summary) {
+		rc = tt_write_summary(&t, stdout);
+		if (rc) {
+			if (rc != -EPROTO)
+				fprintf(stderr, "torus-trace: summary: %s\n", strerror(-rc));
+			status = 1;
+		}
+	}
+	if (csv && (rc = tt_write_csv(&t, bin_ns * 1000, stdout))) {
+		fprintf(stderr, "torus-trace: csv: %s%s\n", strerror(-rc),
+			rc == -E2BIG ? " (too many bins: give a wider --bin)" : "");
+		status = 1;
+	}
+	if (perfetto && tt_write_perfetto(&t, perfetto, err, sizeof(err))) {
+		fprintf(stderr, "torus-trace: %s\n", err);
+		status = 1;
+	}
+	struct tt_svg_opts so = {(uint32_t)windows};
+	if (svg && tt_write_svg(&t, svg, &so, err, sizeof(err))) {
+		fprintf(stderr, "torus-trace: %s\n", err);
+		status = 1;
+	}
+	if (html && tt_write_html(&t, html, err, sizeof(err))) {
+		fprintf(stderr, "torus-trace: %s\n", err);
+		status = 1;
+	}
+	if (fflush(stdout)) {
+		fprintf(stderr, "torus-trace: cannot write to stdout\n");
+		status = 1;
+	}
+	tt_free(&t);
+	return status;
+}

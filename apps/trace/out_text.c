@@ -1,0 +1,258 @@
+/*
+ * torus-trace's text outputs: the per-link summary (checked against the
+ * link counters torusrun stored in the trace's end chunk), the binned CSV
+ * time series, and the Chrome trace-event JSON for the Perfetto UI.
+ */
+#include "trace_tool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct link_tot {
+	uint64_t packets, payload, wire, busy;
+};
+
+static void coords(const struct tt_trace *t, uint32_t node, char *buf, size_t len)
+{
+	uint32_t c[TORUS_MAX_DIMS];
+	size_t used = 0;
+	torus_rank_to_coords(&t->shape, node, c);
+	buf[0] = '\0';
+	for (uint32_t d = 0; d < t->shape.ndims && used + 1 < len; d++)
+		used += (size_t)snprintf(buf + used, len - used, d ? ",%u" : "(%u", c[d]);
+	if (used + 1 < len)
+		snprintf(buf + used, len - used, ")");
+}
+
+/* Bins for the peak: the given width, else 1/100 of the trace. */
+static uint64_t default_bin(const struct tt_trace *t)
+{
+	uint64_t b = (t->t_end + 99) / 100;
+	return b ? b : 1;
+}
+
+int tt_write_summary(const struct tt_trace *t, FILE *out)
+{
+	struct link_tot *lt = calloc(t->nlinks, sizeof(*lt));
+	uint64_t bin = default_bin(t);
+	uint32_t nbins = (uint32_t)((t->t_end + bin - 1) / bin);
+	if (!nbins)
+		nbins = 1;
+	double *util = malloc((size_t)t->nlinks * nbins * sizeof(double));
+	if (!lt || !util) {
+		free(lt);
+		free(util);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->nrec; i++) {
+		struct link_tot *l = &lt[t->rec[i].link];
+		l->packets += t->rec[i].packets;
+		l->payload += t->rec[i].payload;
+		l->wire += t->rec[i].wire;
+		l->busy += t->rec[i].busy;
+	}
+	tt_bin(t, 0, bin, nbins, NULL, NULL, util);
+
+	char shape[64];
+	fprintf(out, "trace: torus %s, %u nodes, %u cores; %zu records; emulated time %.3f us\n",
+		torus_shape_format(&t->shape, shape, sizeof(shape)), t->shape.nnodes, t->hdr.total_cores, t->nrec,
+		t->has_end ? t->end.emulated_ps / 1e6 : t->t_end / 1e6);
+	fprintf(out, "program: %s\n", t->hdr.program);
+	fprintf(out, "busy %% = busy time / %.3f us (the last packet's end); peak = the busiest %.3f us bin\n\n",
+		t->t_end / 1e6, bin / 1e6);
+	fprintf(out, "%6s %-14s %-4s %6s %12s %14s %14s %7s %6s\n", "node", "coords", "link", "to", "packets",
+		"payload B", "wire B", "busy %", "peak");
+	struct link_tot tot = {0};
+	for (uint32_t id = 0; id < t->nlinks; id++) {
+		if (!tt_link_exists(t, id))
+			continue;
+		uint32_t node, dim, dir;
+		char cs[48], dn[8];
+		tt_link_of(t, id, &node, &dim, &dir);
+		coords(t, node, cs, sizeof(cs));
+		tt_dir_name(dim, dir, dn, sizeof(dn));
+		double peak = 0;
+		for (uint32_t b = 0; b < nbins; b++)
+			if (util[(size_t)id * nbins + b] > peak)
+				peak = util[(size_t)id * nbins + b];
+		const struct link_tot *l = &lt[id];
+		fprintf(out, "%6u %-14s %-4s %6u %12llu %14llu %14llu %7.2f %6.3f\n", node, cs, dn,
+			torus_neighbor(&t->shape, node, dim, (enum torus_dir)dir), (unsigned long long)l->packets,
+			(unsigned long long)l->payload, (unsigned long long)l->wire,
+			t->t_end ? 100.0 * (double)l->busy / (double)t->t_end : 0.0, peak);
+		tot.packets += l->packets;
+		tot.payload += l->payload;
+		tot.wire += l->wire;
+		tot.busy += l->busy;
+	}
+	fprintf(out, "%6s %-14s %-4s %6s %12llu %14llu %14llu\n\n", "total", "", "", "", (unsigned long long)tot.packets,
+		(unsigned long long)tot.payload, (unsigned long long)tot.wire);
+
+	/* per dimension and direction, and per collective phase */
+	fprintf(out, "%-6s %14s %8s\n", "dir", "payload B", "busy %");
+	for (uint32_t d = 0; d < t->shape.ndims; d++) {
+		if (!torus_dim_has_links(&t->shape, d))
+			continue;
+		for (uint32_t dir = 0; dir < 2; dir++) {
+			uint64_t pay = 0, busy = 0;
+			for (uint32_t n = 0; n < t->shape.nnodes; n++) {
+				pay += lt[tt_link_id(t, n, d, dir)].payload;
+				busy += lt[tt_link_id(t, n, d, dir)].busy;
+			}
+			char dn[8];
+			tt_dir_name(d, dir, dn, sizeof(dn));
+			fprintf(out, "%-6s %14llu %8.2f\n", dn, (unsigned long long)pay,
+				t->t_end ? 100.0 * (double)busy / ((double)t->t_end * t->shape.nnodes) : 0.0);
+		}
+	}
+	struct tt_phase *ph = NULL;
+	int np = tt_phases(t, &ph);
+	if (np > 0) {
+		fprintf(out, "\n%-36s %12s %12s %14s\n", "phase", "start us", "end us", "payload B");
+		for (int k = 0; k < np; k++) {
+			uint64_t pay = 0;
+			for (size_t i = 0; i < t->nrec; i++)
+				if (tt_in_phase(&t->rec[i], &ph[k]))
+					pay += t->rec[i].payload;
+			fprintf(out, "%-36s %12.3f %12.3f %14llu\n", ph[k].name, ph[k].start / 1e6, ph[k].end / 1e6,
+				(unsigned long long)pay);
+		}
+	}
+	free(ph);
+
+	/* the trace against the link counters torusrun kept */
+	int rc = 0;
+	if (!t->has_end) {
+		fprintf(out, "\nwarning: no end chunk (the job did not finish): cannot check against the link counters\n");
+	} else {
+		size_t bad = 0;
+		for (size_t i = 0; i < t->ncounters; i++) {
+			const struct torus_trace_counters *k = &t->counters[i];
+			const struct link_tot *l = &lt[tt_link_id(t, k->node, k->dim, k->dir)];
+			if (l->packets != k->packets || l->payload != k->payload_bytes || l->wire != k->wire_bytes ||
+			    l->busy != k->busy_ps) {
+				if (bad++ < 5)
+					fprintf(out, "mismatch: node %u link %s%c: trace %llu packets %llu B, counters %llu packets %llu B\n",
+						k->node, tt_dim_name(k->dim), k->dir ? '-' : '+', (unsigned long long)l->packets,
+						(unsigned long long)l->payload, (unsigned long long)k->packets,
+						(unsigned long long)k->payload_bytes);
+			}
+		}
+		if (t->end.nodes_flushed != t->shape.nnodes)
+			fprintf(out, "warning: %u of %u nodes finished their trace (the job %s)\n", t->end.nodes_flushed,
+				t->shape.nnodes, t->end.status ? "failed" : "finished");
+		if (bad) {
+			fprintf(out, "\ncounters: %zu of %zu link directions differ from the trace\n", bad, t->ncounters);
+			rc = -EPROTO;
+		} else {
+			fprintf(out, "\ncounters: the trace's totals equal the link counters (torusrun --report) on all %zu "
+				     "link directions\n", t->ncounters);
+		}
+	}
+	free(lt);
+	free(util);
+	return rc;
+}
+
+int tt_write_csv(const struct tt_trace *t, uint64_t bin_ps, FILE *out)
+{
+	if (!bin_ps)
+		bin_ps = default_bin(t);
+	uint64_t nb = (t->t_end + bin_ps - 1) / bin_ps;
+	if (nb == 0)
+		nb = 1;
+	if (nb > (1u << 20) || (uint64_t)t->nlinks * nb > (1ull << 28))
+		return -E2BIG;
+	uint32_t nbins = (uint32_t)nb;
+	double *util = malloc((size_t)t->nlinks * nbins * sizeof(double));
+	double *pay = calloc((size_t)t->nlinks * nbins, sizeof(double));
+	if (!util || !pay) {
+		free(util);
+		free(pay);
+		return -ENOMEM;
+	}
+	tt_bin(t, 0, bin_ps, nbins, NULL, NULL, util);
+	/* payload bytes per bin, spread like the busy time */
+	for (size_t i = 0; i < t->nrec; i++) {
+		const struct tt_rec *r = &t->rec[i];
+		uint64_t span = r->end - r->start;
+		for (uint64_t k = r->start / bin_ps; k < nbins && k * bin_ps < r->end; k++) {
+			uint64_t lo = k * bin_ps, hi = lo + bin_ps;
+			uint64_t x = r->start > lo ? r->start : lo, y = r->end < hi ? r->end : hi;
+			if (span == 0)
+				pay[(size_t)r->link * nbins + k] += r->payload;
+			else if (y > x)
+				pay[(size_t)r->link * nbins + k] += (double)r->payload * (double)(y - x) / (double)span;
+		}
+	}
+	fprintf(out, "bin_start_ns,bin_ns,node,to,dim,dir,payload_bytes,utilisation\n");
+	for (uint32_t b = 0; b < nbins; b++)
+		for (uint32_t id = 0; id < t->nlinks; id++) {
+			if (!tt_link_exists(t, id))
+				continue;
+			uint32_t node, dim, dir;
+			tt_link_of(t, id, &node, &dim, &dir);
+			fprintf(out, "%.3f,%.3f,%u,%u,%s,%c,%.0f,%.4f\n", (double)b * bin_ps / 1e3, bin_ps / 1e3, node,
+				torus_neighbor(&t->shape, node, dim, (enum torus_dir)dir), tt_dim_name(dim), dir ? '-' : '+',
+				pay[(size_t)id * nbins + b], util[(size_t)id * nbins + b]);
+		}
+	free(util);
+	free(pay);
+	return 0;
+}
+
+int tt_write_perfetto(const struct tt_trace *t, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	/* one process per node, one thread (track) per link direction; times
+	 * in microseconds of virtual time */
+	fprintf(f, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"program\": \"");
+	for (const char *p = t->hdr.program; *p; p++) {
+		unsigned char ch = (unsigned char)*p;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch >= 0x20 && ch < 0x7f)
+			fputc(ch, f);
+	}
+	fprintf(f, "\"},\n\"traceEvents\": [\n");
+	int first = 1;
+	for (uint32_t n = 0; n < t->shape.nnodes; n++) {
+		char cs[48];
+		coords(t, n, cs, sizeof(cs));
+		fprintf(f, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %u, \"args\": {\"name\": \"node %u %s\"}}",
+			first ? "" : ",\n", n, n, cs);
+		first = 0;
+		for (uint32_t d = 0; d < t->shape.ndims; d++) {
+			if (!torus_dim_has_links(&t->shape, d))
+				continue;
+			for (uint32_t dir = 0; dir < 2; dir++) {
+				char dn[8];
+				tt_dir_name(d, dir, dn, sizeof(dn));
+				fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %u, \"tid\": %u, "
+					   "\"args\": {\"name\": \"link %s to node %u\"}}",
+					n, 2 * d + dir + 1, dn, torus_neighbor(&t->shape, n, d, (enum torus_dir)dir));
+			}
+		}
+	}
+	for (size_t i = 0; i < t->nrec; i++) {
+		const struct tt_rec *r = &t->rec[i];
+		char name[96];
+		tt_tag_name(r->tag, name, sizeof(name));
+		fprintf(f, ",\n{\"ph\": \"X\", \"name\": \"%s\", \"cat\": \"link\", \"pid\": %u, \"tid\": %u, "
+			   "\"ts\": %.6f, \"dur\": %.6f, \"args\": {\"packets\": %u, \"payload_bytes\": %u, "
+			   "\"wire_bytes\": %u, \"busy_ps\": %llu, \"tag\": %u, \"kind\": %u}}",
+			name, r->node, 2u * r->dim + r->dir + 1, r->start / 1e6, (r->end - r->start) / 1e6, r->packets,
+			r->payload, r->wire, (unsigned long long)r->busy, r->tag, r->kind);
+	}
+	fprintf(f, "\n]}\n");
+	if (ferror(f) | fclose(f)) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}

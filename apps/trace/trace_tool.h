@@ -1,0 +1,104 @@
+/*
+ * torus-trace internals: a trace file loaded into memory (trace_load.c)
+ * and the writers of each output (out_text.c: --summary, --csv,
+ * --perfetto; out_svg.c: --svg; out_html.c: --html).
+ */
+#ifndef TORUS_TRACE_TOOL_H
+#define TORUS_TRACE_TOOL_H
+
+#include <torus/machine.h>
+#include <torus/trace.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One record, with its node and a global link-direction id. */
+struct tt_rec {
+	uint64_t start, end, busy;   /* ps */
+	uint32_t packets, payload, wire, tag;
+	uint32_t node;
+	uint32_t link;               /* tt_link_id(node, dim, dir) */
+	uint8_t dim, dir, kind;
+};
+
+struct tt_trace {
+	struct torus_trace_header hdr;
+	struct torus_shape shape;
+	uint32_t nlinks;             /* link-direction ids: nnodes * ndims * 2 (dims of size 1 have none) */
+	struct tt_rec *rec;          /* sorted by start, then link */
+	size_t nrec;
+	uint64_t t_end;              /* latest end of any record (ps) */
+	int has_end;                 /* the end chunk was present */
+	struct torus_trace_end end;
+	struct torus_trace_counters *counters; /* has_end: one per link direction */
+	size_t ncounters;
+	uint64_t file_bytes;
+};
+
+/* Link-direction id of (node, dim, dir) and back. */
+static inline uint32_t tt_link_id(const struct tt_trace *t, uint32_t node, uint32_t dim, uint32_t dir)
+{
+	return (node * t->shape.ndims + dim) * 2 + dir;
+}
+static inline void tt_link_of(const struct tt_trace *t, uint32_t id, uint32_t *node, uint32_t *dim, uint32_t *dir)
+{
+	*dir = id & 1;
+	*dim = (id >> 1) % t->shape.ndims;
+	*node = (id >> 1) / t->shape.ndims;
+}
+/* 1 if the link-direction id is a real link (its dimension has size > 1). */
+static inline int tt_link_exists(const struct tt_trace *t, uint32_t id)
+{
+	return torus_dim_has_links(&t->shape, (id >> 1) % t->shape.ndims);
+}
+
+/*
+ * Load and check a trace. 0, or a negative errno with a one-line reason in
+ * err: -ENOENT/-EACCES.. (cannot open), -EINVAL (not a trace, corrupt,
+ * truncated, a version this build does not read), -ENOMEM.
+ */
+int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen);
+void tt_free(struct tt_trace *t);
+
+/* Dimension letters: x y z w v u; "x+" / "x-" for a link direction. */
+const char *tt_dim_name(uint32_t dim);
+void tt_dir_name(uint32_t dim, uint32_t dir, char *buf, size_t len);
+/* "allgather multicolor AG phase 1 color 2-" and the like. */
+void tt_tag_name(uint32_t tag, char *buf, size_t len);
+
+/*
+ * Utilisation of every link direction in nbins bins of bin_ps each from t0:
+ * util[link * nbins + b] = busy time in the bin / bin_ps (0..1). Each
+ * record's busy time is spread evenly over [start, end) (exact for runs,
+ * whose busy time is end - start). keep (may be NULL) selects records.
+ * 0 or -EINVAL.
+ */
+int tt_bin(const struct tt_trace *t, uint64_t t0, uint64_t bin_ps, uint32_t nbins,
+	   int (*keep)(const struct tt_rec *, void *), void *arg, double *util);
+
+/*
+ * Phases: the distinct (collective, stage, phase) of the tagged records, in
+ * order of first start; each with its time span. Untagged traffic is not a
+ * phase. Returns the count (>= 0) with *out malloc'd, or -ENOMEM.
+ */
+struct tt_phase {
+	uint32_t coll, stage, phase;
+	uint64_t start, end;
+	char name[48];               /* "AG phase 1" */
+};
+int tt_phases(const struct tt_trace *t, struct tt_phase **out);
+/* 1 if the record belongs to phase ph (a `keep` for tt_bin). */
+int tt_in_phase(const struct tt_rec *r, void *ph);
+
+/* Writers: 0, or negative errno with a reason in err. */
+int tt_write_summary(const struct tt_trace *t, FILE *out);
+int tt_write_csv(const struct tt_trace *t, uint64_t bin_ps, FILE *out);
+int tt_write_perfetto(const struct tt_trace *t, const char *path, char *err, size_t errlen);
+struct tt_svg_opts {
+	uint32_t windows;            /* > 0: panels per time window instead of per phase */
+};
+int tt_write_svg(const struct tt_trace *t, const char *path, const struct tt_svg_opts *o, char *err, size_t errlen);
+int tt_write_html(const struct tt_trace *t, const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,347 @@
+/*
+ * The node side of `torusrun --trace`: the engine thread records every
+ * packet it puts on a link, merging packets sent back to back with the same
+ * tag into one record (a "run", include/torus/trace.h), into a small ring
+ * of fixed buffers. A full buffer becomes a chunk: the engine claims its
+ * place in the shared file with one atomic add on the job's shared
+ * counter, submits the write to io_uring and goes on filling the next
+ * buffer, so the network never waits for the disk unless every buffer is
+ * still being written (counted as a "wait"; virtual time is unaffected
+ * either way). Memory is nbuf * buf_bytes per node however long the job
+ * runs. Where io_uring is not allowed (old kernels, seccomp), or with
+ * TORUS_TRACE_SYNC=1, chunks are written with plain pwrite.
+ */
+#include "node.h"
+
+#include <torus/trace.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <time.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct trace_buf {
+	char *data;                 /* chunk header, then records */
+	uint32_t used;              /* bytes of records */
+	uint32_t inflight;          /* bytes submitted and not completed; 0 if free */
+	uint64_t off;               /* file offset of the submitted chunk */
+};
+
+struct emu_trace {
+	int fd;
+	int uring;                  /* 1: writes go through ring */
+	struct io_uring ring;
+	struct trace_buf *buf;
+	uint32_t nbuf, buf_bytes, cur, inflight;
+	uint32_t node, seq;
+	int packets;                /* one record per packet */
+	struct torus_trace_rec open[2 * TORUS_MAX_DIMS];
+	_Atomic uint64_t *file_off; /* the job's shared end-of-file */
+	uint64_t records, bytes, waits;
+	int error;                  /* first write error (negative errno) */
+};
+
+/* Write a whole buffer at off with pwrite (the fallback, and short writes). */
+static int write_all(int fd, const char *p, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+/* Reap one completion (waiting for it if wait); 1 if one was reaped. */
+static int reap(struct emu_trace *t, int wait)
+{
+	struct io_uring_cqe *cqe;
+	int rc = wait ? io_uring_wait_cqe(&t->ring, &cqe) : io_uring_peek_cqe(&t->ring, &cqe);
+	if (rc)
+		return 0;
+	uint64_t which = io_uring_cqe_get_data64(cqe);
+	int res = cqe->res;
+	io_uring_cqe_seen(&t->ring, cqe);
+	if (which >= t->nbuf)
+		return 1; /* a write that failed to submit, done by hand */
+	struct trace_buf *b = &t->buf[which];
+	if (res < 0 && !t->error)
+		t->error = res;
+	else if (res >= 0 && (uint32_t)res < b->inflight) /* short: finish it by hand */
+		rc = write_all(t->fd, b->data + res, b->inflight - (uint32_t)res, b->off + (uint64_t)res);
+	if (rc && !t->error)
+		t->error = rc;
+	b->inflight = 0;
+	b->used = 0;
+	t->inflight--;
+	return 1;
+}
+
+/* Turn the current buffer into a chunk and send it to the file. */
+static void submit(struct emu_trace *t)
+{
+	struct trace_buf *b = &t->buf[t->cur];
+	if (!b->used)
+		return;
+	struct torus_trace_chunk *c = (struct torus_trace_chunk *)b->data;
+	*c = (struct torus_trace_chunk){TORUS_TRACE_CHUNK_RECORDS, t->node,
+					b->used / (uint32_t)sizeof(struct torus_trace_rec), t->seq++, b->used,
+					torus_trace_checksum(b->data + sizeof(*c), b->used), 0};
+	uint32_t n = (uint32_t)sizeof(*c) + b->used;
+	b->off = atomic_fetch_add_explicit(t->file_off, n, memory_order_relaxed);
+	t->bytes += n;
+	t->records += c->count;
+	struct io_uring_sqe *sqe = t->uring ? io_uring_get_sqe(&t->ring) : NULL;
+	if (sqe) {
+		io_uring_prep_write(sqe, t->fd, b->data, n, b->off);
+		io_uring_sqe_set_data64(sqe, t->cur);
+		b->inflight = n;
+		t->inflight++;
+		int rc = io_uring_submit(&t->ring);
+		if (rc < 0) {
+			/* not submitted after all: write it here */
+			io_uring_prep_nop(sqe);
+			io_uring_sqe_set_data64(sqe, UINT64_MAX);
+			b->inflight = 0;
+			t->inflight--;
+			rc = write_all(t->fd, b->data, n, b->off);
+			if (rc && !t->error)
+				t->error = rc;
+			b->used = 0;
+		}
+	} else {
+		int rc = write_all(t->fd, b->data, n, b->off);
+		if (rc && !t->error)
+			t->error = rc;
+		b->used = 0;
+	}
+	/* the next free buffer; wait for the disk only if none is */
+	t->cur = (t->cur + 1) % t->nbuf;
+	if (t->buf[t->cur].inflight) {
+		while (reap(t, 0))
+			;
+		if (t->buf[t->cur].inflight) {
+			t->waits++;
+			while (t->buf[t->cur].inflight && reap(t, 1))
+				;
+		}
+	}
+}
+
+static void append(struct emu_trace *t, const struct torus_trace_rec *r)
+{
+	struct trace_buf *b = &t->buf[t->cur];
+	if (b->used + sizeof(*r) > t->buf_bytes - sizeof(struct torus_trace_chunk)) {
+		submit(t);
+		b = &t->buf[t->cur];
+	}
+	memcpy(b->data + sizeof(struct torus_trace_chunk) + b->used, r, sizeof(*r));
+	b->used += (uint32_t)sizeof(*r);
+}
+
+void emu_trace_packet(struct emu_trace *t, uint32_t link, torus_vt_t start, torus_vt_t ser, uint32_t payload,
+		      uint32_t wire, uint32_t kind, uint32_t tag)
+{
+	struct torus_trace_rec *r = &t->open[link];
+	if (r->packets && r->end_ps == start && r->tag == tag && r->kind == kind && !t->packets &&
+	    r->packets < (1u << 30) && r->wire_bytes < (1u << 30)) {
+		r->end_ps = start + ser;
+		r->busy_ps += ser;
+		r->packets++;
+		r->payload_bytes += payload;
+		r->wire_bytes += wire;
+		return;
+	}
+	if (r->packets)
+		append(t, r);
+	*r = (struct torus_trace_rec){.start_ps = start, .end_ps = start + ser, .busy_ps = ser, .packets = 1,
+				      .payload_bytes = payload, .wire_bytes = wire, .tag = tag,
+				      .dim = (uint8_t)(link >> 1), .dir = (uint8_t)(link & 1), .kind = (uint8_t)kind};
+}
+
+int emu_trace_open(struct emu_node_rt *rt, int fd, char *err, size_t errlen)
+{
+	const struct emu_shm_hdr *h = rt->hdr;
+	struct emu_trace *t = calloc(1, sizeof(*t));
+	if (!t) {
+		snprintf(err, errlen, "trace: out of memory");
+		return -ENOMEM;
+	}
+	t->fd = fd;
+	t->node = rt->rank;
+	t->nbuf = h->trace_nbuf;
+	t->buf_bytes = h->trace_buf_bytes;
+	t->packets = !!(h->trace_flags & TORUS_TRACE_F_PACKETS);
+	t->file_off = &rt->hdr->trace_off;
+	t->buf = calloc(t->nbuf, sizeof(*t->buf));
+	for (uint32_t i = 0; t->buf && i < t->nbuf; i++)
+		if (!(t->buf[i].data = malloc(t->buf_bytes)))
+			break;
+	if (!t->buf || !t->buf[t->nbuf - 1].data) {
+		rt->trace = t;
+		emu_trace_close(rt);
+		snprintf(err, errlen, "trace: cannot allocate %u buffers of %u bytes", h->trace_nbuf, h->trace_buf_bytes);
+		return -ENOMEM;
+	}
+	const char *sync = getenv("TORUS_TRACE_SYNC");
+	if (!(sync && *sync && strcmp(sync, "0")) && io_uring_queue_init(t->nbuf, &t->ring, 0) == 0)
+		t->uring = 1;
+	rt->trace = t;
+	return 0;
+}
+
+int emu_trace_close(struct emu_node_rt *rt)
+{
+	struct emu_trace *t = rt->trace;
+	if (!t)
+		return 0;
+	if (t->buf && t->buf[t->nbuf - 1].data) {
+		for (uint32_t l = 0; l < 2 * TORUS_MAX_DIMS; l++)
+			if (t->open[l].packets)
+				append(t, &t->open[l]);
+		submit(t);
+		while (t->inflight && reap(t, 1))
+			;
+	}
+	if (t->uring)
+		io_uring_queue_exit(&t->ring);
+	close(t->fd);
+	int rc = t->error;
+	atomic_store(&rt->me->trace_records, t->records);
+	atomic_store(&rt->me->trace_bytes, t->bytes);
+	atomic_store(&rt->me->trace_waits, t->waits);
+	atomic_store(&rt->me->trace_status, rc ? rc : 1);
+	for (uint32_t i = 0; t->buf && i < t->nbuf; i++)
+		free(t->buf[i].data);
+	free(t->buf);
+	free(t);
+	rt->trace = NULL;
+	return rc;
+}
+
+/* ------------------------------------------------------------ torusrun */
+
+int emu_trace_create(const struct emu_job_config *cfg, struct emu_shm *m, int *fd_out, char *err, size_t errlen)
+{
+	const struct torus_shape *s = &cfg->shape;
+	const struct torus_params *p = &cfg->params;
+	struct torus_trace_header h;
+
+	*fd_out = -1;
+	/* inherited by the nodes (no O_CLOEXEC); they write at offsets they claim */
+	int fd = open(cfg->trace_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create trace %s: %s", cfg->trace_path, strerror(errno));
+		return -errno;
+	}
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, TORUS_TRACE_MAGIC, 8);
+	h.version = TORUS_TRACE_VERSION;
+	h.header_bytes = sizeof(h);
+	h.record_bytes = sizeof(struct torus_trace_rec);
+	h.endian = TORUS_TRACE_ENDIAN;
+	h.ndims = s->ndims;
+	for (uint32_t d = 0; d < s->ndims; d++)
+		h.dims[d] = s->dims[d];
+	h.nnodes = s->nnodes;
+	h.total_cores = m->hdr->total_cores;
+	h.flags = cfg->trace_packets ? TORUS_TRACE_F_PACKETS : 0;
+	h.link_bw = p->link_bw;
+	h.hop_latency_ps = p->hop_latency_ps;
+	h.pkt_header_bytes = p->header_bytes;
+	h.chunk_bytes = p->chunk_bytes;
+	h.ack_overhead = p->ack_overhead;
+	h.max_packet = p->max_packet;
+	h.created_unix = (uint64_t)time(NULL);
+	size_t used = 0;
+	for (int i = 0; i < cfg->argc && used + 1 < sizeof(h.program); i++)
+		used += (size_t)snprintf(h.program + used, sizeof(h.program) - used, i ? " %s" : "%s", cfg->argv[i]);
+	int rc = write_all(fd, (const char *)&h, sizeof(h), 0);
+	if (rc) {
+		snprintf(err, errlen, "cannot write trace %s: %s", cfg->trace_path, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	atomic_store(&m->hdr->trace_off, sizeof(h));
+	/* a few buffers, so one can fill while the others are being written */
+	m->hdr->trace_nbuf = cfg->trace_buf_bytes >= (1u << 20) ? 8 : 4;
+	m->hdr->trace_buf_bytes = cfg->trace_buf_bytes / m->hdr->trace_nbuf;
+	m->hdr->trace_flags = h.flags;
+	*fd_out = fd;
+	return 0;
+}
+
+int emu_trace_finish(const struct emu_job_config *cfg, struct emu_shm *m, int fd, uint32_t status, double wall_s,
+		     torus_vt_t vt, int quiet, char *err, size_t errlen)
+{
+	const struct torus_shape *s = &m->hdr->shape;
+	uint64_t links = 0, records = 0, bytes = 0, waits = 0;
+	uint32_t flushed = 0;
+	int rc = 0;
+
+	for (uint32_t d = 0; d < s->ndims; d++)
+		links += torus_dim_has_links(s, d) ? 2ull * s->nnodes : 0;
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		struct emu_node_shm *n = emu_shm_node(m, r);
+		int32_t st = atomic_load(&n->trace_status);
+		records += atomic_load(&n->trace_records);
+		bytes += atomic_load(&n->trace_bytes);
+		waits += atomic_load(&n->trace_waits);
+		if (st == 1)
+			flushed++;
+		else if (st < 0 && !rc) {
+			snprintf(err, errlen, "trace %s: node %u could not write: %s", cfg->trace_path, r, strerror(-st));
+			rc = st;
+		}
+	}
+	size_t nbytes = sizeof(struct torus_trace_chunk) + sizeof(struct torus_trace_end) +
+			links * sizeof(struct torus_trace_counters);
+	char *buf = calloc(1, nbytes);
+	if (!buf) {
+		close(fd);
+		snprintf(err, errlen, "trace %s: out of memory", cfg->trace_path);
+		return -ENOMEM;
+	}
+	struct torus_trace_chunk *c = (struct torus_trace_chunk *)buf;
+	struct torus_trace_end *e = (struct torus_trace_end *)(c + 1);
+	struct torus_trace_counters *k = (struct torus_trace_counters *)(e + 1);
+	*e = (struct torus_trace_end){.emulated_ps = vt, .wall_s = wall_s, .status = status,
+				      .nodes_flushed = flushed, .records = records};
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		for (uint32_t d = 0; d < s->ndims; d++) {
+			if (!torus_dim_has_links(s, d))
+				continue;
+			for (uint32_t dir = 0; dir < 2; dir++) {
+				const struct torus_link *l = emu_shm_link_out(m, r, d, dir);
+				struct torus_link_counters lc;
+				torus_link_read(l, &lc);
+				*k++ = (struct torus_trace_counters){r, d, dir, l->to, lc.packets, lc.payload_bytes,
+								     lc.wire_bytes, lc.busy_ps};
+			}
+		}
+	}
+	uint32_t body = (uint32_t)(nbytes - sizeof(*c));
+	*c = (struct torus_trace_chunk){TORUS_TRACE_CHUNK_END, 0, (uint32_t)links, 0, body,
+					torus_trace_checksum(c + 1, body), 0};
+	int wrc = write_all(fd, buf, nbytes, atomic_load(&m->hdr->trace_off));
+	free(buf);
+	if (close(fd) && !wrc)
+		wrc = -errno;
+	if (wrc && !rc) {
+		snprintf(err, errlen, "cannot write trace %s: %s", cfg->trace_path, strerror(-wrc));
+		rc = wrc;
+	}
+	if (!quiet && !rc)
+		fprintf(stderr, "torusrun: trace %s: %llu records, %.1f MB, %u of %u nodes flushed, %llu waits for the disk\n",
+			cfg->trace_path, (unsigned long long)records, (double)(bytes + nbytes + sizeof(struct torus_trace_header)) / 1e6,
+			flushed, s->nnodes, (unsigned long long)waits);
+	return rc;
+}

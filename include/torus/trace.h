@@ -1,0 +1,156 @@
+/*
+ * Link traces: what `torusrun --trace FILE` writes and `torus-trace` reads.
+ *
+ * Trace tags. A DMA descriptor's `tag` (struct dma_desc) travels with every
+ * packet of the transfer, hop by hop, and lands in the trace; the
+ * collectives fill it with TORUS_TAG so a trace says which collective,
+ * stage, phase and stream (color and direction) each byte belongs to.
+ *
+ * File format, version 1 (all integers little-endian, the host order of
+ * every machine the emulator runs on; the reader checks):
+ *
+ *   struct torus_trace_header        at offset 0, header_bytes long
+ *   chunks, in any order:
+ *     struct torus_trace_chunk       kind TORUS_TRACE_CHUNK_RECORDS
+ *     struct torus_trace_rec[n]      n = chunk.count
+ *   one end chunk, written by torusrun after the job (absent: the job was
+ *   killed before it could be written; the reader says so):
+ *     struct torus_trace_chunk       kind TORUS_TRACE_CHUNK_END
+ *     struct torus_trace_end
+ *     struct torus_trace_counters[n] n = chunk.count: every link direction's
+ *                                    counters, as `torusrun --report` shows
+ *
+ * A record is a run of packets one node sent back to back on one of its
+ * outgoing link directions (each starting when the previous one's
+ * serialisation ended) with the same tag and packet kind: `start_ps` is when
+ * the first began, `end_ps` when the last one's serialisation ended, and
+ * busy_ps the sum of their serialisation times (= end - start for a run).
+ * With --trace-packets every packet is its own record.
+ * Each chunk carries a checksum (FNV-1a, 32 bits) of what follows it.
+ */
+#ifndef TORUS_TRACE_H
+#define TORUS_TRACE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ tags */
+
+/* Collective ids in a tag (0: traffic no collective claimed). */
+enum torus_tag_coll {
+	TORUS_TAG_NONE = 0,
+	TORUS_TAG_REDUCE_SCATTER = 1,
+	TORUS_TAG_ALLGATHER = 2,
+	TORUS_TAG_ALLREDUCE = 3,
+	TORUS_TAG_CONTROL = 15,    /* a collective's address exchange, barriers */
+};
+/* Algorithms in a tag. */
+enum torus_tag_algo { TORUS_ALGO_OTHER = 0, TORUS_ALGO_MULTICOLOR = 1, TORUS_ALGO_RING = 2, TORUS_ALGO_DIRECT = 3 };
+/* Stages of a bucket collective (allreduce = reduce-scatter then allgather). */
+enum torus_tag_stage { TORUS_STAGE_NONE = 0, TORUS_STAGE_RS = 1, TORUS_STAGE_AG = 2 };
+
+/* coll: 4 bits; algo: 4 bits (enum torus_tag_algo); stage: 4 bits; phase:
+ * 4 bits; stream: 16 bits (multicolor: color = stream / 2, direction =
+ * stream % 2, 0 the plus ring). */
+#define TORUS_TAG(coll, algo, stage, phase, stream)                                                    \
+	((uint32_t)(coll) << 28 | ((uint32_t)(algo) & 15u) << 24 | ((uint32_t)(stage) & 15u) << 20 |   \
+	 ((uint32_t)(phase) & 15u) << 16 | ((uint32_t)(stream) & 0xFFFFu))
+static inline uint32_t torus_tag_coll(uint32_t tag) { return tag >> 28; }
+static inline uint32_t torus_tag_algo(uint32_t tag) { return (tag >> 24) & 15u; }
+static inline uint32_t torus_tag_stage(uint32_t tag) { return (tag >> 20) & 15u; }
+static inline uint32_t torus_tag_phase(uint32_t tag) { return (tag >> 16) & 15u; }
+static inline uint32_t torus_tag_stream(uint32_t tag) { return tag & 0xFFFFu; }
+
+/* ---------------------------------------------------------------- format */
+
+#define TORUS_TRACE_MAGIC "TORUSTRC"   /* 8 bytes, no terminator in the file */
+#define TORUS_TRACE_VERSION 1u
+#define TORUS_TRACE_ENDIAN 0x01020304u /* as the writer stored it */
+
+struct torus_trace_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_bytes;       /* sizeof(struct torus_trace_header) */
+	uint32_t record_bytes;       /* sizeof(struct torus_trace_rec) */
+	uint32_t endian;             /* TORUS_TRACE_ENDIAN */
+	uint32_t ndims;
+	uint32_t dims[6];
+	uint32_t nnodes;
+	uint32_t total_cores;
+	uint32_t flags;              /* TORUS_TRACE_F_* */
+	/* the machine parameters that turn bytes into time */
+	uint64_t link_bw;            /* bytes per second per link direction */
+	uint64_t hop_latency_ps;
+	uint32_t pkt_header_bytes;
+	uint32_t chunk_bytes;
+	uint32_t ack_overhead;
+	uint32_t max_packet;
+	uint64_t created_unix;       /* seconds */
+	char program[128];           /* the job's command line, truncated, NUL-terminated */
+	uint8_t reserved[152];
+};
+#define TORUS_TRACE_F_PACKETS 1u     /* one record per packet (--trace-packets) */
+
+enum torus_trace_chunk_kind { TORUS_TRACE_CHUNK_RECORDS = 0x4B4E4843u /* "CHNK" */,
+			      TORUS_TRACE_CHUNK_END = 0x21444E45u /* "END!" */ };
+
+struct torus_trace_chunk {
+	uint32_t kind;               /* enum torus_trace_chunk_kind */
+	uint32_t node;               /* RECORDS: the sending node */
+	uint32_t count;              /* records (or counters) that follow */
+	uint32_t seq;                /* RECORDS: the node's chunk number, from 0 */
+	uint32_t bytes;              /* bytes that follow this chunk header */
+	uint32_t checksum;           /* FNV-1a of those bytes */
+	uint64_t reserved;
+};
+
+struct torus_trace_rec {
+	uint64_t start_ps;           /* the first packet starts serialising */
+	uint64_t end_ps;             /* the last packet's serialisation ends */
+	uint64_t busy_ps;            /* sum of the packets' serialisation times */
+	uint32_t packets;
+	uint32_t payload_bytes;
+	uint32_t wire_bytes;
+	uint32_t tag;                /* TORUS_TAG, from the sender's descriptor */
+	uint8_t dim, dir;            /* the sending node's outgoing link: dir 0 = plus */
+	uint8_t kind;                /* packet kind (enum torus_pkt_kind, DMA kinds above) */
+	uint8_t reserved[5];
+};
+
+struct torus_trace_end {
+	uint64_t emulated_ps;        /* the job's emulated time */
+	double wall_s;
+	uint32_t status;             /* 0 finished, 1 failed, 2 hung, 3 interrupted */
+	uint32_t nodes_flushed;      /* nodes whose trace writer finished cleanly */
+	uint64_t records;            /* records the nodes wrote */
+	uint64_t reserved[4];
+};
+
+struct torus_trace_counters {
+	uint32_t node, dim, dir, to;
+	uint64_t packets, payload_bytes, wire_bytes, busy_ps;
+};
+
+_Static_assert(sizeof(struct torus_trace_header) == 384, "trace header layout");
+_Static_assert(sizeof(struct torus_trace_chunk) == 32, "trace chunk layout");
+_Static_assert(sizeof(struct torus_trace_rec) == 48, "trace record layout");
+_Static_assert(sizeof(struct torus_trace_end) == 64, "trace end layout");
+_Static_assert(sizeof(struct torus_trace_counters) == 48, "trace counters layout");
+
+/* FNV-1a, 32 bits: the chunk checksum. */
+static inline uint32_t torus_trace_checksum(const void *p, uint64_t n)
+{
+	const unsigned char *b = (const unsigned char *)p;
+	uint32_t h = 2166136261u;
+	for (uint64_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
