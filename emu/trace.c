@@ -93,8 +93,8 @@ static void submit(struct emu_trace *t)
 		return;
 	struct torus_trace_chunk *c = (struct torus_trace_chunk *)b->data;
 	*c = (struct torus_trace_chunk){TORUS_TRACE_CHUNK_RECORDS, t->node,
-					b->used / (uint32_t)sizeof(struct torus_trace_rec), t->seq++, b->used,
-					torus_trace_checksum(b->data + sizeof(*c), b->used), 0};
+					b->used / (uint32_t)sizeof(struct torus_trace_rec), t->seq++, b->used, 0, 0};
+	c->checksum = torus_trace_chunk_checksum(c, b->data + sizeof(*c));
 	uint32_t n = (uint32_t)sizeof(*c) + b->used;
 	b->off = atomic_fetch_add_explicit(t->file_off, n, memory_order_relaxed);
 	t->bytes += n;
@@ -264,6 +264,7 @@ int emu_trace_create(const struct emu_job_config *cfg, struct emu_shm *m, int *f
 	size_t used = 0;
 	for (int i = 0; i < cfg->argc && used + 1 < sizeof(h.program); i++)
 		used += (size_t)snprintf(h.program + used, sizeof(h.program) - used, i ? " %s" : "%s", cfg->argv[i]);
+	h.checksum = torus_trace_header_checksum(&h);
 	int rc = write_all(fd, (const char *)&h, sizeof(h), 0);
 	if (rc) {
 		snprintf(err, errlen, "cannot write trace %s: %s", cfg->trace_path, strerror(-rc));
@@ -329,8 +330,8 @@ int emu_trace_finish(const struct emu_job_config *cfg, struct emu_shm *m, int fd
 		}
 	}
 	uint32_t body = (uint32_t)(nbytes - sizeof(*c));
-	*c = (struct torus_trace_chunk){TORUS_TRACE_CHUNK_END, 0, (uint32_t)links, 0, body,
-					torus_trace_checksum(c + 1, body), 0};
+	*c = (struct torus_trace_chunk){TORUS_TRACE_CHUNK_END, 0, (uint32_t)links, 0, body, 0, 0};
+	c->checksum = torus_trace_chunk_checksum(c, c + 1);
 	int wrc = write_all(fd, buf, nbytes, atomic_load(&m->hdr->trace_off));
 	free(buf);
 	if (close(fd) && !wrc)

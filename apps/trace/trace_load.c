@@ -41,6 +41,8 @@ static int check_header(const struct torus_trace_header *h, uint64_t size, struc
 	if (h->header_bytes != sizeof(*h) || h->record_bytes != sizeof(struct torus_trace_rec))
 		return fail(err, errlen, -EINVAL, "corrupt header: header %u / record %u bytes, expected %zu / %zu",
 			    h->header_bytes, h->record_bytes, sizeof(*h), sizeof(struct torus_trace_rec));
+	if (torus_trace_header_checksum(h) != h->checksum)
+		return fail(err, errlen, -EINVAL, "corrupt header: checksum mismatch");
 	if (h->ndims < 1 || h->ndims > TORUS_MAX_DIMS)
 		return fail(err, errlen, -EINVAL, "corrupt header: %u dimensions", h->ndims);
 	if (h->link_bw == 0 || h->max_packet == 0 || h->max_packet > TORUS_SLOT_BYTES)
@@ -154,7 +156,7 @@ int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen)
 			rc = fail(err, errlen, -EIO, "cannot read %s", path);
 			break;
 		}
-		if (torus_trace_checksum(buf, c.bytes) != c.checksum) {
+		if (torus_trace_chunk_checksum(&c, buf) != c.checksum) {
 			rc = fail(err, errlen, -EINVAL, "corrupt trace: checksum mismatch in the chunk at offset %llu",
 				  (unsigned long long)(off - sizeof(c)));
 			break;

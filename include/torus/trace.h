@@ -26,7 +26,8 @@
  * the first began, `end_ps` when the last one's serialisation ended, and
  * busy_ps the sum of their serialisation times (= end - start for a run).
  * With --trace-packets every packet is its own record.
- * Each chunk carries a checksum (FNV-1a, 32 bits) of what follows it.
+ * The header and each chunk carry a checksum (FNV-1a, 32 bits; a chunk's
+ * covers its header and what follows it), so any changed byte is caught.
  */
 #ifndef TORUS_TRACE_H
 #define TORUS_TRACE_H
@@ -90,7 +91,8 @@ struct torus_trace_header {
 	uint32_t max_packet;
 	uint64_t created_unix;       /* seconds */
 	char program[128];           /* the job's command line, truncated, NUL-terminated */
-	uint8_t reserved[152];
+	uint32_t checksum;           /* FNV-1a of the header with this field 0 */
+	uint8_t reserved[148];
 };
 #define TORUS_TRACE_F_PACKETS 1u     /* one record per packet (--trace-packets) */
 
@@ -103,7 +105,7 @@ struct torus_trace_chunk {
 	uint32_t count;              /* records (or counters) that follow */
 	uint32_t seq;                /* RECORDS: the node's chunk number, from 0 */
 	uint32_t bytes;              /* bytes that follow this chunk header */
-	uint32_t checksum;           /* FNV-1a of those bytes */
+	uint32_t checksum;           /* FNV-1a of this header (checksum 0) and the bytes */
 	uint64_t reserved;
 };
 
@@ -148,6 +150,31 @@ static inline uint32_t torus_trace_checksum(const void *p, uint64_t n)
 	for (uint64_t i = 0; i < n; i++)
 		h = (h ^ b[i]) * 16777619u;
 	return h;
+}
+
+/* Continue an FNV-1a checksum over more bytes. */
+static inline uint32_t torus_trace_checksum_more(uint32_t h, const void *p, uint64_t n)
+{
+	const unsigned char *b = (const unsigned char *)p;
+	for (uint64_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+/* The checksum of a chunk: its header (checksum field 0), then its bytes. */
+static inline uint32_t torus_trace_chunk_checksum(const struct torus_trace_chunk *c, const void *body)
+{
+	struct torus_trace_chunk z = *c;
+	z.checksum = 0;
+	return torus_trace_checksum_more(torus_trace_checksum(&z, sizeof(z)), body, c->bytes);
+}
+
+/* The checksum of a file header (checksum field 0). */
+static inline uint32_t torus_trace_header_checksum(const struct torus_trace_header *h)
+{
+	struct torus_trace_header z = *h;
+	z.checksum = 0;
+	return torus_trace_checksum(&z, sizeof(z));
 }
 
 #ifdef __cplusplus

@@ -1,0 +1,384 @@
+/*
+ * Link traces (torusrun --trace, torus-trace): a traced multicolor
+ * allgather on 4x4x4 uses, in each phase, the dimension each color's
+ * permutation names and both directions of it (003_b0aac8c3d10c7733.txt,
+ * section 4), every link direction carrying one stream per phase; the
+ * trace's totals equal the report's link counters, link by link, with
+ * io_uring and with plain writes, in runs and per packet; trace memory is
+ * fixed while the file grows; and corrupt, truncated, fuzzed or foreign
+ * files end in one clear line and exit status 2.
+ */
+#include "cunit_main.h"
+#include "job_util.h"
+#include "trace_tool.h"
+
+#include <stdbool.h>
+#include <sys/stat.h>
+
+static int light(void) { return getenv("TORUS_TEST_LIGHT") != NULL; }
+
+/* Per link direction of node `from`: the report's counters. */
+struct rep_link {
+	uint32_t from, dim, dir;
+	uint64_t packets, payload, wire, busy;
+};
+
+static size_t parse_report_links(const char *json, struct rep_link *out, size_t max)
+{
+	size_t n = 0;
+	const char *p = strstr(json, "\"links\": [");
+	if (!p)
+		return 0;
+	while (n < max && (p = strstr(p, "{\"from\": "))) {
+		struct rep_link *l = &out[n];
+		char dir;
+		if (sscanf(p,
+			   "{\"from\": %u, \"to\": %*u, \"dim\": %u, \"dir\": \"%c\", \"packets\": %lu, \"payload_bytes\": "
+			   "%lu, \"wire_bytes\": %lu, \"busy_ps\": %lu",
+			   &l->from, &l->dim, &dir, &l->packets, &l->payload, &l->wire, &l->busy) != 7)
+			break;
+		l->dir = dir == '-';
+		n++;
+		p++;
+	}
+	return n;
+}
+
+/*
+ * Every link direction of the report equals the sum of the trace's records
+ * on it, and the end chunk's counters; returns the link directions checked.
+ */
+static size_t check_totals(const struct tt_trace *t, const char *report)
+{
+	size_t max = (size_t)t->shape.nnodes * 2 * TORUS_MAX_DIMS;
+	struct rep_link *rl = calloc(max, sizeof(*rl));
+	uint64_t(*sum)[4] = calloc(t->nlinks, sizeof(*sum));
+	CU_ASSERT_FATAL(rl && sum);
+	for (size_t i = 0; i < t->nrec; i++) {
+		sum[t->rec[i].link][0] += t->rec[i].packets;
+		sum[t->rec[i].link][1] += t->rec[i].payload;
+		sum[t->rec[i].link][2] += t->rec[i].wire;
+		sum[t->rec[i].link][3] += t->rec[i].busy;
+	}
+	size_t n = parse_report_links(report, rl, max), bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t id = tt_link_id(t, rl[i].from, rl[i].dim, rl[i].dir);
+		bool ok = sum[id][0] == rl[i].packets && sum[id][1] == rl[i].payload && sum[id][2] == rl[i].wire &&
+			  sum[id][3] == rl[i].busy;
+		if (!ok && bad++ < 3)
+			EXPECT(0, "node %u dim %u dir %u: trace %lu packets %lu B %lu ps, report %lu packets %lu B %lu ps",
+			       rl[i].from, rl[i].dim, rl[i].dir, (unsigned long)sum[id][0], (unsigned long)sum[id][1],
+			       (unsigned long)sum[id][3], (unsigned long)rl[i].packets, (unsigned long)rl[i].payload,
+			       (unsigned long)rl[i].busy);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	/* the end chunk holds the same counters */
+	CU_ASSERT_FATAL(t->has_end);
+	CU_ASSERT_EQUAL(t->ncounters, n);
+	for (size_t i = 0; i < t->ncounters; i++) {
+		const struct torus_trace_counters *k = &t->counters[i];
+		uint32_t id = tt_link_id(t, k->node, k->dim, k->dir);
+		EXPECT(sum[id][0] == k->packets && sum[id][1] == k->payload_bytes && sum[id][3] == k->busy_ps,
+		       "end chunk: node %u dim %u dir %u", k->node, k->dim, k->dir);
+	}
+	free(rl);
+	free(sum);
+	return n;
+}
+
+static void load(const char *name, struct tt_trace *t)
+{
+	char path[512], err[512];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	int rc = tt_load(path, t, err, sizeof(err));
+	EXPECT(rc == 0, "tt_load %s: %s", path, err);
+	CU_ASSERT_FATAL(rc == 0);
+}
+
+/*
+ * Section 4: color c runs its phase i along dimension pi_c(i) = (i + c) mod
+ * N, its two streams on the two directions; in each phase the N colors use
+ * N different dimensions, so each link direction carries exactly one
+ * stream.
+ */
+static void test_allgather_phases(void)
+{
+	const char *size = light() ? "96KiB" : "1MiB";
+	struct result r = run("$B/torusrun --torus 4x4x4 --cores 3 --timeout 120 --trace $T/ag.trace --report $T/ag.json "
+			      "-- $B/torus-bench allgather --algo multicolor --sizes %s:%s",
+			      size, size);
+	EXPECT(r.status == 0, "status %d\n%.2000s", r.status, r.err);
+	EXPECT(strstr(r.err, "64 of 64 nodes flushed") != NULL, "%.500s", r.err);
+	result_free(&r);
+	struct tt_trace t;
+	load("ag.trace", &t);
+	const uint32_t N = 3;
+	/* stream seen on (node, dim, dir) in phase i: -1 none, -2 several */
+	int32_t *seen = malloc((size_t)t.nlinks * N * sizeof(int32_t));
+	uint64_t used[3][3][2] = {{{0}}}; /* color, phase, direction: payload bytes */
+	size_t tagged = 0, wrong = 0;
+	CU_ASSERT_FATAL(seen != NULL);
+	for (size_t i = 0; i < (size_t)t.nlinks * N; i++)
+		seen[i] = -1;
+	for (size_t i = 0; i < t.nrec; i++) {
+		const struct tt_rec *x = &t.rec[i];
+		if (torus_tag_coll(x->tag) != TORUS_TAG_ALLGATHER)
+			continue;
+		tagged++;
+		uint32_t s = torus_tag_stream(x->tag), ph = torus_tag_phase(x->tag), c = s / 2;
+		if (torus_tag_algo(x->tag) != TORUS_ALGO_MULTICOLOR || torus_tag_stage(x->tag) != TORUS_STAGE_AG ||
+		    s >= 2 * N || ph >= N || x->dim != (ph + c) % N || x->dir != s % 2) {
+			if (wrong++ < 5)
+				EXPECT(0, "node %u link %u%c: stream %u phase %u stage %u", x->node, x->dim, x->dir ? '-' : '+',
+				       s, ph, torus_tag_stage(x->tag));
+			continue;
+		}
+		used[c][ph][x->dir] += x->payload;
+		int32_t *k = &seen[(size_t)x->link * N + ph];
+		*k = *k == -1 || *k == (int32_t)s ? (int32_t)s : -2;
+	}
+	CU_ASSERT(tagged > 0);
+	CU_ASSERT_EQUAL(wrong, 0);
+	for (uint32_t c = 0; c < N; c++)
+		for (uint32_t ph = 0; ph < N; ph++)
+			EXPECT(used[c][ph][0] > 0 && used[c][ph][1] > 0, "color %u phase %u: + %lu B, - %lu B", c, ph,
+			       (unsigned long)used[c][ph][0], (unsigned long)used[c][ph][1]);
+	size_t one = 0;
+	for (uint32_t id = 0; id < t.nlinks; id++)
+		for (uint32_t ph = 0; ph < N; ph++)
+			one += seen[(size_t)id * N + ph] >= 0;
+	EXPECT(one == (size_t)t.nlinks * N, "%zu of %zu (link direction, phase) pairs carry exactly one stream", one,
+	       (size_t)t.nlinks * N);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/ag.json", tmpdir);
+	char *rep = slurp(path);
+	CU_ASSERT_EQUAL(check_totals(&t, rep), 384);
+	free(rep);
+	free(seen);
+	tt_free(&t);
+
+	/* torus-trace's own check says the same */
+	r = run("$B/torus-trace $T/ag.trace --summary");
+	EXPECT(r.status == 0 && strstr(r.out, "equal the link counters (torusrun --report) on all 384"), "%d %.300s",
+	       r.status, r.err);
+	EXPECT(strstr(r.out, "allgather AG phase 0") && strstr(r.out, "allgather AG phase 2"), "%.3000s", r.out);
+	result_free(&r);
+}
+
+/* Plain writes (no io_uring), one record per packet, on a ring. */
+static void test_sync_packets(void)
+{
+	struct result r = run("TORUS_TRACE_SYNC=1 $B/torusrun --torus 6 --cores 2 --timeout 60 --trace $T/s.trace "
+			      "--trace-packets --report $T/s.json -- $B/torus-bench allreduce --algo ring --sizes 40000:40000");
+	EXPECT(r.status == 0, "status %d\n%.2000s", r.status, r.err);
+	result_free(&r);
+	struct tt_trace t;
+	load("s.trace", &t);
+	CU_ASSERT(t.hdr.flags & TORUS_TRACE_F_PACKETS);
+	size_t multi = 0, rs = 0, ag = 0;
+	for (size_t i = 0; i < t.nrec; i++) {
+		multi += t.rec[i].packets != 1;
+		/* the vector's packets (torus-bench's one-element calls that agree
+		 * on the timings carry 8 bytes) */
+		if (torus_tag_coll(t.rec[i].tag) == TORUS_TAG_ALLREDUCE && torus_tag_algo(t.rec[i].tag) == TORUS_ALGO_RING &&
+		    t.rec[i].payload > 8) {
+			rs += torus_tag_stage(t.rec[i].tag) == TORUS_STAGE_RS;
+			ag += torus_tag_stage(t.rec[i].tag) == TORUS_STAGE_AG;
+		}
+	}
+	CU_ASSERT_EQUAL(multi, 0);
+	/* 40000 bytes in 6 blocks of 6672 or 6664 bytes, 28 packets each; 5
+	 * steps a stage on each of the 6 nodes */
+	EXPECT(rs == 6 * 5 * 28 && ag == rs, "ring packets: RS %zu, AG %zu", rs, ag);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/s.json", tmpdir);
+	char *rep = slurp(path);
+	CU_ASSERT_EQUAL(check_totals(&t, rep), 12);
+	free(rep);
+	tt_free(&t);
+}
+
+/*
+ * Bounded memory: with 64 KiB of trace buffers per node a job whose trace is
+ * many times larger completes, every node flushes, and nothing is lost
+ * (totals equal the counters): the buffers are reused, not grown.
+ */
+static void test_bounded_buffers(void)
+{
+	struct result r = run("$B/torusrun --torus 2x2x2 --timeout 60 --trace $T/b.trace --trace-buffer 64KiB "
+			      "--trace-packets --report $T/b.json -- $B/torus-bench allreduce --algo direct --sizes 1MiB:1MiB");
+	EXPECT(r.status == 0, "status %d\n%.2000s", r.status, r.err);
+	EXPECT(strstr(r.err, "8 of 8 nodes flushed") != NULL, "%.500s", r.err);
+	result_free(&r);
+	char path[600];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/b.trace", tmpdir);
+	CU_ASSERT_FATAL(stat(path, &st) == 0);
+	EXPECT(st.st_size > 8 * 4 * (64 << 10), "trace %ld bytes: not 4x the buffers of 8 nodes", (long)st.st_size);
+	struct tt_trace t;
+	load("b.trace", &t);
+	snprintf(path, sizeof(path), "%s/b.json", tmpdir);
+	char *rep = slurp(path);
+	CU_ASSERT_EQUAL(check_totals(&t, rep), 48);
+	free(rep);
+	tt_free(&t);
+}
+
+static void test_option_errors(void)
+{
+	static const struct {
+		const char *args, *msg;
+	} cases[] = {
+		{"--trace-buffer 1KiB --trace $T/x.trace", "bad --trace-buffer '1KiB'"},
+		{"--trace-buffer lots --trace $T/x.trace", "bad --trace-buffer 'lots'"},
+		{"--trace-packets", "--trace-packets needs --trace FILE"},
+		{"--trace /nonexistent-dir/x.trace", "cannot create trace /nonexistent-dir/x.trace"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct result r = run("$B/torusrun --torus 2 %s -- $B/torus-hello", cases[i].args);
+		EXPECT(r.status != 0 && strstr(r.err, cases[i].msg), "%s: status %d: %.300s", cases[i].args, r.status,
+		       r.err);
+		result_free(&r);
+	}
+	struct result r = run("$B/torus-trace --help");
+	EXPECT(r.status == 0 && strstr(r.out, "--perfetto") && strstr(r.out, "--html"), "%.300s", r.out);
+	result_free(&r);
+	r = run("$B/torus-trace $T/ag.trace --bin 0");
+	EXPECT(r.status == 2 && strstr(r.err, "bad --bin"), "%d %.300s", r.status, r.err);
+	result_free(&r);
+	r = run("$B/torus-trace");
+	EXPECT(r.status == 2 && strstr(r.err, "no trace file"), "%d %.300s", r.status, r.err);
+	result_free(&r);
+}
+
+/* ------------------------------------------------------------- bad files */
+
+static unsigned char *file_bytes(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	rewind(f);
+	unsigned char *b = malloc((size_t)len + 1);
+	*n = b ? fread(b, 1, (size_t)len, f) : 0;
+	fclose(f);
+	return b;
+}
+
+static void write_bytes(const char *path, const void *b, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT(fwrite(b, 1, n, f) == n);
+	fclose(f);
+}
+
+/* torus-trace must say why in one line on stderr and exit 2, never crash. */
+static int rejects(const char *label, const char *path)
+{
+	struct result r = run("$B/torus-trace '%s' --summary --csv --perfetto $T/f.json", path);
+	int ok = r.status == 2 && !strncmp(r.err, "torus-trace: ", 13) && count_lines(r.err, NULL) == 1 && !r.out[0];
+	EXPECT(ok, "%s: status %d, stderr: %.300s, stdout: %.100s", label, r.status, r.err, r.out);
+	result_free(&r);
+	return ok;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void test_bad_files(void)
+{
+	struct result r = run("$B/torusrun --torus 2x2 --quiet --timeout 60 --trace $T/g.trace -- $B/torus-bench "
+			      "allgather --sizes 20000:20000");
+	CU_ASSERT_FATAL(r.status == 0);
+	result_free(&r);
+	char good[600], bad[600];
+	snprintf(good, sizeof(good), "%s/g.trace", tmpdir);
+	snprintf(bad, sizeof(bad), "%s/bad.trace", tmpdir);
+	size_t n = 0;
+	unsigned char *b = file_bytes(good, &n);
+	CU_ASSERT_FATAL(b && n > sizeof(struct torus_trace_header) + 2000);
+	r = run("$B/torus-trace '%s'", good);
+	CU_ASSERT_EQUAL(r.status, 0);
+	result_free(&r);
+
+	size_t passed = 0, cases = 0;
+	/* truncations: empty, inside the magic, inside the header, inside
+	 * chunk headers and bodies, one byte short */
+	size_t cuts[] = {0, 5, 100, sizeof(struct torus_trace_header) + 10, sizeof(struct torus_trace_header) + 100,
+			 n / 2, n - 200, n - 1};
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++, cases++) {
+		write_bytes(bad, b, cuts[i]);
+		char label[64];
+		snprintf(label, sizeof(label), "cut at %zu", cuts[i]);
+		passed += rejects(label, bad);
+	}
+	/* trailing garbage */
+	unsigned char *m = malloc(n + 40);
+	CU_ASSERT_FATAL(m != NULL);
+	memcpy(m, b, n);
+	memset(m + n, 0x5a, 40);
+	write_bytes(bad, m, n + 40);
+	passed += rejects("40 bytes appended", bad), cases++;
+	/* single-byte changes anywhere: header, chunk headers, records, end chunk */
+	for (int k = 0; k < (light() ? 24 : 60); k++, cases++) {
+		memcpy(m, b, n);
+		size_t at = k < 8 ? (size_t)k * 7 : (size_t)(next_rand() % n);
+		m[at] ^= (unsigned char)(1u << (next_rand() % 8));
+		write_bytes(bad, m, n);
+		char label[64];
+		snprintf(label, sizeof(label), "bit flipped at byte %zu", at);
+		passed += rejects(label, bad);
+	}
+	/* random bytes, with and without the magic */
+	for (int k = 0; k < 6; k++, cases++) {
+		for (size_t i = 0; i < n; i++)
+			m[i] = (unsigned char)next_rand();
+		if (k % 2)
+			memcpy(m, TORUS_TRACE_MAGIC, 8);
+		write_bytes(bad, m, n);
+		passed += rejects(k % 2 ? "random bytes after the magic" : "random bytes", bad);
+	}
+	/* foreign files: a program, a report-like text, a directory */
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/torusrun", bin);
+	passed += rejects("an ELF program", path), cases++;
+	snprintf(path, sizeof(path), "%s/text.trace", tmpdir);
+	write_bytes(path, "{\"schema\": \"torusrun-report/1\"}\n", 33);
+	passed += rejects("a JSON file", path), cases++;
+	passed += rejects("a directory", tmpdir), cases++;
+	snprintf(path, sizeof(path), "%s/missing.trace", tmpdir);
+	passed += rejects("a missing file", path), cases++;
+	/* a future version */
+	memcpy(m, b, n);
+	((struct torus_trace_header *)m)->version = 2;
+	write_bytes(bad, m, n);
+	r = run("$B/torus-trace '%s'", bad);
+	EXPECT(r.status == 2 && strstr(r.err, "version 2"), "%.300s", r.err);
+	result_free(&r);
+	CU_ASSERT_EQUAL(passed, cases);
+	free(m);
+	free(b);
+}
+
+int main(void)
+{
+	if (job_util_init())
+		return 2;
+	static const struct cunit_case capture[] = {CUNIT_CASE(test_allgather_phases), CUNIT_CASE(test_sync_packets),
+						    CUNIT_CASE(test_bounded_buffers), CUNIT_CASE(test_option_errors)};
+	static const struct cunit_case files[] = {CUNIT_CASE(test_bad_files)};
+	static const struct cunit_suite all[] = {{"trace.capture", capture, CUNIT_COUNT(capture)},
+						 {"trace.files", files, CUNIT_COUNT(files)}};
+	int rc = cunit_main(all, CUNIT_COUNT(all));
+	job_util_cleanup();
+	return rc;
+}
