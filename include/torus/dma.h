@@ -141,7 +141,7 @@ struct dma_desc {
 	uint32_t reply_region;  /* GET: where the data lands here */
 	uint64_t reply_offset;
 	uint32_t inj_counter;   /* decremented as bytes are injected, or DMA_NO_COUNTER */
-	uint32_t tag;           /* collective / color / phase tag for tracing */
+	uint32_t tag;           /* trace tag: TORUS_TAG(...) of torus/trace.h, or 0 */
 };
 
 void dma_desc_memfifo(struct dma_desc *d, uint32_t node, uint32_t core, uint32_t dispatch, uint16_t user,
