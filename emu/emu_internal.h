@@ -165,6 +165,13 @@ static inline struct torus_link *emu_shm_link_out(const struct emu_shm *m, uint3
 	return emu_shm_link_in(m, to, dim, dir);
 }
 
+/* Call fn (may be NULL) for every link direction of the job, in report
+ * order (node, dimension, direction; dimensions with links only), with its
+ * counters; returns how many there are. */
+typedef void (*emu_link_fn)(void *arg, uint32_t node, uint32_t dim, uint32_t dir, const struct torus_link *l,
+			    const struct torus_link_counters *c);
+uint64_t emu_shm_each_link(const struct emu_shm *m, emu_link_fn fn, void *arg);
+
 /* Bytes the job needs; fills node offsets if node_off != NULL. */
 uint64_t emu_shm_layout(const struct torus_shape *s, const struct torus_params *p,
 			const uint32_t *cores, uint64_t *node_off);

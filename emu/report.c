@@ -20,6 +20,30 @@ static void json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+struct link_out {
+	FILE *f;
+	int first;
+	struct torus_link_counters tot;
+};
+
+static void link_json(void *arg, uint32_t node, uint32_t dim, uint32_t dir, const struct torus_link *l,
+		      const struct torus_link_counters *c)
+{
+	struct link_out *o = arg;
+	(void)node;
+	o->tot.packets += c->packets;
+	o->tot.payload_bytes += c->payload_bytes;
+	o->tot.wire_bytes += c->wire_bytes;
+	o->tot.busy_ps += c->busy_ps;
+	fprintf(o->f,
+		"%s    {\"from\": %u, \"to\": %u, \"dim\": %u, \"dir\": \"%c\", \"packets\": %llu, "
+		"\"payload_bytes\": %llu, \"wire_bytes\": %llu, \"busy_ps\": %llu, \"free_at_ps\": %llu}",
+		o->first ? "" : ",\n", l->from, l->to, dim, dir == TORUS_PLUS ? '+' : '-', (unsigned long long)c->packets,
+		(unsigned long long)c->payload_bytes, (unsigned long long)c->wire_bytes, (unsigned long long)c->busy_ps,
+		(unsigned long long)c->free_at);
+	o->first = 0;
+}
+
 int emu_report_write(const char *path, const struct emu_job_config *cfg, const struct emu_shm *m,
 		     const char *status, double wall_s, char *err, size_t errlen)
 {
@@ -56,30 +80,9 @@ int emu_report_write(const char *path, const struct emu_job_config *cfg, const s
 	torus_params_json(&m->hdr->params, f, "    ");
 	fprintf(f, "  },\n  \"emulated_time_ps\": %llu,\n  \"wall_time_s\": %.6f,\n  \"links\": [\n",
 		(unsigned long long)vt, wall_s);
-	int first = 1;
-	for (uint32_t r = 0; r < s->nnodes; r++) {
-		for (uint32_t d = 0; d < s->ndims; d++) {
-			if (!torus_dim_has_links(s, d))
-				continue;
-			for (uint32_t dir = 0; dir < 2; dir++) {
-				const struct torus_link *l = emu_shm_link_out(m, r, d, dir);
-				struct torus_link_counters c;
-				torus_link_read(l, &c);
-				tot.packets += c.packets;
-				tot.payload_bytes += c.payload_bytes;
-				tot.wire_bytes += c.wire_bytes;
-				tot.busy_ps += c.busy_ps;
-				fprintf(f,
-					"%s    {\"from\": %u, \"to\": %u, \"dim\": %u, \"dir\": \"%c\", \"packets\": %llu, "
-					"\"payload_bytes\": %llu, \"wire_bytes\": %llu, \"busy_ps\": %llu, \"free_at_ps\": %llu}",
-					first ? "" : ",\n", l->from, l->to, d, dir == TORUS_PLUS ? '+' : '-',
-					(unsigned long long)c.packets, (unsigned long long)c.payload_bytes,
-					(unsigned long long)c.wire_bytes, (unsigned long long)c.busy_ps,
-					(unsigned long long)c.free_at);
-				first = 0;
-			}
-		}
-	}
+	struct link_out lo = {f, 1, {0}};
+	emu_shm_each_link(m, link_json, &lo);
+	tot = lo.tot;
 	fprintf(f, "\n  ],\n  \"totals\": {\"packets\": %llu, \"payload_bytes\": %llu, \"wire_bytes\": %llu, "
 		   "\"busy_ps\": %llu},\n  \"node_list\": [\n",
 		(unsigned long long)tot.packets, (unsigned long long)tot.payload_bytes,

@@ -270,3 +270,20 @@ void emu_shm_dump(const struct emu_shm *m, FILE *out)
 	if (quiet)
 		fprintf(out, "(%u more nodes: cores done, FIFOs empty)\n", quiet);
 }
+
+uint64_t emu_shm_each_link(const struct emu_shm *m, emu_link_fn fn, void *arg)
+{
+	const struct torus_shape *s = &m->hdr->shape;
+	uint64_t n = 0;
+	for (uint32_t r = 0; r < s->nnodes; r++)
+		for (uint32_t d = 0; d < s->ndims; d++)
+			for (uint32_t dir = 0; torus_dim_has_links(s, d) && dir < 2; dir++, n++) {
+				if (!fn)
+					continue;
+				const struct torus_link *l = emu_shm_link_out(m, r, d, dir);
+				struct torus_link_counters c;
+				torus_link_read(l, &c);
+				fn(arg, r, d, dir, l, &c);
+			}
+	return n;
+}

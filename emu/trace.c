@@ -280,6 +280,14 @@ int emu_trace_create(const struct emu_job_config *cfg, struct emu_shm *m, int *f
 	return 0;
 }
 
+static void end_counters(void *arg, uint32_t node, uint32_t dim, uint32_t dir, const struct torus_link *l,
+			 const struct torus_link_counters *c)
+{
+	struct torus_trace_counters **k = arg;
+	*(*k)++ = (struct torus_trace_counters){node, dim, dir, l->to, c->packets, c->payload_bytes, c->wire_bytes,
+						c->busy_ps};
+}
+
 int emu_trace_finish(const struct emu_job_config *cfg, struct emu_shm *m, int fd, uint32_t status, double wall_s,
 		     torus_vt_t vt, int quiet, char *err, size_t errlen)
 {
@@ -288,8 +296,7 @@ int emu_trace_finish(const struct emu_job_config *cfg, struct emu_shm *m, int fd
 	uint32_t flushed = 0;
 	int rc = 0;
 
-	for (uint32_t d = 0; d < s->ndims; d++)
-		links += torus_dim_has_links(s, d) ? 2ull * s->nnodes : 0;
+	links = emu_shm_each_link(m, NULL, NULL);
 	for (uint32_t r = 0; r < s->nnodes; r++) {
 		struct emu_node_shm *n = emu_shm_node(m, r);
 		int32_t st = atomic_load(&n->trace_status);
@@ -316,19 +323,7 @@ int emu_trace_finish(const struct emu_job_config *cfg, struct emu_shm *m, int fd
 	struct torus_trace_counters *k = (struct torus_trace_counters *)(e + 1);
 	*e = (struct torus_trace_end){.emulated_ps = vt, .wall_s = wall_s, .status = status,
 				      .nodes_flushed = flushed, .records = records};
-	for (uint32_t r = 0; r < s->nnodes; r++) {
-		for (uint32_t d = 0; d < s->ndims; d++) {
-			if (!torus_dim_has_links(s, d))
-				continue;
-			for (uint32_t dir = 0; dir < 2; dir++) {
-				const struct torus_link *l = emu_shm_link_out(m, r, d, dir);
-				struct torus_link_counters lc;
-				torus_link_read(l, &lc);
-				*k++ = (struct torus_trace_counters){r, d, dir, l->to, lc.packets, lc.payload_bytes,
-								     lc.wire_bytes, lc.busy_ps};
-			}
-		}
-	}
+	emu_shm_each_link(m, end_counters, &k);
 	uint32_t body = (uint32_t)(nbytes - sizeof(*c));
 	*c = (struct torus_trace_chunk){TORUS_TRACE_CHUNK_END, 0, (uint32_t)links, 0, body, 0, 0};
 	c->checksum = torus_trace_chunk_checksum(c, c + 1);

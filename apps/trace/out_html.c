@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HTML_BINS 200u            /* time bins over [0, t_end] */
+#define HTML_BINS 200u           /* time bins over [0, t_end] */
 #define HTML_MIN_BINS 20u
 #define HTML_MAX_CELLS 2000000u  /* link directions x bins */
 #define HTML_MAX_NODES 4096u
@@ -35,7 +35,6 @@
  * The page, one line per string; tt_write_html writes the title, the header
  * and the data between the parts. Script-side comments say how it draws.
  */
-
 static const char *const page_top[] = {
 	"<!DOCTYPE html>\n",
 	"<html lang=\"en\">\n",
@@ -47,7 +46,8 @@ static const char *const page_top[] = {
 
 static const char *const page_style[] = {
 	"<style>\n",
-	"body { font: 14px/1.35 system-ui, sans-serif; margin: 0; color: #222; background: #f4f4f4; }\n",
+	"body { font: 14px/1.35 system-ui, sans-serif; margin: 0; color: #222; background: #f4f4f4;\n",
+	"  display: flex; flex-direction: column; height: 100vh; }\n",
 	"header { padding: 8px 16px 6px; }\n",
 	"h1 { font-size: 20px; margin: 0 0 2px; }\n",
 	".sub { margin: 0; color: #555; font-size: 13px; }\n",
@@ -59,12 +59,12 @@ static const char *const page_style[] = {
 	"#play { min-width: 86px; }\n",
 	"#slider { flex: 1; }\n",
 	"#tlabel { font-variant-numeric: tabular-nums; min-width: 250px; font-weight: 600; }\n",
-	"#main { display: flex; gap: 10px; padding: 8px 16px; height: calc(100vh - 132px); min-height: 420px;\n",
-	"  box-sizing: border-box; }\n",
+	"#main { display: flex; gap: 10px; padding: 8px 16px; flex: 1; min-height: 420px; box-sizing: border-box; }\n",
 	"#view { flex: 1; min-width: 0; background: #fff; border: 1px solid #ddd; border-radius: 6px; }\n",
 	"#torus { width: 100%; height: 100%; display: block; }\n",
 	"#side { width: 392px; flex: none; overflow-y: auto; }\n",
-	".box { background: #fff; border: 1px solid #ddd; border-radius: 6px; padding: 6px 10px; margin-bottom: 8px; }\n",
+	".box { background: #fff; border: 1px solid #ddd; border-radius: 6px; padding: 6px 10px;\n",
+	"  margin-bottom: 8px; }\n",
 	".box h2 { font-size: 12px; margin: 0 0 4px; color: #666; text-transform: uppercase; letter-spacing: .05em; }\n",
 	"#phase { font-size: 17px; font-weight: 600; min-height: 23px; }\n",
 	"#phase .chip { display: inline-block; width: 11px; height: 11px; border-radius: 2px; margin: 0 5px 0 0; }\n",
@@ -93,14 +93,17 @@ static const char *const page_body[] = {
 	"<span id=\"tlabel\">t = ?</span>\n",
 	"<label class=\"small\">speed <select id=\"speed\">\n",
 	"<option value=\"0.25\">0.25&times;</option><option value=\"0.5\">0.5&times;</option>\n",
-	"<option value=\"1\" selected>1&times;</option><option value=\"2\">2&times;</option><option value=\"4\">4&times;</option>\n",
+	"<option value=\"1\" selected>1&times;</option><option value=\"2\">2&times;</option>\n",
+	"<option value=\"4\">4&times;</option>\n",
 	"</select></label>\n",
 	"</div>\n",
 	"<div id=\"main\">\n",
 	"<div id=\"view\"><svg id=\"torus\" xmlns=\"http://www.w3.org/2000/svg\"></svg></div>\n",
 	"<div id=\"side\">\n",
-	"<div class=\"box\"><h2>Phase now</h2><div id=\"phase\">&ndash;</div><div id=\"phasesub\" class=\"small\"></div></div>\n",
-	"<div class=\"box\"><h2>Link colour: utilisation in this time bin</h2><svg id=\"legend\" width=\"370\" height=\"46\"></svg>\n",
+	"<div class=\"box\"><h2>Phase now</h2><div id=\"phase\">&ndash;</div>\n",
+	"<div id=\"phasesub\" class=\"small\"></div></div>\n",
+	"<div class=\"box\"><h2>Link colour: utilisation in this time bin</h2>\n",
+	"<svg id=\"legend\" width=\"370\" height=\"46\"></svg>\n",
 	"<div class=\"small\">the fraction of the bin the link direction spent sending packets</div></div>\n",
 	"<div class=\"box\"><h2>Mean utilisation per link direction</h2><div id=\"plots\"></div></div>\n",
 	"<div class=\"box\"><h2>Phases (click to jump)</h2><svg id=\"timeline\" width=\"370\" height=\"20\"></svg></div>\n",
@@ -205,15 +208,16 @@ static const char *const page_script[] = {
 	"\n",
 	"  function pos(node) {\n",
 	"    const c = coords(node), s = Math.floor(node / (nx * ny));\n",
-	"    return [(s % cols) * sw + PAD + c[0] * SP, Math.floor(s / cols) * sh + TOP + PAD + (nd > 1 ? c[1] : 0) * SP];\n",
+	"    return [(s % cols) * sw + PAD + c[0] * SP,\n",
+	"      Math.floor(s / cols) * sh + TOP + PAD + (nd > 1 ? c[1] : 0) * SP];\n",
 	"  }\n",
 	"  /* an arrow from (sx,sy) to (ex,ey), shifted right of its travel by off */\n",
 	"  function arrow(sx, sy, ex, ey, off, w, hl, hw) {\n",
 	"    const L = Math.hypot(ex - sx, ey - sy), ux = (ex - sx) / L, uy = (ey - sy) / L, px = -uy, py = ux;\n",
 	"    sx += px * off; sy += py * off; ex += px * off; ey += py * off;\n",
 	"    const bx = ex - ux * hl, by = ey - uy * hl;\n",
-	"    const p = [[sx + px * w, sy + py * w], [bx + px * w, by + py * w], [bx + px * hw, by + py * hw], [ex, ey],\n",
-	"      [bx - px * hw, by - py * hw], [bx - px * w, by - py * w], [sx - px * w, sy - py * w]];\n",
+	"    const p = [[sx + px * w, sy + py * w], [bx + px * w, by + py * w], [bx + px * hw, by + py * hw],\n",
+	"      [ex, ey], [bx - px * hw, by - py * hw], [bx - px * w, by - py * w], [sx - px * w, sy - py * w]];\n",
 	"    return \"M\" + p.map(function (q) { return q[0].toFixed(1) + \",\" + q[1].toFixed(1); }).join(\"L\") + \"Z\";\n",
 	"  }\n",
 	"  const IN_PLANE = [[1, 0], [0, 1]];\n",
@@ -232,9 +236,9 @@ static const char *const page_script[] = {
 	"      const Q = pos(to);\n",
 	"      return [arrow(sx, sy, Q[0] - ux * (R + 3), Q[1] - uy * (R + 3), OFF, 3.5, 11, 8), false];\n",
 	"    }\n",
-	"    const m = markDir(d, dir), r0 = R + 3 + m[2] * 18;\n",
-	"    return [arrow(P[0] + m[0] * r0, P[1] + m[1] * r0, P[0] + m[0] * (r0 + 16), P[1] + m[1] * (r0 + 16), 0, 3, 7, 6),\n",
-	"      false];\n",
+	"    const m = markDir(d, dir), r0 = R + 3 + m[2] * 22;\n",
+	"    const r1 = r0 + 20;\n",
+	"    return [arrow(P[0] + m[0] * r0, P[1] + m[1] * r0, P[0] + m[0] * r1, P[1] + m[1] * r1, 0, 3.5, 8, 7), false];\n",
 	"  }\n",
 	"\n",
 	"  /* draw: slice frames, nodes, then one path per link direction */\n",
@@ -249,7 +253,7 @@ static const char *const page_script[] = {
 	"    }\n",
 	"    if (parts.length)\n",
 	"      el(\"text\", {class: \"slabel\", x: x0 + 16, y: y0 + 26}, torus, parts.join(\" \"));\n",
-	"    if (s === 0)\n",
+	"    else /* slice labels may be long: the key shows the axes too */\n",
 	"      el(\"text\", {class: \"axis\", x: x0 + sw - 16, y: y0 + 24, \"text-anchor\": \"end\"}, torus,\n",
 	"        nd > 1 ? \"x \\u2192   y \\u2193\" : \"x \\u2192\");\n",
 	"  }\n",
@@ -318,13 +322,13 @@ static const char *const page_script[] = {
 	"  const rowsTxt = [];\n",
 	"  D.phases.forEach(function (p, k) {\n",
 	"    rowsTxt.push(el(\"text\", {x: 0, y: k * RH + 13, \"font-size\": 12}, tl, p.name));\n",
-	"    el(\"rect\", {x: tx(p.start), y: k * RH + 3, width: Math.max(1.5, tx(p.end) - tx(p.start)), height: RH - 5,\n",
-	"      fill: hue(k), rx: 2}, tl);\n",
+	"    el(\"rect\", {x: tx(p.start), y: k * RH + 3, width: Math.max(1.5, tx(p.end) - tx(p.start)),\n",
+	"      height: RH - 5, fill: hue(k), rx: 2}, tl);\n",
 	"  });\n",
 	"  if (!D.phases.length)\n",
 	"    el(\"text\", {x: 0, y: 14, \"font-size\": 12}, tl, \"no collective phases in this trace\");\n",
-	"  const tcur = el(\"line\", {y1: 0, y2: Math.max(1, D.phases.length) * RH + 6, stroke: \"#000\", \"stroke-width\": 1.5},\n",
-	"    tl);\n",
+	"  const tcur = el(\"line\", {y1: 0, y2: Math.max(1, D.phases.length) * RH + 6, stroke: \"#000\",\n",
+	"    \"stroke-width\": 1.5}, tl);\n",
 	"  tl.addEventListener(\"click\", function (e) {\n",
 	"    const x = e.clientX - tl.getBoundingClientRect().left;\n",
 	"    if (x >= LBL) {\n",
@@ -334,23 +338,23 @@ static const char *const page_script[] = {
 	"  });\n",
 	"\n",
 	"  /* the key: one node with its arrows and marks, drawn like the torus */\n",
-	"  const key = $(\"key\"), KX = 80, KY = 75;\n",
+	"  const key = $(\"key\"), KX = 68, KY = 75;\n",
 	"  el(\"circle\", {cx: KX, cy: KY, r: R, fill: \"#fff\", stroke: \"#666\", \"stroke-width\": 1.5}, key);\n",
 	"  for (let d = 0; d < Math.min(nd, 2); d++)\n",
 	"    for (let dir = 0; dir < 2; dir++) {\n",
 	"      const s = dir ? -1 : 1, ux = IN_PLANE[d][0] * s, uy = IN_PLANE[d][1] * s;\n",
-	"      el(\"path\", {d: arrow(KX + ux * (R + 3), KY + uy * (R + 3), KX + ux * 54, KY + uy * 54, OFF, 3.5, 11, 8),\n",
-	"        fill: \"#888\"}, key);\n",
-	"      el(\"text\", {x: KX + ux * 66 - uy * 9, y: KY + uy * 66 + ux * 9}, key, dname(d, dir));\n",
+	"      const a = arrow(KX + ux * (R + 3), KY + uy * (R + 3), KX + ux * 46, KY + uy * 46, OFF, 3.5, 11, 8);\n",
+	"      el(\"path\", {d: a, fill: \"#888\"}, key);\n",
+	"      el(\"text\", {x: KX + ux * 58 - uy * 10, y: KY + uy * 58 + ux * 10}, key, dname(d, dir));\n",
 	"    }\n",
 	"  for (let d = 2; d < nd; d++)\n",
 	"    for (let dir = 0; dir < 2; dir++) {\n",
-	"      const m = markDir(d, dir), r0 = R + 3 + m[2] * 18;\n",
-	"      el(\"path\", {d: arrow(KX + m[0] * r0, KY + m[1] * r0, KX + m[0] * (r0 + 16), KY + m[1] * (r0 + 16), 0, 3, 7, 6),\n",
-	"        fill: \"#888\"}, key);\n",
-	"      el(\"text\", {x: KX + m[0] * (r0 + 27), y: KY + m[1] * (r0 + 27)}, key, dname(d, dir));\n",
+	"      const m = markDir(d, dir), r0 = R + 3 + m[2] * 22;\n",
+	"      const a = arrow(KX + m[0] * r0, KY + m[1] * r0, KX + m[0] * (r0 + 20), KY + m[1] * (r0 + 20), 0, 3.5, 8, 7);\n",
+	"      el(\"path\", {d: a, fill: \"#888\"}, key);\n",
+	"      el(\"text\", {x: KX + m[0] * (r0 + 30), y: KY + m[1] * (r0 + 30)}, key, dname(d, dir));\n",
 	"    }\n",
-	"  const hk = el(\"foreignObject\", {x: 160, y: 0, width: 210, height: 150}, key);\n",
+	"  const hk = el(\"foreignObject\", {x: 146, y: 0, width: 224, height: 150}, key);\n",
 	"  const hd = document.createElement(\"div\");\n",
 	"  hd.className = \"small\";\n",
 	"  hd.textContent = \"Each arrow is one direction of a link, keeping right of the line between two nodes. \" +\n",
@@ -358,8 +362,9 @@ static const char *const page_script[] = {
 	"    (nd > 2 ? \" Each grid is one slice \" + DIM.slice(2, nd).join(\",\") + \"; links between slices are \" +\n",
 	"      \"the short marks at each node.\" : \"\");\n",
 	"  hk.appendChild(hd);\n",
-	"  $(\"howto\").textContent = \"The time bins are \" + us(D.bin_ps) + \" \\u00b5s of virtual time. A phase is one (collective, \" +\n",
-	"    \"stage, phase) of the trace tags; in a multicolor collective the colors run their phases side by side, so \" +\n",
+	"  $(\"howto\").textContent = \"The time bins are \" + us(D.bin_ps) + \" \\u00b5s of virtual time. A phase is \" +\n",
+	"    \"one (collective, stage, phase) of the trace tags; in a multicolor collective the colors run their \" +\n",
+	"    \"phases side by side, so \" +\n",
 	"    \"several can be active at once.\";\n",
 	"\n",
 	"  /* hover: say which link and how busy */\n",
@@ -371,13 +376,16 @@ static const char *const page_script[] = {
 	"      info();\n",
 	"    }\n",
 	"  });\n",
-	"  function mib(b) { return b >= 1048576 ? (b / 1048576).toFixed(2) + \" MiB\" : (b / 1024).toFixed(1) + \" KiB\"; }\n",
+	"  function mib(b) {\n",
+	"    return b >= 1048576 ? (b / 1048576).toFixed(2) + \" MiB\" : (b / 1024).toFixed(1) + \" KiB\";\n",
+	"  }\n",
 	"  function info() {\n",
 	"    if (hover < 0)\n",
 	"      return;\n",
 	"    const l = D.links[hover];\n",
-	"    $(\"info\").textContent = dname(l[1], l[2]) + \" link of node \" + l[0] + \" (\" + coords(l[0]).join(\",\") + \") to node \" +\n",
-	"      l[3] + \" (\" + coords(l[3]).join(\",\") + \")\" + (WRAP[hover] ? \", wrap-around\" : \"\") + \": \" +\n",
+	"    $(\"info\").textContent = dname(l[1], l[2]) + \" link of node \" + l[0] + \" (\" + coords(l[0]).join(\",\") +\n",
+	"      \") to node \" + l[3] + \" (\" + coords(l[3]).join(\",\") + \")\" +\n",
+	"      (WRAP[hover] ? \", wrap-around\" : \"\") + \": \" +\n",
 	"      pct(U[hover][cur]) + \" busy in this bin; \" + mib(D.bytes[hover]) + \" of payload over the run.\";\n",
 	"  }\n",
 	"\n",
@@ -419,7 +427,8 @@ static const char *const page_script[] = {
 	"    if (!active.length)\n",
 	"      ph.textContent = busy ? \"untagged or control traffic\" : \"no traffic\";\n",
 	"    $(\"phasesub\").textContent = busy + \" of \" + nl + \" link directions busy\" +\n",
-	"      (active.length === 1 ? \"; phase runs \" + us(active[0].start) + \"\\u2013\" + us(active[0].end) + \" \\u00b5s\" : \"\");\n",
+	"      (active.length === 1 ? \"; phase runs \" + us(active[0].start) + \"\\u2013\" + us(active[0].end) +\n",
+	"        \" \\u00b5s\" : \"\");\n",
 	"    const tc = tx((t0 + t1) / 2);\n",
 	"    tcur.setAttribute(\"x1\", tc);\n",
 	"    tcur.setAttribute(\"x2\", tc);\n",
@@ -472,8 +481,8 @@ static const char *const page_script[] = {
 	"  /*\n",
 	"   * ?selftest: drive the page as a user would and write the verdict into\n",
 	"   * the DOM (synchronously, so chromium --dump-dom sees it): the torus is\n",
-	"   * drawn, a step changes the time, play and pause toggle, and the drawn\n",
-	"   * colours change somewhere over time.\n",
+	"   * drawn, pointing at a link describes it, a step changes the time, play\n",
+	"   * and pause toggle, and the drawn colours change somewhere over time.\n",
 	"   */\n",
 	"  function fills() { return LK.map(function (e) { return e.getAttribute(\"fill\"); }).join(\" \"); }\n",
 	"  function check() {\n",
@@ -484,6 +493,9 @@ static const char *const page_script[] = {
 	"      throw Error(\"drew \" + links + \" link directions, the data has \" + nl);\n",
 	"    if (nodes !== D.nnodes)\n",
 	"      throw Error(\"drew \" + nodes + \" nodes, the data has \" + D.nnodes);\n",
+	"    LK[0].dispatchEvent(new MouseEvent(\"mouseover\", {bubbles: true}));\n",
+	"    if ($(\"info\").textContent.indexOf(\" link of node \" + D.links[0][0] + \" (\") < 0)\n",
+	"      throw Error(\"pointing at a link does not describe it\");\n",
 	"    setBin(0);\n",
 	"    const t0 = $(\"tlabel\").textContent, f0 = fills(), b0 = cur;\n",
 	"    $(\"fwd\").click();\n",
@@ -529,7 +541,8 @@ static const char *const page_script[] = {
 	"      if ($(\"phase\").textContent.indexOf(p.name) < 0)\n",
 	"        throw Error(\"phase '\" + p.name + \"' not shown in its own time\");\n",
 	"    }\n",
-	"    return \"nodes=\" + nodes + \" links=\" + links + \" bins=\" + nb + \" phases=\" + D.phases.length + \" t0=\" +\n",
+	"    return \"nodes=\" + nodes + \" links=\" + links + \" bins=\" + nb + \" phases=\" + D.phases.length +\n",
+	"      \" t0=\" +\n",
 	"      us(binStart(b0)) + \"us t1=\" + us(binStart(b0 + 1)) + \"us changed_at=\" + us(binStart(changed)) + \"us\";\n",
 	"  }\n",
 	"\n",
@@ -567,29 +580,24 @@ static void put_lines(FILE *f, const char *const *lines)
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
-	size_t len;
-	uint32_t c, min;
+	/* by lead byte: sequence length and the smallest code point it may encode */
+	size_t len = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3
+		   : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+	static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+	uint32_t c;
 
-	if (s[0] < 0x80)
+	if (len == 0 || len > n)
+		return 0;
+	if (len == 1)
 		return 1;
-	if ((s[0] & 0xE0) == 0xC0) {
-		len = 2, c = s[0] & 0x1Fu, min = 0x80;
-	} else if ((s[0] & 0xF0) == 0xE0) {
-		len = 3, c = s[0] & 0x0Fu, min = 0x800;
-	} else if ((s[0] & 0xF8) == 0xF0) {
-		len = 4, c = s[0] & 0x07u, min = 0x10000;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
+	c = s[0] & (0x7Fu >> len);
 	for (size_t i = 1; i < len; i++) {
 		if ((s[i] & 0xC0) != 0x80)
 			return 0;
 		c = c << 6 | (s[i] & 0x3Fu);
 	}
 	/* overlong forms and surrogates would let markup hide from a naive check */
-	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+	if (c < min[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
 		return 0;
 	return len;
 }
@@ -660,7 +668,7 @@ static void put_header(FILE *f, const struct tt_trace *t, const char *shape)
 {
 	const struct torus_trace_header *h = &t->hdr;
 
-	fprintf(f, "<header>\n<h1>Link utilisation over virtual time: %s torus</h1>\n<p class=\"sub\"><code>",
+	fprintf(f, "<header>\n<h1>Link utilisation over virtual time, torus %s</h1>\n<p class=\"sub\"><code>",
 		shape);
 	put_html_text(f, h->program, sizeof(h->program));
 	fprintf(f, "</code> &middot; %u nodes, %u cores &middot; %.0f MB/s per link direction, hop %.0f ns"
@@ -789,12 +797,12 @@ int tt_write_html(const struct tt_trace *t, const char *path, char *err, size_t 
 	f = fopen(path, "w");
 	if (!f) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(-rc));
 		goto out;
 	}
 	torus_shape_format(&t->shape, shape, sizeof(shape));
 	put_lines(f, page_top);
-	fprintf(f, "<title>torus-trace: %s link utilisation</title>\n", shape);
+	fprintf(f, "<title>torus-trace: link utilisation, torus %s</title>\n", shape);
 	put_lines(f, page_style);
 	put_header(f, t, shape);
 	put_lines(f, page_body);

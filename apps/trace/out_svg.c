@@ -56,11 +56,11 @@
 #define G_BAR_Y0 0.22
 #define G_BAR_Y1 0.56
 #define G_BAR_SPAN 0.52  /* room for all bars of a node */
-#define G_BAR_W 0.1      /* widest bar */
+#define G_BAR_W 0.11     /* widest bar */
 
 /* px */
 #define HEAD_H 78.0
-#define LEGEND_H 100.0
+#define LEGEND_H 108.0
 #define PANEL_HEAD 50.0
 #define PANEL_MIN_W 240.0
 #define PANEL_GAP 16.0
@@ -69,7 +69,7 @@
 #define S_MAX 56.0        /* node spacing never larger */
 #define S_GOOD 24.0       /* more panels per row only while s stays this large */
 #define BARBS_MIN_S 24.0  /* below this a barb is a blob: lanes alone */
-#define PLOT_TOP 54.0     /* title and legend of the plot */
+#define PLOT_TOP 58.0     /* title, legend and panel numbers of the plot */
 #define PLOT_H 220.0
 #define PLOT_BOTTOM 44.0  /* tick labels and axis title */
 
@@ -159,9 +159,10 @@ static void heat_colour(int level, char *buf, size_t len)
 	while (i + 2 < sizeof(heat_stops) / sizeof(heat_stops[0]) && u > heat_stops[i + 1].u)
 		i++;
 	double f = (u - heat_stops[i].u) / (heat_stops[i + 1].u - heat_stops[i].u);
-	snprintf(buf, len, "#%02x%02x%02x", (unsigned)lround(heat_stops[i].r + f * (heat_stops[i + 1].r - heat_stops[i].r)),
-		 (unsigned)lround(heat_stops[i].g + f * (heat_stops[i + 1].g - heat_stops[i].g)),
-		 (unsigned)lround(heat_stops[i].b + f * (heat_stops[i + 1].b - heat_stops[i].b)));
+	const double lo[3] = {heat_stops[i].r, heat_stops[i].g, heat_stops[i].b};
+	const double hi[3] = {heat_stops[i + 1].r, heat_stops[i + 1].g, heat_stops[i + 1].b};
+	snprintf(buf, len, "#%02x%02x%02x", (unsigned)lround(lo[0] + f * (hi[0] - lo[0])),
+		 (unsigned)lround(lo[1] + f * (hi[1] - lo[1])), (unsigned)lround(lo[2] + f * (hi[2] - lo[2])));
 }
 
 /* Plot lines: a hue per dimension, minus dashed. */
@@ -396,6 +397,12 @@ static void lane_seg(FILE *f, const struct svg_ctx *c, uint32_t dim, double a, d
 	}
 }
 
+/* Bars of dims >= 2: one slot each, in G_BAR_SPAN, never wider than G_BAR_W / 0.7. */
+static double bar_slot(const struct svg_ctx *c, double s)
+{
+	return fmin(G_BAR_SPAN / (2 * c->nextra), G_BAR_W / 0.7) * s;
+}
+
 /* Path data of link direction (node, dim, dir) drawn in the panel whose
  * grid starts at (gx, gy). */
 static void link_path(FILE *f, const struct svg_ctx *c, double gx, double gy, uint32_t node, uint32_t dim,
@@ -410,7 +417,7 @@ static void link_path(FILE *f, const struct svg_ctx *c, double gx, double gy, ui
 	if (dim >= 2) {
 		/* bars: pairs (plus, minus) per extra dimension, a small gap between pairs */
 		uint32_t k = c->extra_idx[dim], j = 2 * k + dir;
-		double slot = G_BAR_SPAN * s / (2 * c->nextra);
+		double slot = bar_slot(c, s);
 		double bx = x + G_BAR_X * s + (j + 0.4 * k + 0.5) * slot;
 		fprintf(f, "M%.1f %.1fV%.1f", bx, y + G_BAR_Y0 * s, y + G_BAR_Y1 * s);
 		return;
@@ -439,7 +446,7 @@ static void put_coords(FILE *f, const struct torus_shape *sh, uint32_t node)
 
 static double stroke_of(const struct svg_ctx *c, uint32_t dim)
 {
-	return dim >= 2 ? fmin(0.8 * G_BAR_SPAN / (2 * c->nextra), G_BAR_W) * c->s : G_LANE_W * c->s;
+	return dim >= 2 ? 0.7 * bar_slot(c, c->s) : G_LANE_W * c->s;
 }
 
 static void draw_links(FILE *f, const struct svg_ctx *c, const struct svg_panel *p, double gx, double gy)
@@ -508,17 +515,15 @@ static void draw_panel(FILE *f, const struct svg_ctx *c, uint32_t i, double px, 
 		fprintf(f, "window %u of %u", i + 1, c->npanels);
 	} else if (p->ph1 - p->ph0 == 1) {
 		put_esc(f, c->ph[p->ph0].name, sizeof(c->ph[p->ph0].name));
-	} else {
+	} else { /* short enough for a narrow panel; the time plot shows the rest */
 		put_esc(f, c->ph[p->ph0].name, sizeof(c->ph[p->ph0].name));
-		fputs(" &#8230; ", f);
-		put_esc(f, c->ph[p->ph1 - 1].name, sizeof(c->ph[p->ph1 - 1].name));
-		fprintf(f, " (%u phases)", p->ph1 - p->ph0);
+		fprintf(f, " + %u more", p->ph1 - p->ph0 - 1);
 	}
 	fputs("</text>\n", f);
 	put_text(f, px + 8, py + 29, "fill=\"#333333\"", 11, "%.*f &#8211; %.*f &#181;s (%.*f &#181;s)", prec,
 		 us_of(p->t0), prec, us_of(p->t1), prec, us_of(dur));
-	put_text(f, px + 8, py + 42, "fill=\"#333333\"", 11, "links: max %.0f%%, mean %.1f%% busy%s",
-		 100 * p->max, 100 * p->mean, c->by_phase ? " (this phase's traffic)" : "");
+	put_text(f, px + 8, py + 42, "fill=\"#333333\"", 11, "links: max %.0f%%, mean %.1f%% busy", 100 * p->max,
+		 100 * p->mean);
 
 	grid_origin(c, px, py, &gx, &gy);
 	/* slice frames and labels */
@@ -570,12 +575,13 @@ static void draw_header(FILE *f, const struct svg_ctx *c)
 	int prec = us_prec(t->t_end);
 
 	torus_shape_format(&t->shape, shape, sizeof(shape));
-	put_text(f, SVG_MARGIN, 24, "font-weight=\"bold\"", 16, "torus-trace: link utilisation of a %s torus (%u nodes)",
+	put_text(f, SVG_MARGIN, 24, "font-weight=\"bold\"", 16, "torus-trace: link utilisation, torus %s (%u nodes)",
 		 shape, t->shape.nnodes);
 	fprintf(f, "<text x=\"%.1f\" y=\"42\" font-size=\"11\" fill=\"#333333\">program: ", SVG_MARGIN);
 	put_esc(f, t->hdr.program, sizeof(t->hdr.program));
-	fprintf(f, " &#183; %zu records &#183; traffic %.*f &#8211; %.*f &#181;s of virtual time &#183; link %.0f MB/s per "
-		   "direction</text>\n", t->nrec, prec, us_of(c->t_min), prec, us_of(t->t_end), (double)t->hdr.link_bw / 1e6);
+	fprintf(f, " &#183; %zu records &#183; traffic %.*f &#8211; %.*f &#181;s of virtual time &#183; "
+		   "link %.0f MB/s per direction</text>\n",
+		t->nrec, prec, us_of(c->t_min), prec, us_of(t->t_end), (double)t->hdr.link_bw / 1e6);
 
 	if (c->npanels == 0)
 		put_text(f, SVG_MARGIN, 58, "fill=\"#333333\"", 11, "Panels: none, the trace holds no link traffic.");
@@ -587,11 +593,13 @@ static void draw_header(FILE *f, const struct svg_ctx *c)
 		put_text(f, SVG_MARGIN, 58, "fill=\"#333333\"", 11,
 			 "Panels: one per phase (tagged collective, stage, phase), in order of first start; each counts "
 			 "only that phase's traffic.");
-	else
+	else if (c->windows_asked > c->npanels)
 		put_text(f, SVG_MARGIN, 58, "fill=\"#333333\"", 11,
-			 "Panels: %u equal time windows of all traffic%s%s.", c->npanels,
-			 c->nph ? "" : " (the trace has no tagged phases)",
-			 c->windows_asked > c->npanels ? "; more windows were asked for, capped at 12" : "");
+			 "Panels: %u equal time windows of all traffic (%u asked for; at most %u are drawn).", c->npanels,
+			 c->windows_asked, SVG_MAX_PANELS);
+	else
+		put_text(f, SVG_MARGIN, 58, "fill=\"#333333\"", 11, "Panels: %u equal time windows of all traffic%s.",
+			 c->npanels, c->nph ? "" : " (the trace has no tagged phases)");
 
 	static const char *const status[] = {"finished", "failed", "hung", "interrupted"};
 	if (!t->has_end)
@@ -627,13 +635,16 @@ static void draw_legend(FILE *f, const struct svg_ctx *c, double top)
 		 "pale yellow: under 5%% busy &#183; orange: about half &#183; dark red: saturated");
 
 	/* a node with its lanes, drawn large */
-	double s = 60, nx = 430, ny = top + 22, r = G_NODE_R * s, lane = G_LANE * s, k = G_BARB * s;
+	double s = 64, nx = 460, ny = top + 24, r = G_NODE_R * s, lane = G_LANE * s, k = G_BARB * s;
 	heat_colour(12, col, sizeof(col));
+	int has_x = torus_dim_has_links(sh, 0);
 	fprintf(f, "<g fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\">\n", col, G_LANE_W * s);
-	fprintf(f, "<path d=\"M%.1f %.1fH%.1fM%.1f %.1fL%.1f %.1f\"/>\n", nx + r, ny - lane, nx + s - r,
-		nx + s - r - k, ny - lane - k, nx + s - r, ny - lane);
-	fprintf(f, "<path d=\"M%.1f %.1fH%.1fM%.1f %.1fL%.1f %.1f\"/>\n", nx + s - r, ny + lane, nx + r, nx + r + k,
-		ny + lane + k, nx + r, ny + lane);
+	if (has_x) {
+		fprintf(f, "<path d=\"M%.1f %.1fH%.1fM%.1f %.1fL%.1f %.1f\"/>\n", nx + r, ny - lane, nx + s - r,
+			nx + s - r - k, ny - lane - k, nx + s - r, ny - lane);
+		fprintf(f, "<path d=\"M%.1f %.1fH%.1fM%.1f %.1fL%.1f %.1f\"/>\n", nx + s - r, ny + lane, nx + r,
+			nx + r + k, ny + lane + k, nx + r, ny + lane);
+	}
 	if (c->ny > 1) {
 		fprintf(f, "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fL%.1f %.1f\"/>\n", nx - lane, ny + r, ny + s - r,
 			nx - lane - k, ny + s - r - k, nx - lane, ny + s - r);
@@ -642,14 +653,16 @@ static void draw_legend(FILE *f, const struct svg_ctx *c, double top)
 	}
 	fputs("</g>\n", f);
 	fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"#555555\"/>\n", nx, ny, r);
-	put_text(f, nx + s - r + 3, ny - lane + 3, "", 10, "x+");
-	put_text(f, nx + s - r + 3, ny + lane + 7, "", 10, "x-");
+	if (has_x) {
+		put_text(f, nx + s - r + 6, ny - lane + 1, "", 10, "x+");
+		put_text(f, nx + s - r + 6, ny + lane + 8, "", 10, "x-");
+	}
 	if (c->ny > 1) {
-		put_text(f, nx - lane - 3, ny + s - r + 11, "text-anchor=\"end\"", 10, "y+");
-		put_text(f, nx + lane + 3, ny + s - r + 11, "", 10, "y-");
+		put_text(f, nx - lane - 2, ny + s - r + 13, "text-anchor=\"end\"", 10, "y+");
+		put_text(f, nx + lane + 2, ny + s - r + 13, "", 10, "y-");
 	}
 	if (c->nextra) {
-		double slot = G_BAR_SPAN * s / (2 * c->nextra);
+		double slot = bar_slot(c, s);
 		for (uint32_t d = 2; d < sh->ndims; d++) {
 			if (!torus_dim_has_links(sh, d))
 				continue;
@@ -657,22 +670,26 @@ static void draw_legend(FILE *f, const struct svg_ctx *c, double top)
 				uint32_t kk = c->extra_idx[d], j = 2 * kk + dir;
 				double bx = nx + G_BAR_X * s + (j + 0.4 * kk + 0.5) * slot;
 				fprintf(f, "<path d=\"M%.1f %.1fV%.1f\" stroke=\"%s\" stroke-width=\"%.1f\"/>\n", bx,
-					ny + G_BAR_Y0 * s, ny + G_BAR_Y1 * s, col, 0.8 * slot);
-				if (c->nextra <= 2)
-					put_text(f, bx, ny + G_BAR_Y1 * s + 10, "text-anchor=\"middle\"", 9, "%s%c",
-						 tt_dim_name(d), dir ? '-' : '+');
+					ny + G_BAR_Y0 * s, ny + G_BAR_Y1 * s, col, 0.7 * slot);
 			}
+			/* more pairs than one have no room for labels: the text names them */
+			if (c->nextra == 1)
+				put_text(f, nx + G_BAR_X * s, ny + G_BAR_Y1 * s + 10, "", 9, "%s+ %s-", tt_dim_name(d),
+					 tt_dim_name(d));
 		}
 	}
 
-	double tx = 530, ty = top + 12;
-	put_text(f, tx, ty, "", 11, "Nodes: x to the right, y down, node 0 at the top left%s.",
-		 c->nslices > 1 ? "; one grid (slice) per coordinate of z and higher dimensions, labelled" : "");
+	double tx = 560, ty = top + 12;
+	int flat = c->ny == 1; /* no y links: a row per slice */
+	put_text(f, tx, ty, "", 11, "Nodes: x to the right%s%s.",
+		 flat ? ", node 0 at the left" : ", y down, node 0 at the top left",
+		 c->nslices > 1 ? "; one grid per coordinate of the higher dimensions, labelled" : "");
 	put_text(f, tx, ty + 15, "", 11,
-		 "Each link direction is its own line, the barb at its head: plus (x+ &#8594;, y+ &#8595;) on the upper / "
-		 "left lane,");
+		 "Each link direction is its own line%s: plus (x+ &#8594;%s) on the upper%s lane,",
+		 c->barbs ? ", the barb at its head" : "", flat ? "" : ", y+ &#8595;", flat ? "" : " / left");
 	put_text(f, tx, ty + 30, "", 11,
-		 "minus on the lower / right lane. Stubs at the edges of a grid are the wrap-around links.");
+		 "minus on the lower%s lane. Stubs at the edges of a grid are the wrap-around links.",
+		 flat ? "" : " / right");
 	ty += 45;
 	if (c->nextra) {
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">Bars at each node's lower right: its links along ",
@@ -738,8 +755,8 @@ static void draw_plot(FILE *f, const struct svg_ctx *c, double top)
 		double b = x_l + (us_of(c->panel[i].t1) - ta) / (tb - ta) * (x_r - x_l);
 		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.35\"/>\n",
 			a, y_t, fmax(b - a, 0.5), PLOT_H, i % 2 ? "#c6dbef" : "#e5e5e5");
-		if (a - last_label >= 14) {
-			put_text(f, a + 2, y_t + 11, "fill=\"#555555\"", 10, "%u", i + 1);
+		if (a - last_label >= 14) { /* above the frame: a saturated line runs along its top */
+			put_text(f, a + 2, y_t - 3, "fill=\"#555555\"", 10, "%u", i + 1);
 			last_label = a;
 		}
 	}
