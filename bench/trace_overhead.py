@@ -8,7 +8,7 @@ tracing must not change (where streams share links or cores it varies from
 run to run with or without tracing: the shared-link approximation).
 
     bench/trace_overhead.py [--build build] [--torus 4x4x4] [--cores 1,3]
-                            [--size 4M] [--runs 7] [--out /tmp]
+                            [--size 4M] [--runs 7] [--packets] [--out /tmp]
 """
 import argparse
 import json
@@ -24,7 +24,7 @@ def run(a, cores, trace):
     cmd = [os.path.join(a.build, "bin", "torusrun"), "--torus", a.torus, "--cores", str(cores)]
     path = os.path.join(a.out, "overhead.trace")
     if trace:
-        cmd += ["--trace", path]
+        cmd += ["--trace", path] + (["--trace-packets"] if a.packets else [])
     cmd += ["--", os.path.join(a.build, "bin", "torus-bench"), "allreduce", "--sizes", a.size, "--json"]
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -48,6 +48,7 @@ def main():
     ap.add_argument("--cores", default="1,3", help="cores per node, comma-separated")
     ap.add_argument("--size", default="4M")
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--packets", action="store_true", help="trace with --trace-packets (one record per packet)")
     ap.add_argument("--out", default="/tmp", help="where the trace file goes (deleted after each run)")
     a = ap.parse_args()
     rows = []
@@ -62,7 +63,8 @@ def main():
         rows.append((cores, med(off, 0), med(on, 0), med(off, 1), med(on, 1), on[0][3], on[0][4],
                      med(off, 2) / 1e6, med(on, 2) / 1e6))
     print("torus-bench allreduce %s on %s, %d runs each, medians; `bench/trace_overhead.py --torus %s --size %s "
-          "--cores %s --runs %d`\n" % (a.size, a.torus, a.runs, a.torus, a.size, a.cores, a.runs))
+          "--cores %s --runs %d%s`\n" % (a.size, a.torus, a.runs, a.torus, a.size, a.cores, a.runs,
+                                         " --packets" if a.packets else ""))
     print("| cores/node | collective wall, off (s) | on (s) | on/off | job wall, off (s) | on (s) | on/off "
           "| trace records | trace MB | emulated us, off | on |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
