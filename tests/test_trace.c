@@ -165,6 +165,66 @@ static void test_allgather_phases(void)
 	result_free(&r);
 }
 
+static size_t count_str(const char *s, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/*
+ * The other outputs of the allgather's trace: the CSV has a row per bin and
+ * link direction whose bytes add up to the trace's; the Perfetto JSON a
+ * track per link direction and a slice per record; the SVG a panel per
+ * phase.
+ */
+static void test_outputs(void)
+{
+	struct tt_trace t;
+	load("ag.trace", &t);
+	uint64_t payload = 0;
+	for (size_t i = 0; i < t.nrec; i++)
+		payload += t.rec[i].payload;
+	/* 10 bins: the last one ends at or after the last record */
+	uint64_t bin_ns = (t.t_end + 9999) / 10000;
+	struct result r = run("$B/torus-trace $T/ag.trace --csv --bin %lu", (unsigned long)bin_ns);
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_EQUAL(count_lines(r.out, NULL), 1 + 10 * 384);
+	CU_ASSERT(!strncmp(r.out, "bin_start_ns,bin_ns,node,to,dim,dir,payload_bytes,utilisation\n", 62));
+	double sum = 0, umax = 0;
+	for (const char *line = strchr(r.out, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+		double pay, u;
+		if (sscanf(line + 1, "%*f,%*f,%*u,%*u,%*[xyz],%*[+-],%lf,%lf", &pay, &u) == 2) {
+			sum += pay;
+			umax = u > umax ? u : umax;
+		}
+	}
+	EXPECT(sum > payload - 384 * 10 && sum < payload + 384 * 10, "CSV bytes %.0f, trace %lu", sum,
+	       (unsigned long)payload);
+	EXPECT(umax > 0.9 && umax <= 1.0 + 1e-9, "peak utilisation %.4f", umax);
+	result_free(&r);
+
+	r = run("$B/torus-trace $T/ag.trace --perfetto $T/ag.json.trace && cat $T/ag.json.trace");
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT(!strncmp(r.out, "{\"displayTimeUnit\"", 18) && strstr(r.out, "\n]}\n"));
+	CU_ASSERT_EQUAL(count_str(r.out, "\"name\": \"thread_name\""), 384);
+	CU_ASSERT_EQUAL(count_str(r.out, "\"name\": \"process_name\""), 64);
+	CU_ASSERT_EQUAL(count_str(r.out, "\"ph\": \"X\""), t.nrec);
+	result_free(&r);
+
+	r = run("$B/torus-trace $T/ag.trace --svg $T/ag.svg && cat $T/ag.svg");
+	CU_ASSERT_EQUAL(r.status, 0);
+	EXPECT(strstr(r.out, "<svg") && strstr(r.out, "</svg>") && strstr(r.out, "allgather AG phase 0") &&
+		       strstr(r.out, "allgather AG phase 2"),
+	       "%.300s", r.out);
+	result_free(&r);
+	r = run("$B/torus-trace $T/ag.trace --svg /nonexistent-dir/x.svg");
+	EXPECT(r.status == 1 && strstr(r.err, "/nonexistent-dir/x.svg"), "%d %.300s", r.status, r.err);
+	result_free(&r);
+	tt_free(&t);
+}
+
 /* Plain writes (no io_uring), one record per packet, on a ring. */
 static void test_sync_packets(void)
 {
@@ -373,7 +433,8 @@ int main(void)
 {
 	if (job_util_init())
 		return 2;
-	static const struct cunit_case capture[] = {CUNIT_CASE(test_allgather_phases), CUNIT_CASE(test_sync_packets),
+	static const struct cunit_case capture[] = {CUNIT_CASE(test_allgather_phases), CUNIT_CASE(test_outputs),
+						    CUNIT_CASE(test_sync_packets),
 						    CUNIT_CASE(test_bounded_buffers), CUNIT_CASE(test_option_errors)};
 	static const struct cunit_case files[] = {CUNIT_CASE(test_bad_files)};
 	static const struct cunit_suite all[] = {{"trace.capture", capture, CUNIT_COUNT(capture)},
