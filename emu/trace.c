@@ -181,11 +181,17 @@ int emu_trace_open(struct emu_node_rt *rt, int fd, char *err, size_t errlen)
 	t->buf_bytes = h->trace_buf_bytes;
 	t->packets = !!(h->trace_flags & TORUS_TRACE_F_PACKETS);
 	t->file_off = &rt->hdr->trace_off;
+	if (t->nbuf < 2 || t->buf_bytes < 4096) {
+		free(t);
+		snprintf(err, errlen, "trace: bad buffer set-up (%u buffers of %u bytes)", h->trace_nbuf, h->trace_buf_bytes);
+		return -EINVAL;
+	}
 	t->buf = calloc(t->nbuf, sizeof(*t->buf));
 	for (uint32_t i = 0; t->buf && i < t->nbuf; i++)
 		if (!(t->buf[i].data = malloc(t->buf_bytes)))
 			break;
 	if (!t->buf || !t->buf[t->nbuf - 1].data) {
+		t->error = -ENOMEM;
 		rt->trace = t;
 		emu_trace_close(rt);
 		snprintf(err, errlen, "trace: cannot allocate %u buffers of %u bytes", h->trace_nbuf, h->trace_buf_bytes);
