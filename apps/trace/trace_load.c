@@ -320,6 +320,12 @@ int tt_bin(const struct tt_trace *t, uint64_t t0, uint64_t bin_ps, uint32_t nbin
 				u[k] += rate * (double)(y - x) / (double)bin_ps;
 		}
 	}
+	/* where the shared-link approximation (README, "When links are
+	 * shared") lets a late packet overlap a stretch, a bin can add up to a
+	 * little over 1: a link is at most fully busy */
+	for (size_t i = 0; i < (size_t)t->nlinks * nbins; i++)
+		if (util[i] > 1)
+			util[i] = 1;
 	return 0;
 }
 

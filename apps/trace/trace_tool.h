@@ -71,7 +71,8 @@ void tt_tag_name(uint32_t tag, char *buf, size_t len);
  * Utilisation of every link direction in nbins bins of bin_ps each from t0:
  * util[link * nbins + b] = busy time in the bin / bin_ps (0..1). Each
  * record's busy time is spread evenly over [start, end) (exact for runs,
- * whose busy time is end - start). keep (may be NULL) selects records.
+ * whose busy time is end - start), capped at 1 (packets the shared-link
+ * approximation overlaps). keep (may be NULL) selects records.
  * 0 or -EINVAL.
  */
 int tt_bin(const struct tt_trace *t, uint64_t t0, uint64_t bin_ps, uint32_t nbins,
