@@ -6,8 +6,43 @@
 #include "trace/trace_tool.h"
 
 #include <errno.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* --png: the SVG, rendered by librsvg's rsvg-convert (a kept Debian package). */
+static int write_png(const struct tt_trace *t, const char *path, const struct tt_svg_opts *so, char *err,
+		     size_t errlen)
+{
+	char tmp[4096];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.svg", path) >= sizeof(tmp)) {
+		snprintf(err, errlen, "--png: path too long");
+		return -ENAMETOOLONG;
+	}
+	int rc = tt_write_svg(t, tmp, so, err, errlen);
+	if (rc)
+		return rc;
+	char *argv[] = {"rsvg-convert", "--background-color=white", "-o", (char *)path, tmp, NULL};
+	pid_t pid;
+	int st = 0;
+	rc = posix_spawnp(&pid, "rsvg-convert", NULL, NULL, argv, environ);
+	if (rc == 0 && waitpid(pid, &st, 0) < 0)
+		rc = errno;
+	unlink(tmp);
+	if (rc == ENOENT || (rc == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127)) {
+		snprintf(err, errlen, "--png needs rsvg-convert (Debian: apt-get install librsvg2-bin); --svg works without it");
+		return -ENOENT;
+	}
+	if (rc || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		snprintf(err, errlen, "rsvg-convert could not write %s", path);
+		return -EIO;
+	}
+	return 0;
+}
 
 static void usage(FILE *out)
 {
@@ -27,7 +62,8 @@ static void usage(FILE *out)
 	      "                       (open it at https://ui.perfetto.dev or chrome://tracing)\n"
 	      "  --svg OUT.svg        heat map of link utilisation, one panel per phase, and\n"
 	      "                       utilisation over time per dimension and direction\n"
-	      "  --windows K          --svg: K panels of equal time windows instead of phases\n"
+	      "  --png OUT.png        the same picture as a PNG (rendered by rsvg-convert)\n"
+	      "  --windows K          --svg/--png: K panels of equal time windows instead of phases\n"
 	      "  --html OUT.html      a self-contained page animating link utilisation over\n"
 	      "                       virtual time (play / pause / step, time slider)\n"
 	      "  -h, --help           this text\n"
@@ -52,7 +88,7 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 
 int main(int argc, char **argv)
 {
-	const char *file = NULL, *perfetto = NULL, *svg = NULL, *html = NULL;
+	const char *file = NULL, *perfetto = NULL, *svg = NULL, *png = NULL, *html = NULL;
 	int summary = 0, csv = 0;
 	uint64_t bin_ns = 0, windows = 0;
 	char err[512];
@@ -68,7 +104,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--csv")) {
 			csv = 1;
 		} else if (!strcmp(a, "--bin") || !strcmp(a, "--windows") || !strcmp(a, "--perfetto") ||
-			   !strcmp(a, "--svg") || !strcmp(a, "--html")) {
+			   !strcmp(a, "--svg") || !strcmp(a, "--png") || !strcmp(a, "--html")) {
 			if (!next) {
 				fprintf(stderr, "torus-trace: %s needs a value (see --help)\n", a);
 				return 2;
@@ -86,6 +122,8 @@ int main(int argc, char **argv)
 				perfetto = next;
 			else if (!strcmp(a, "--svg"))
 				svg = next;
+			else if (!strcmp(a, "--png"))
+				png = next;
 			else if (!strcmp(a, "--html"))
 				html = next;
 		} else if (a[0] == '-' && a[1]) {
@@ -102,7 +140,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "torus-trace: no trace file given (see --help)\n");
 		return 2;
 	}
-	if (!summary && !csv && !perfetto && !svg && !html)
+	if (!summary && !csv && !perfetto && !svg && !png && !html)
 		summary = 1;
 
 	struct tt_trace t;
@@ -131,6 +169,10 @@ int main(int argc, char **argv)
 	}
 	struct tt_svg_opts so = {(uint32_t)windows};
 	if (svg && tt_write_svg(&t, svg, &so, err, sizeof(err))) {
+		fprintf(stderr, "torus-trace: %s\n", err);
+		status = 1;
+	}
+	if (png && write_png(&t, png, &so, err, sizeof(err))) {
 		fprintf(stderr, "torus-trace: %s\n", err);
 		status = 1;
 	}

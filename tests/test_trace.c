@@ -177,7 +177,7 @@ static size_t count_str(const char *s, const char *needle)
  * The other outputs of the allgather's trace: the CSV has a row per bin and
  * link direction whose bytes add up to the trace's; the Perfetto JSON a
  * track per link direction and a slice per record; the SVG a panel per
- * phase.
+ * phase, and the PNG of it is a PNG.
  */
 static void test_outputs(void)
 {
@@ -218,6 +218,10 @@ static void test_outputs(void)
 	EXPECT(strstr(r.out, "<svg") && strstr(r.out, "</svg>") && strstr(r.out, "allgather AG phase 0") &&
 		       strstr(r.out, "allgather AG phase 2"),
 	       "%.300s", r.out);
+	result_free(&r);
+	/* the PNG, rendered by rsvg-convert (librsvg2-bin, in the README's set-up) */
+	r = run("$B/torus-trace $T/ag.trace --png $T/ag.png && head -c 8 $T/ag.png | od -An -tx1");
+	EXPECT(r.status == 0 && strstr(r.out, "89 50 4e 47 0d 0a 1a 0a"), "%d %.300s %.300s", r.status, r.out, r.err);
 	result_free(&r);
 	r = run("$B/torus-trace $T/ag.trace --svg /nonexistent-dir/x.svg");
 	EXPECT(r.status == 1 && strstr(r.err, "/nonexistent-dir/x.svg"), "%d %.300s", r.status, r.err);
