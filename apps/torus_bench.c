@@ -51,6 +51,7 @@
  * that a wrong result is caught and reported).
  */
 #include "torus/coll.h"
+#include "torus/trace.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -760,7 +761,10 @@ static int bench_core(emu_core_t *c, void *arg)
 
 		/* the most and least loaded link of the torus, after the timed part */
 		if (member) {
+			/* bookkeeping: traces show it as control traffic */
+			coll_team_set_trace_tag(team, TORUS_TAG_CONTROL);
 			int lrc = coll_allreduce(team, node.lsend, node.lrecv, 2, COLL_INT64, COLL_MAX, algo);
+			coll_team_set_trace_tag(team, 0);
 			if (lrc && ci == 0 && links_by_barrier(c, p))
 				goto broken;
 		}

@@ -175,7 +175,8 @@ static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_
 	int all = t->cores == 1 || (alg->flags & COLL_F_MULTICORE);
 	t->part = all ? t->members : t->leads;
 	t->npart = all ? t->nmembers : t->size;
-	t->tag_coll = (uint32_t)kind + 1; /* enum coll_kind + 1 = enum torus_tag_coll */
+	/* enum coll_kind + 1 = enum torus_tag_coll */
+	t->tag_coll = t->tag_force ? t->tag_force : (uint32_t)kind + 1;
 	if (all || t->sub == 0)
 		rc = alg->run(a);
 	if (t->cores > 1) {

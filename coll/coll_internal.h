@@ -22,6 +22,7 @@ struct coll_team {
 	uint64_t key;                   /* hash of the member list */
 	uint32_t seq;                   /* exchanges so far (tags messages) */
 	uint32_t tag_coll;              /* the call in progress, for trace tags (enum torus_tag_coll) */
+	uint32_t tag_force;             /* coll_team_set_trace_tag, 0 if none */
 };
 
 /* Where a peer wants our data: its region and first step counter. */

@@ -148,6 +148,14 @@ int coll_team_nodes(emu_core_t *c, uint32_t cores, coll_team_t **out)
 	return rc;
 }
 
+int coll_team_set_trace_tag(coll_team_t *t, unsigned coll)
+{
+	if (!t || coll > 15)
+		return -EINVAL;
+	t->tag_force = coll;
+	return 0;
+}
+
 void coll_team_free(coll_team_t *t)
 {
 	if (!t)

@@ -71,6 +71,14 @@ int coll_team_create_nodes(emu_core_t *c, const uint32_t *nodes, size_t n, uint3
 /* Every node of the job, in node order. */
 int coll_team_nodes(emu_core_t *c, uint32_t cores, coll_team_t **out);
 void coll_team_free(coll_team_t *t);
+/*
+ * Traces (torusrun --trace) show each call's traffic under its collective
+ * (TORUS_TAG in torus/trace.h). This tags the team's calls as collective
+ * `coll` (enum torus_tag_coll, e.g. TORUS_TAG_CONTROL for bookkeeping such
+ * as agreeing on timings) until set back to 0 (their own kind). Local to
+ * the calling core's handle. 0 or -EINVAL.
+ */
+int coll_team_set_trace_tag(coll_team_t *t, unsigned coll);
 uint32_t coll_team_size(const coll_team_t *t);  /* members (nodes, for a node team) */
 uint32_t coll_team_rank(const coll_team_t *t);
 uint32_t coll_team_cores(const coll_team_t *t); /* cores per member: 1 but for node teams */
