@@ -532,14 +532,14 @@ static void *bell_sleeper(void *p)
 				emu_bell_cancel(bt->bell);
 				break;
 			}
-			emu_bell_sleep(bt->bell, snap, 5000);
+			int rc = emu_bell_sleep(bt->bell, snap, 5000);
 			bt->slept[id]++;
 			if (atomic_load(&bt->bell->seq) != snap)
 				bt->woke[id]++;
-			else if (atomic_load(&bt->posted) >= round)
+			else if (rc == -ETIMEDOUT && atomic_load(&bt->posted) >= round)
 				atomic_fetch_add(&bt->lost[id], 1); /* work was posted, but no ring reached this sleeper */
 			else
-				bt->spurious[id]++;
+				bt->spurious[id]++; /* a spurious or interrupted wait, maybe just before the ring */
 		}
 		atomic_store(&bt->acked[id], round);
 	}
