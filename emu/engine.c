@@ -229,6 +229,23 @@ static uint32_t engine_pass(struct emu_node_rt *rt)
 	return moved + dma;
 }
 
+/*
+ * Has torusrun exited? A poll() on its pidfd is a system call, and an engine
+ * runs dry thousands of times a second while a job is busy: look only before
+ * sleeping, and at most every EMU_LAUNCHER_CHECK_MS (a coarse clock read
+ * costs no system call).
+ */
+static int launcher_check_now(struct emu_node_rt *rt)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (now - rt->launcher_checked_ms < EMU_LAUNCHER_CHECK_MS)
+		return atomic_load_explicit(&rt->launcher_gone, memory_order_relaxed);
+	rt->launcher_checked_ms = now;
+	return emu_launcher_check(rt);
+}
+
 void *emu_engine_main(void *arg)
 {
 	struct emu_node_rt *rt = arg;
@@ -238,8 +255,7 @@ void *emu_engine_main(void *arg)
 		atomic_fetch_add(&rt->epoch, 1);
 		uint32_t moved = engine_pass(rt);
 		if (!moved) {
-			if (atomic_load_explicit(&rt->hdr->shutdown, memory_order_acquire) || emu_job_aborting(rt) ||
-			    emu_launcher_check(rt))
+			if (atomic_load_explicit(&rt->hdr->shutdown, memory_order_acquire) || emu_job_aborting(rt))
 				break;
 			for (uint32_t spin = 0; spin < EMU_IDLE_POLLS && !moved; spin++) {
 				emu_idle_poll(spin);
@@ -247,6 +263,8 @@ void *emu_engine_main(void *arg)
 			}
 		}
 		if (!moved) {
+			if (launcher_check_now(rt))
+				break;
 			uint32_t seq = emu_bell_prepare(&rt->me->bell);
 			atomic_fetch_add(&rt->epoch, 1); /* asleep: no deposit in progress */
 			moved = engine_pass(rt);
