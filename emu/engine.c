@@ -201,6 +201,7 @@ static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const s
 		}
 	}
 	if (n) {
+		dma_counter_flush(rt);
 		flush_outputs(rt);
 		/* deposits are counted once visible, so torusrun's drain check is exact */
 		atomic_store_explicit(&rt->me->delivered, rt->delivered, memory_order_release);
@@ -222,6 +223,7 @@ static uint32_t engine_pass(struct emu_node_rt *rt)
 	for (uint32_t c = 0; c < rt->ncores; c++)
 		moved += drain(rt, &rt->ecore[c].inj, NULL, 0, &rt->ecore[c].shm->bell, rt->ecore[c].cursor);
 	uint32_t dma = dma_engine_inject(rt);
+	dma_counter_flush(rt);
 	if (dma) {
 		flush_outputs(rt);
 		atomic_store_explicit(&rt->me->delivered, rt->delivered, memory_order_release);
