@@ -134,6 +134,10 @@ struct dma_core_local {
 	struct dma_handler handlers[256];
 	void **region_base;                   /* dma_regions entries */
 	int polling;                          /* inside dma_recfifo_poll (no re-entry) */
+	/* bit i: injection FIFO i may hold descriptors. Set by the core after
+	 * it publishes one; cleared by the engine when it finds the FIFO empty
+	 * (it re-checks after clearing), so the engine scans only these. */
+	_Atomic uint32_t nonempty;
 };
 
 struct dma_injfifo {
