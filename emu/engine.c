@@ -259,8 +259,11 @@ void *emu_engine_main(void *arg)
 		if (!moved) {
 			if (atomic_load_explicit(&rt->hdr->shutdown, memory_order_acquire) || emu_job_aborting(rt))
 				break;
-			for (uint32_t spin = 0; spin < EMU_IDLE_POLLS && !moved; spin++) {
-				emu_idle_poll(spin);
+			for (uint32_t spin = 0; spin < emu_engine_idle_polls && !moved; spin++) {
+				if (spin < emu_engine_spin_polls)
+					emu_cpu_relax();
+				else
+					sched_yield();
 				moved = engine_pass(rt);
 			}
 		}

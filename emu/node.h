@@ -29,6 +29,11 @@ static inline void emu_idle_poll(uint32_t i);
  * thread it waits for: the pauses and yields are cut to 1/8 (emu_node_attach
  * sets emu_idle_polls and emu_spin_polls once per process). */
 extern uint32_t emu_spin_polls, emu_idle_polls;
+/* The engine's own idle polls: oversubscribed, no pauses at all, only
+ * yields (a pausing engine holds a CPU that one of the job's many other
+ * threads, the one it waits for, could use). */
+extern uint32_t emu_engine_spin_polls, emu_engine_idle_polls;
+#define EMU_ENGINE_YIELD_POLLS_CROWDED 16u
 
 static inline void emu_cpu_relax(void)
 {
