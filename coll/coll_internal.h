@@ -25,6 +25,12 @@ struct coll_team {
 	uint32_t tag_force;             /* coll_team_set_trace_tag, 0 if none */
 };
 
+/* A scratch buffer of at least `bytes` (one more byte if malloc'd, so 0 is
+ * fine); large ones on transparent huge pages (*mapped: the mapping's
+ * length, 0 if malloc'd). Free with coll_scratch_free(p, *mapped). */
+void *coll_scratch_alloc(size_t bytes, size_t *mapped);
+void coll_scratch_free(void *p, size_t mapped);
+
 /* Where a peer wants our data: its region and first step counter. */
 struct coll_addr {
 	uint32_t region;

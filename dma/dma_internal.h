@@ -134,6 +134,10 @@ struct dma_core_local {
 	struct dma_handler handlers[256];
 	void **region_base;                   /* dma_regions entries */
 	int polling;                          /* inside dma_recfifo_poll (no re-entry) */
+	/* bit i: injection FIFO i may hold descriptors. Set by the core after
+	 * it publishes one; cleared by the engine when it finds the FIFO empty
+	 * (it re-checks after clearing), so the engine scans only these. */
+	_Atomic uint32_t nonempty;
 };
 
 struct dma_injfifo {
@@ -165,6 +169,15 @@ struct dma_engine_fifo {
 	torus_vt_t last_left;                 /* when its previous descriptor's last packet left */
 };
 
+/* A counter decrement the engine has not applied yet (dma_counter_sub). */
+struct dma_counter_op {
+	uint32_t id;
+	uint64_t bytes;
+	torus_vt_t vt;
+};
+#define DMA_PENDING_OPS 64u
+_Static_assert(DMA_PENDING_OPS <= 64, "dma_counter_flush_slow keeps a 64-bit mask");
+
 /* Engine side (inside struct emu_node_rt). */
 struct dma_engine {
 	struct dma_engine_fifo *fifo;         /* ncores * inj_fifos */
@@ -176,6 +189,8 @@ struct dma_engine {
 	uint32_t *nack_dest;                  /* aux of their destination */
 	uint32_t nnacks, capnacks, nack_head;
 	uint64_t injected;                    /* descriptors finished */
+	struct dma_counter_op pend[DMA_PENDING_OPS]; /* decrements to apply (dma_counter_flush) */
+	uint32_t npend;
 };
 
 int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen);
@@ -189,8 +204,20 @@ int dma_core_finish(emu_core_t *c);
 uint32_t dma_engine_inject(struct emu_node_rt *rt);
 /* Engine: deposit a DMA packet that reached this node; 0 if it must wait. */
 int dma_engine_deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side);
-/* Counter update from the engine: subtract bytes at virtual time vt. */
+/*
+ * Counter update from the engine: subtract bytes at virtual time vt. Queued:
+ * the engine applies its decrements in batches (dma_counter_flush), one set
+ * of atomics per counter per batch instead of per packet, before it
+ * publishes the deposits as delivered and within the same engine iteration
+ * (so emu_engine_quiesce still covers them).
+ */
 void dma_counter_sub(struct emu_node_rt *rt, uint32_t id, uint64_t bytes, torus_vt_t vt);
+void dma_counter_flush_slow(struct emu_node_rt *rt);
+static inline void dma_counter_flush(struct emu_node_rt *rt)
+{
+	if (rt->dma->npend)
+		dma_counter_flush_slow(rt);
+}
 
 /*
  * ThreadSanitizer sees one process, so it cannot see that a barrier orders

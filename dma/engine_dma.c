@@ -490,9 +490,26 @@ uint32_t dma_engine_inject(struct emu_node_rt *rt)
 	}
 	if (e->reply_head == e->nreplies)
 		e->reply_head = e->nreplies = 0;
-	uint32_t nf = rt->ncores * rt->params->inj_fifos;
-	for (uint32_t i = 0; i < nf; i++)
-		moved += inject_fifo(rt, &e->fifo[i]);
+	/* only the FIFOs their cores marked non-empty */
+	uint32_t per = rt->params->inj_fifos;
+	for (uint32_t c = 0; c < rt->ncores; c++) {
+		_Atomic uint32_t *mask = &rt->cores[c]->dma->nonempty;
+		uint32_t m = atomic_load_explicit(mask, memory_order_relaxed);
+		while (m) {
+			uint32_t i = (uint32_t)__builtin_ctz(m);
+			struct dma_engine_fifo *f = &e->fifo[c * per + i];
+			struct torus_side *side;
+			m &= m - 1;
+			moved += inject_fifo(rt, f);
+			if (f->active || torus_ring_peek(&f->view, &side))
+				continue;
+			/* empty: clear its bit, then look again, in case the core
+			 * posted in between (it sets the bit after publishing) */
+			atomic_fetch_and(mask, ~(1u << i));
+			if (torus_ring_peek(&f->view, &side))
+				atomic_fetch_or(mask, 1u << i);
+		}
+	}
 	if (moved)
 		publish_pending(rt);
 	return moved;

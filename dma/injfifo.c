@@ -231,6 +231,8 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	w->src_core = c->index;
 	torus_ring_commit(&f->view);
 	torus_ring_publish_head(&f->view);
+	/* after the head: pairs with the engine's clear-then-recheck (seq_cst) */
+	atomic_fetch_or(&c->dma->nonempty, 1u << f->index);
 	atomic_fetch_add_explicit(&c->shm->posted, 1, memory_order_release);
 	emu_bell_ring(&c->node->me->bell);
 	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);

@@ -240,9 +240,74 @@ static void counter_change(struct emu_node_rt *rt, struct dma_counter_shm *k, in
 
 void dma_counter_sub(struct emu_node_rt *rt, uint32_t id, uint64_t bytes, torus_vt_t vt)
 {
+	struct dma_engine *e = rt->dma;
+	if (bytes == 0)
+		return; /* an empty message changes nothing (counter_change) */
+	if (e->npend == DMA_PENDING_OPS)
+		dma_counter_flush_slow(rt);
+	e->pend[e->npend++] = (struct dma_counter_op){id, bytes, vt};
+}
+
+/*
+ * Apply the queued decrements of counter `id` (ops[0..n), in the order the
+ * engine made them) as one change: the same final value, vt (their
+ * maximum), hits and watermarks as one change per decrement made back to
+ * back, which is what the waiters can tell apart: they see the counter only
+ * between batches, as if the engine had been slower.
+ */
+static void counter_apply(struct emu_node_rt *rt, uint32_t id, const struct dma_counter_op *const *ops, uint32_t n)
+{
 	struct dma_counter_shm *k = counter_of(rt, id);
-	if (k)
-		counter_change(rt, k, -(int64_t)bytes, vt, watch_of(rt, id));
+	if (!k)
+		return;
+	struct dma_watch *w = watch_of(rt, id);
+	uint64_t total = 0;
+	torus_vt_t vt = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		total += ops[i]->bytes;
+		if (ops[i]->vt > vt)
+			vt = ops[i]->vt;
+	}
+	/* busy covers the change and its bookkeeping, as in counter_change */
+	atomic_fetch_add(&k->busy, 1);
+	uint64_t old = atomic_load_explicit(&k->vt, memory_order_relaxed);
+	while (vt > old && !atomic_compare_exchange_weak(&k->vt, &old, vt))
+		;
+	int64_t now = atomic_fetch_sub(&k->value, (int64_t)total);
+	uint64_t hits = 0;
+	int marks = 0;
+	/* the values after each decrement: hits and marks, each at its own time */
+	for (uint32_t i = 0; i < n; i++) {
+		now -= (int64_t)ops[i]->bytes;
+		hits += now == 0;
+		if (w)
+			marks |= watch_cross(w, now, ops[i]->vt);
+	}
+	if (hits)
+		atomic_fetch_add_explicit(&k->hits, hits, memory_order_relaxed);
+	atomic_fetch_sub(&k->busy, 1);
+	if (hits || marks)
+		counter_hit(rt, k, vt);
+}
+
+void dma_counter_flush_slow(struct emu_node_rt *rt)
+{
+	struct dma_engine *e = rt->dma;
+	const struct dma_counter_op *ops[DMA_PENDING_OPS];
+	uint32_t n = e->npend;
+	uint64_t done = 0; /* bit i: pend[i] applied */
+	for (uint32_t i = 0; i < n; i++) {
+		if (done & (1ull << i))
+			continue;
+		uint32_t id = e->pend[i].id, m = 0;
+		for (uint32_t j = i; j < n; j++)
+			if (!(done & (1ull << j)) && e->pend[j].id == id) {
+				ops[m++] = &e->pend[j];
+				done |= 1ull << j;
+			}
+		counter_apply(rt, id, ops, m);
+	}
+	e->npend = 0;
 }
 
 int dma_counter_add(emu_core_t *c, uint32_t id, int64_t bytes)

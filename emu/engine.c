@@ -201,6 +201,7 @@ static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const s
 		}
 	}
 	if (n) {
+		dma_counter_flush(rt);
 		flush_outputs(rt);
 		/* deposits are counted once visible, so torusrun's drain check is exact */
 		atomic_store_explicit(&rt->me->delivered, rt->delivered, memory_order_release);
@@ -222,11 +223,29 @@ static uint32_t engine_pass(struct emu_node_rt *rt)
 	for (uint32_t c = 0; c < rt->ncores; c++)
 		moved += drain(rt, &rt->ecore[c].inj, NULL, 0, &rt->ecore[c].shm->bell, rt->ecore[c].cursor);
 	uint32_t dma = dma_engine_inject(rt);
+	dma_counter_flush(rt);
 	if (dma) {
 		flush_outputs(rt);
 		atomic_store_explicit(&rt->me->delivered, rt->delivered, memory_order_release);
 	}
 	return moved + dma;
+}
+
+/*
+ * Has torusrun exited? A poll() on its pidfd is a system call, and an engine
+ * runs dry thousands of times a second while a job is busy: look only before
+ * sleeping, and at most every EMU_LAUNCHER_CHECK_MS (a coarse clock read
+ * costs no system call).
+ */
+static int launcher_check_now(struct emu_node_rt *rt)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (now - rt->launcher_checked_ms < EMU_LAUNCHER_CHECK_MS)
+		return atomic_load_explicit(&rt->launcher_gone, memory_order_relaxed);
+	rt->launcher_checked_ms = now;
+	return emu_launcher_check(rt);
 }
 
 void *emu_engine_main(void *arg)
@@ -238,15 +257,19 @@ void *emu_engine_main(void *arg)
 		atomic_fetch_add(&rt->epoch, 1);
 		uint32_t moved = engine_pass(rt);
 		if (!moved) {
-			if (atomic_load_explicit(&rt->hdr->shutdown, memory_order_acquire) || emu_job_aborting(rt) ||
-			    emu_launcher_check(rt))
+			if (atomic_load_explicit(&rt->hdr->shutdown, memory_order_acquire) || emu_job_aborting(rt))
 				break;
-			for (uint32_t spin = 0; spin < EMU_IDLE_POLLS && !moved; spin++) {
-				emu_idle_poll(spin);
+			for (uint32_t spin = 0; spin < emu_engine_idle_polls && !moved; spin++) {
+				if (spin < emu_engine_spin_polls)
+					emu_cpu_relax();
+				else
+					sched_yield();
 				moved = engine_pass(rt);
 			}
 		}
 		if (!moved) {
+			if (launcher_check_now(rt))
+				break;
 			uint32_t seq = emu_bell_prepare(&rt->me->bell);
 			atomic_fetch_add(&rt->epoch, 1); /* asleep: no deposit in progress */
 			moved = engine_pass(rt);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 uint32_t emu_spin_polls = EMU_SPIN_POLLS, emu_idle_polls = EMU_SPIN_POLLS + EMU_YIELD_POLLS;
+uint32_t emu_engine_spin_polls = EMU_SPIN_POLLS, emu_engine_idle_polls = EMU_SPIN_POLLS + EMU_YIELD_POLLS;
 
 static int env_u32(const char *name, uint32_t *out)
 {
@@ -53,6 +54,8 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 	if (cpus > 0 && (uint64_t)rt->hdr->total_cores + s->nnodes > 8ull * (uint64_t)cpus) {
 		emu_spin_polls = EMU_SPIN_POLLS / 8;
 		emu_idle_polls = (EMU_SPIN_POLLS + EMU_YIELD_POLLS) / 8;
+		emu_engine_spin_polls = 0;
+		emu_engine_idle_polls = EMU_ENGINE_YIELD_POLLS_CROWDED;
 	}
 	torus_rank_to_coords(s, rank, rt->coords);
 	rt->route = malloc(s->nnodes);

@@ -11,6 +11,7 @@
 #define EMU_PUBLISH_EVERY 8u   /* publish FIFO indices at least this often, so the
 				* two ends of a 32-slot FIFO work in parallel */
 #define EMU_SLEEP_SLICE_MS 100 /* sleeps re-check abort/shutdown this often */
+#define EMU_LAUNCHER_CHECK_MS 10 /* an idle engine looks for torusrun's exit this often */
 /*
  * Polls before sleeping: a doorbell costs a futex wake (a syscall) plus the
  * sleeper's wake-up, far more than a packet, so a thread that just ran dry
@@ -28,6 +29,11 @@ static inline void emu_idle_poll(uint32_t i);
  * thread it waits for: the pauses and yields are cut to 1/8 (emu_node_attach
  * sets emu_idle_polls and emu_spin_polls once per process). */
 extern uint32_t emu_spin_polls, emu_idle_polls;
+/* The engine's own idle polls: oversubscribed, no pauses at all, only
+ * yields (a pausing engine holds a CPU that one of the job's many other
+ * threads, the one it waits for, could use). */
+extern uint32_t emu_engine_spin_polls, emu_engine_idle_polls;
+#define EMU_ENGINE_YIELD_POLLS_CROWDED 16u
 
 static inline void emu_cpu_relax(void)
 {
@@ -118,6 +124,7 @@ struct emu_node_rt {
 	uint32_t *first_core;       /* global rank of each node's core 0; [nnodes] = total */
 	_Atomic uint64_t epoch;     /* engine iterations started (see emu_engine_quiesce) */
 	int launcher_fd;            /* pidfd of torusrun, -1 if unknown */
+	int64_t launcher_checked_ms; /* CLOCK_MONOTONIC_COARSE of the engine's last look */
 	_Atomic int launcher_gone;  /* torusrun died: tear this node down */
 	struct dma_engine *dma;
 	struct emu_trace *trace;    /* --trace, else NULL */

@@ -151,7 +151,8 @@ int coll_direct_reduce_scatter(coll_team_t *t, const void *send, void *own, cons
 	if (p == 1)
 		return 0;
 	size_t *from = malloc(p * sizeof(size_t));
-	uint8_t *scratch = malloc(slot * (p - 1) + 1);
+	size_t scratch_mapped;
+	uint8_t *scratch = coll_scratch_alloc(slot * (p - 1), &scratch_mapped);
 	for (uint32_t j = 0; from && j < p; j++)
 		from[j] = j == i ? 0 : slot;
 	int rc = direct_setup(&d, t, scratch, slot * (p - 1), from, from && scratch ? 0 : -ENOMEM, check);
@@ -168,7 +169,8 @@ int coll_direct_reduce_scatter(coll_team_t *t, const void *send, void *own, cons
 	}
 	rc = direct_finish(&d, rc);
 	free(from);
-	free(scratch);
+	if (scratch)
+		coll_scratch_free(scratch, scratch_mapped);
 	return rc;
 }
 
