@@ -222,8 +222,7 @@ static int deliver_put(struct emu_node_rt *rt, const struct torus_packet *pkt, c
 		return 1;
 	}
 	dma_tsan_acquire(&rt->hdr->barrier[0]);
-	if (len)
-		memcpy(dst, pkt->payload, len);
+	torus_payload_copy(dst, pkt->payload, len);
 	dma_tsan_release(&rt->hdr->barrier[0]);
 	if (counter != WIRE_NO_COUNTER)
 		dma_counter_sub(rt, counter, len, side->vt);

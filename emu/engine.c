@@ -169,8 +169,7 @@ int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, con
 		return 0;
 	dst->hdr = *hdr;
 	torus_pkt_set_vc(&dst->hdr, vc);
-	if (hdr->len)
-		memcpy(dst->payload, payload, hdr->len);
+	torus_payload_copy(dst->payload, payload, hdr->len);
 	torus_vt_t arrive = torus_link_charge_cal(out->link, &out->cal, &rt->cost, ready, hdr->len);
 	dside->vt = arrive;
 	if (rt->trace)
