@@ -190,6 +190,13 @@ static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const s
 	uint32_t n = 0;
 
 	while (n < EMU_ENGINE_BATCH && (pkt = torus_ring_peek(v, &side))) {
+		if (v->pos + 1 != v->cached) {
+			/* the next packet, written by another engine: fetch its
+			 * lines while this one is routed */
+			const char *next = (const char *)&v->slot[(v->pos + 1) & v->mask];
+			for (uint32_t b = 0; b < TORUS_SLOT_BYTES; b += 64)
+				__builtin_prefetch(next + b);
+		}
 		if (!route_one(rt, pkt, side, from, vc, cursor))
 			break;
 		torus_ring_release(v);
