@@ -20,6 +20,8 @@
 #include "node.h"
 #include "../dma/dma_internal.h"
 
+#include <torus/trace.h>
+
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -104,14 +106,24 @@ static struct torus_packet *next_hop(struct emu_node_rt *rt, uint32_t dest, uint
 	return dst;
 }
 
-/* --trace: the packet whose serialisation on `out` ended at `left`. */
-static void trace_hop(struct emu_node_rt *rt, const struct emu_engine_out *out, const struct torus_packet *pkt,
-		      torus_vt_t left, uint32_t tag)
+/* --trace: the packet whose serialisation on `out` ended at `left`. The
+ * common case, the next packet of a run, is handled here. */
+static inline void trace_hop(struct emu_node_rt *rt, const struct emu_engine_out *out,
+			     const struct torus_packet *pkt, torus_vt_t left, uint32_t tag)
 {
-	uint32_t len = pkt->hdr.len;
+	uint32_t len = pkt->hdr.len, link = (uint32_t)(out - rt->out), kind = torus_pkt_kind(&pkt->hdr);
 	torus_vt_t ser = rt->cost.ser[len];
-	emu_trace_packet(rt->trace, (uint32_t)(out - rt->out), left - ser, ser, len, rt->cost.wire[len],
-			 torus_pkt_kind(&pkt->hdr), tag);
+	struct torus_trace_rec *r = &rt->trace_open[link];
+	if (r->end_ps == left - ser && r->tag == tag && r->kind == kind && r->packets && rt->trace_merge &&
+	    r->packets < (1u << 30) && r->wire_bytes < (1u << 30)) {
+		r->end_ps = left;
+		r->busy_ps += ser;
+		r->packets++;
+		r->payload_bytes += len;
+		r->wire_bytes += rt->cost.wire[len];
+		return;
+	}
+	emu_trace_packet(rt->trace, link, left - ser, ser, len, rt->cost.wire[len], kind, tag);
 }
 
 /* Route one packet; 1 if it moved, 0 if its next FIFO is full. */

@@ -128,6 +128,8 @@ struct emu_node_rt {
 	_Atomic int launcher_gone;  /* torusrun died: tear this node down */
 	struct dma_engine *dma;
 	struct emu_trace *trace;    /* --trace, else NULL */
+	struct torus_trace_rec *trace_open; /* its open run per out link (the engine's fast path) */
+	int trace_merge;            /* runs, not one record per packet */
 	pthread_t engine;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

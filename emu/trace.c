@@ -201,6 +201,8 @@ int emu_trace_open(struct emu_node_rt *rt, int fd, char *err, size_t errlen)
 	if (!(sync && *sync && strcmp(sync, "0")) && io_uring_queue_init(t->nbuf, &t->ring, 0) == 0)
 		t->uring = 1;
 	rt->trace = t;
+	rt->trace_open = t->open;
+	rt->trace_merge = !t->packets;
 	return 0;
 }
 
@@ -230,6 +232,7 @@ int emu_trace_close(struct emu_node_rt *rt)
 	free(t->buf);
 	free(t);
 	rt->trace = NULL;
+	rt->trace_open = NULL;
 	return rc;
 }
 
