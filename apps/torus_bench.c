@@ -12,7 +12,8 @@
  *
  *   fill the input, read this node's outgoing link counters, barrier,
  *   t0 = emulated clock (wall clock on node 0), the collective, barrier,
- *   t1 = emulated clock; check the result; combine the link loads.
+ *   t1 = emulated clock (wall clock on node 0), barrier; check the result;
+ *   combine the link loads.
  *
  * Columns of the table (and keys of --json's rows):
  *   bytes        the paper's n: the whole vector each node starts with
@@ -714,6 +715,10 @@ static int bench_core(emu_core_t *c, void *arg)
 		if (lead)
 			r.wall_s = wall_now() - w0;
 		r.emulated_ps = t1 - t0 - params->barrier_latency_ps;
+		/* the others wait (asleep) until node 0 has read the wall clock: their
+		 * checking must not compete with node 0 for the CPU before it has */
+		if (dma_barrier(c))
+			goto broken;
 
 		code = rc < 0 ? (uint32_t)-rc & 0xffffu : rc ? 0xffffu : 0;
 		if (ci == 0 && !code) {
