@@ -428,6 +428,30 @@ static void test_bad_files(void)
 	passed += rejects("a directory", tmpdir), cases++;
 	snprintf(path, sizeof(path), "%s/missing.trace", tmpdir);
 	passed += rejects("a missing file", path), cases++;
+	/* a hole (a node killed mid-write leaves zeros where its chunk was to
+	 * go): skipped with a warning, the rest read */
+	unsigned char *h = malloc(n + 4096);
+	CU_ASSERT_FATAL(h != NULL);
+	size_t hb = sizeof(struct torus_trace_header);
+	memcpy(h, b, hb);
+	memset(h + hb, 0, 4096);
+	memcpy(h + hb + 4096, b + hb, n - hb);
+	write_bytes(bad, h, n + 4096);
+	r = run("$B/torus-trace '%s'", bad);
+	EXPECT(r.status == 0 && strstr(r.out, "warning: 4096 bytes of the file were never written") &&
+		       strstr(r.out, "equal the link counters"),
+	       "hole: %d %.300s %.2000s", r.status, r.err, r.out);
+	result_free(&r);
+	/* zeros to the end are a truncation */
+	memset(h + hb, 0, 4096);
+	write_bytes(bad, h, hb + 4096);
+	passed += rejects("zeros after the header", bad), cases++;
+	free(h);
+	/* a failed job's trace is read, its missing records expected */
+	r = run("TORUS_BENCH_CORRUPT=5:3 $B/torusrun --torus 2x4 --quiet --trace $T/fail.trace -- $B/torus-bench allreduce "
+		"--algo ring --sizes 1K:4K; $B/torus-trace $T/fail.trace");
+	EXPECT(r.status == 0 && strstr(r.out, "warning:"), "failed job: %d %.500s %.2000s", r.status, r.err, r.out);
+	result_free(&r);
 	/* a future version */
 	memcpy(m, b, n);
 	((struct torus_trace_header *)m)->version = 2;

@@ -139,10 +139,22 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 						(unsigned long long)k->payload_bytes);
 			}
 		}
+		static const char *how[] = {"finished", "failed", "hung", "was interrupted"};
+		if (t->end.status)
+			fprintf(out, "warning: the job %s (torusrun's status); its trace may be incomplete\n",
+				t->end.status < 4 ? how[t->end.status] : "ended abnormally");
+		if (t->hole_bytes)
+			fprintf(out, "warning: %llu bytes of the file were never written (a node was stopped while "
+				     "writing): their records are missing\n",
+				(unsigned long long)t->hole_bytes);
 		if (t->end.nodes_flushed != t->shape.nnodes)
-			fprintf(out, "warning: %u of %u nodes finished their trace (the job %s)\n", t->end.nodes_flushed,
-				t->shape.nnodes, t->end.status ? "failed" : "finished");
-		if (bad) {
+			fprintf(out, "warning: %u of %u nodes finished their trace\n", t->end.nodes_flushed,
+				t->shape.nnodes);
+		int partial = t->hole_bytes || t->end.nodes_flushed != t->shape.nnodes || t->end.status;
+		if (bad && partial) {
+			fprintf(out, "\ncounters: %zu of %zu link directions differ from the trace, as expected of a job "
+				     "that did not finish cleanly\n", bad, t->ncounters);
+		} else if (bad) {
 			fprintf(out, "\ncounters: %zu of %zu link directions differ from the trace\n", bad, t->ncounters);
 			rc = -EPROTO;
 		} else {

@@ -124,6 +124,25 @@ int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen)
 				  (unsigned long long)off);
 			break;
 		}
+		static const struct torus_trace_chunk zero;
+		if (!memcmp(&c, &zero, sizeof(c))) {
+			/* a hole: space a node claimed and never wrote (it was killed
+			 * mid-write). Chunks start 16-byte aligned: skip the zeros to
+			 * the next one, which must then check out like any other */
+			uint64_t from = off;
+			unsigned char blk[16];
+			off += sizeof(c);
+			while (off + sizeof(blk) <= size && !read_at(f, off, blk, sizeof(blk)) &&
+			       !memcmp(blk, &zero, sizeof(blk)))
+				off += sizeof(blk);
+			if (off >= size) {
+				rc = fail(err, errlen, -EINVAL, "truncated trace: zeros from offset %llu to the end",
+					  (unsigned long long)from);
+				break;
+			}
+			t->hole_bytes += off - from;
+			continue;
+		}
 		off += sizeof(c);
 		if (c.kind != TORUS_TRACE_CHUNK_RECORDS && c.kind != TORUS_TRACE_CHUNK_END) {
 			rc = fail(err, errlen, -EINVAL, "corrupt trace: unknown chunk kind 0x%08x at offset %llu", c.kind,

@@ -34,6 +34,7 @@ struct tt_trace {
 	struct torus_trace_counters *counters; /* has_end: one per link direction */
 	size_t ncounters;
 	uint64_t file_bytes;
+	uint64_t hole_bytes;         /* zeros a killed node left where its chunk would be */
 };
 
 /* Link-direction id of (node, dim, dir) and back. */
