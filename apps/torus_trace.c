@@ -64,6 +64,8 @@ static void usage(FILE *out)
 	      "                       utilisation over time per dimension and direction\n"
 	      "  --png OUT.png        the same picture as a PNG (rendered by rsvg-convert)\n"
 	      "  --windows K          --svg/--png: K panels of equal time windows instead of phases\n"
+	      "  --color C            every output shows only multicolor color C (both of its\n"
+	      "                       directions): how one color walks the dimensions\n"
 	      "  --html OUT.html      a self-contained page animating link utilisation over\n"
 	      "                       virtual time (play / pause / step, time slider)\n"
 	      "  -h, --help           this text\n"
@@ -90,7 +92,7 @@ int main(int argc, char **argv)
 {
 	const char *file = NULL, *perfetto = NULL, *svg = NULL, *png = NULL, *html = NULL;
 	int summary = 0, csv = 0;
-	uint64_t bin_ns = 0, windows = 0;
+	uint64_t bin_ns = 0, windows = 0, color = UINT64_MAX;
 	char err[512];
 
 	for (int i = 1; i < argc; i++) {
@@ -103,7 +105,8 @@ int main(int argc, char **argv)
 			summary = 1;
 		} else if (!strcmp(a, "--csv")) {
 			csv = 1;
-		} else if (!strcmp(a, "--bin") || !strcmp(a, "--windows") || !strcmp(a, "--perfetto") ||
+		} else if (!strcmp(a, "--bin") || !strcmp(a, "--windows") || !strcmp(a, "--color") ||
+			   !strcmp(a, "--perfetto") ||
 			   !strcmp(a, "--svg") || !strcmp(a, "--png") || !strcmp(a, "--html")) {
 			if (!next) {
 				fprintf(stderr, "torus-trace: %s needs a value (see --help)\n", a);
@@ -112,6 +115,11 @@ int main(int argc, char **argv)
 			i++;
 			if (!strcmp(a, "--bin") && parse_u64(next, 1, 1000000000000ull, &bin_ns)) {
 				fprintf(stderr, "torus-trace: bad --bin '%s': nanoseconds, 1 or more\n", next);
+				return 2;
+			}
+			if (!strcmp(a, "--color") && parse_u64(next, 0, 2 * TORUS_MAX_DIMS, &color)) {
+				fprintf(stderr, "torus-trace: bad --color '%s': a color number, 0..%u\n", next,
+					2 * TORUS_MAX_DIMS);
 				return 2;
 			}
 			if (!strcmp(a, "--windows") && parse_u64(next, 1, 64, &windows)) {
@@ -150,6 +158,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int status = 0;
+	if (color != UINT64_MAX && !tt_keep_color(&t, (uint32_t)color)) {
+		fprintf(stderr, "torus-trace: %s: no multicolor traffic of color %llu in this trace\n", file,
+			(unsigned long long)color);
+		tt_free(&t);
+		return 1;
+	}
 	if (summary) {
 		rc = tt_write_summary(&t, stdout);
 		if (rc) {

@@ -34,5 +34,10 @@ if ! timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-dev-
 	tail -n 20 "$tmp/chrome.log" >&2
 	exit 1
 fi
+# one color alone on a 2-D torus: how it walks the dimensions, both directions
+"$bin/torusrun" --torus 4x4 --cores 2 --timeout 300 --trace "$tmp/c.trace" -- \
+	"$bin/torus-bench" allgather --algo multicolor --sizes 256KiB:256KiB
+"$bin/torus-trace" "$tmp/c.trace" --color 0 --png "$out/trace_color0.png"
 echo "wrote $out/trace_heatmap.svg"
 echo "wrote $out/trace_page.png"
+echo "wrote $out/trace_color0.png"

@@ -230,6 +230,34 @@ static void test_outputs(void)
 	r = run("$B/torus-trace $T/ag.trace --png $T/ag.png && head -c 8 $T/ag.png | od -An -tx1");
 	EXPECT(r.status == 0 && strstr(r.out, "89 50 4e 47 0d 0a 1a 0a"), "%d %.300s %.300s", r.status, r.out, r.err);
 	result_free(&r);
+	/* --color: one color's share of each phase is a third (3 colors, equal
+	 * loads); a color with no traffic and a bad one are errors */
+	uint64_t all_ph[3] = {0}, one_ph[3] = {0};
+	for (int k = 0; k < 2; k++) {
+		r = run(k ? "$B/torus-trace $T/ag.trace --color 1" : "$B/torus-trace $T/ag.trace");
+		CU_ASSERT_EQUAL(r.status, 0);
+		for (int ph = 0; ph < 3; ph++) {
+			char key[64];
+			snprintf(key, sizeof(key), "allgather AG phase %d ", ph);
+			const char *at = strstr(r.out, key);
+			double a0, a1;
+			unsigned long long pay = 0;
+			if (at && sscanf(at + strlen(key), "%lf %lf %llu", &a0, &a1, &pay) == 3)
+				(k ? one_ph : all_ph)[ph] = pay;
+		}
+		if (k)
+			CU_ASSERT(strstr(r.out, "only the records of one color") != NULL);
+		result_free(&r);
+	}
+	for (int ph = 0; ph < 3; ph++)
+		EXPECT(all_ph[ph] > 0 && one_ph[ph] * 3 > all_ph[ph] * 0.99 && one_ph[ph] * 3 < all_ph[ph] * 1.01,
+		       "phase %d: color 1 %lu B of %lu B", ph, (unsigned long)one_ph[ph], (unsigned long)all_ph[ph]);
+	r = run("$B/torus-trace $T/ag.trace --color 5");
+	EXPECT(r.status == 1 && strstr(r.err, "no multicolor traffic of color 5"), "%d %.300s", r.status, r.err);
+	result_free(&r);
+	r = run("$B/torus-trace $T/ag.trace --color x");
+	EXPECT(r.status == 2 && strstr(r.err, "bad --color 'x'"), "%d %.300s", r.status, r.err);
+	result_free(&r);
 	r = run("$B/torus-trace $T/ag.trace --svg /nonexistent-dir/x.svg");
 	EXPECT(r.status == 1 && strstr(r.err, "/nonexistent-dir/x.svg"), "%d %.300s", r.status, r.err);
 	result_free(&r);

@@ -727,8 +727,9 @@ static void draw_plot(FILE *f, const struct svg_ctx *c, double top)
 		}
 
 	put_text(f, SVG_MARGIN, top + 14, "font-weight=\"bold\"", 12,
-		 "Mean utilisation over all links of each dimension and direction, all traffic (%u bins of %.*f "
-		 "&#181;s)", c->nbins, us_prec(c->bin_ps), us_of(c->bin_ps));
+		 "Mean utilisation over all links of each dimension and direction, %s (%u bins of %.*f "
+		 "&#181;s)", t->filtered ? "one color (--color)" : "all traffic", c->nbins, us_prec(c->bin_ps),
+		 us_of(c->bin_ps));
 	/* legend */
 	double lx = x_l;
 	char name[8];

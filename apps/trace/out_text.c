@@ -123,7 +123,9 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 
 	/* the trace against the link counters torusrun kept */
 	int rc = 0;
-	if (!t->has_end) {
+	if (t->filtered) {
+		fprintf(out, "\n(only the records of one color: no check against the link counters)\n");
+	} else if (!t->has_end) {
 		fprintf(out, "\nwarning: no end chunk (the job did not finish): cannot check against the link counters\n");
 	} else {
 		size_t bad = 0;

@@ -273,6 +273,20 @@ void tt_free(struct tt_trace *t)
 	t->nrec = t->ncounters = 0;
 }
 
+size_t tt_keep_color(struct tt_trace *t, uint32_t c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->nrec; i++) {
+		uint32_t tag = t->rec[i].tag;
+		if (torus_tag_algo(tag) == TORUS_ALGO_MULTICOLOR && torus_tag_coll(tag) != TORUS_TAG_NONE &&
+		    torus_tag_coll(tag) != TORUS_TAG_CONTROL && torus_tag_stream(tag) / 2 == c)
+			t->rec[n++] = t->rec[i];
+	}
+	t->nrec = n;
+	t->filtered = 1;
+	return n;
+}
+
 const char *tt_dim_name(uint32_t dim)
 {
 	static const char *names[] = {"x", "y", "z", "w", "v", "u"};

@@ -35,6 +35,7 @@ struct tt_trace {
 	size_t ncounters;
 	uint64_t file_bytes;
 	uint64_t hole_bytes;         /* zeros a killed node left where its chunk would be */
+	int filtered;                /* records were dropped (tt_keep_color): no counters check */
 };
 
 /* Link-direction id of (node, dim, dir) and back. */
@@ -61,6 +62,10 @@ static inline int tt_link_exists(const struct tt_trace *t, uint32_t id)
  */
 int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen);
 void tt_free(struct tt_trace *t);
+
+/* Keep only the multicolor records of color c (both directions); returns
+ * how many remain. */
+size_t tt_keep_color(struct tt_trace *t, uint32_t c);
 
 /* Dimension letters: x y z w v u; "x+" / "x-" for a link direction. */
 const char *tt_dim_name(uint32_t dim);
