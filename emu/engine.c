@@ -123,7 +123,7 @@ static inline void trace_hop(struct emu_node_rt *rt, const struct emu_engine_out
 		r->wire_bytes += rt->cost.wire[len];
 		return;
 	}
-	emu_trace_packet(rt->trace, link, left - ser, ser, len, rt->cost.wire[len], kind, tag);
+	emu_trace_new_run(rt->trace, link, left - ser, ser, len, rt->cost.wire[len], kind, tag);
 }
 
 /* Route one packet; 1 if it moved, 0 if its next FIFO is full. */

@@ -159,9 +159,11 @@ void *emu_engine_main(void *arg);
 /* --trace (emu/trace.c): the engine's per-link recorder. */
 struct emu_trace;
 int emu_trace_open(struct emu_node_rt *rt, int fd, char *err, size_t errlen);
-/* Record one packet put on out link `link` (2 * dim + dir). */
-void emu_trace_packet(struct emu_trace *t, uint32_t link, torus_vt_t start, torus_vt_t ser, uint32_t payload,
-		      uint32_t wire, uint32_t kind, uint32_t tag);
+/* A packet on out link `link` (2 * dim + dir) that does not continue the
+ * link's open run (the engine extends runs itself, see trace_hop): close
+ * the run and start a new one with it. */
+void emu_trace_new_run(struct emu_trace *t, uint32_t link, torus_vt_t start, torus_vt_t ser, uint32_t payload,
+		       uint32_t wire, uint32_t kind, uint32_t tag);
 /* Flush and wait for every write; publishes the node's trace counters. */
 int emu_trace_close(struct emu_node_rt *rt);
 /* Remember an output ring with unpublished packets; the engine publishes it

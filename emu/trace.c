@@ -147,19 +147,10 @@ static void append(struct emu_trace *t, const struct torus_trace_rec *r)
 	b->used += (uint32_t)sizeof(*r);
 }
 
-void emu_trace_packet(struct emu_trace *t, uint32_t link, torus_vt_t start, torus_vt_t ser, uint32_t payload,
-		      uint32_t wire, uint32_t kind, uint32_t tag)
+void emu_trace_new_run(struct emu_trace *t, uint32_t link, torus_vt_t start, torus_vt_t ser, uint32_t payload,
+		       uint32_t wire, uint32_t kind, uint32_t tag)
 {
 	struct torus_trace_rec *r = &t->open[link];
-	if (r->packets && r->end_ps == start && r->tag == tag && r->kind == kind && !t->packets &&
-	    r->packets < (1u << 30) && r->wire_bytes < (1u << 30)) {
-		r->end_ps = start + ser;
-		r->busy_ps += ser;
-		r->packets++;
-		r->payload_bytes += payload;
-		r->wire_bytes += wire;
-		return;
-	}
 	if (r->packets)
 		append(t, r);
 	*r = (struct torus_trace_rec){.start_ps = start, .end_ps = start + ser, .busy_ps = ser, .packets = 1,
