@@ -15,6 +15,10 @@
  *   t1 = emulated clock (wall clock on node 0), barrier; check the result;
  *   combine the link loads.
  *
+ * With --warmup W --reps R that is done W + R times per size; the row shows
+ * the medians of the last R (so wall time can be compared with an MPI
+ * benchmark's, which times warm calls), the link loads of the last call.
+ *
  * Columns of the table (and keys of --json's rows):
  *   bytes        the paper's n: the whole vector each node starts with
  *                (reduce_scatter, allreduce) or ends with (allgather). The
@@ -65,6 +69,7 @@
 #define PROG "torus-bench"
 #define MAX_SIZES 64
 #define MAX_BYTES (1ull << 40)
+#define MAX_REPS 1000
 
 /* ------------------------------------------------------------ options */
 
@@ -77,13 +82,15 @@ struct opts {
 	enum coll_op op;
 	uint64_t delay_ns;
 	uint32_t k; /* --cores-per-node; 0: every core */
+	uint32_t warmup, reps; /* untimed, then timed calls per size */
 	int json, check;
 	int64_t corrupt_node;  /* TORUS_BENCH_CORRUPT: -1, or the node */
 	uint64_t corrupt_elem; /* and the element of its result */
 	char error[512]; /* a command-line error, reported from inside the job */
 };
 
-static struct opts opt = {.kind = COLL_ALLREDUCE, .dtype = COLL_DOUBLE, .op = COLL_SUM, .check = 1, .corrupt_node = -1};
+static struct opts opt = {
+	.kind = COLL_ALLREDUCE, .dtype = COLL_DOUBLE, .op = COLL_SUM, .check = 1, .corrupt_node = -1, .reps = 1};
 
 static void usage(FILE *f)
 {
@@ -100,6 +107,9 @@ static void usage(FILE *f)
 		"  --compute-delay NS    NS ns of extra virtual compute per KiB reduced (Fig. 6(d));\n"
 		"                        default 0\n"
 		"  --cores-per-node K    cores of each node that run the collective (default 0: all)\n"
+		"  --warmup W            untimed calls per size before the timed ones (default 0)\n"
+		"  --reps R              timed calls per size (default 1); a row shows the median\n"
+		"                        emulated and wall time of the R calls\n"
 		"  --json                one JSON document on stdout instead of the table\n"
 		"  --no-check            do not check the results\n"
 		"  --help                this text (also works outside torusrun)\n"
@@ -111,7 +121,8 @@ static void usage(FILE *f)
 		"time, the payload bytes of the most and least loaded link direction of the\n"
 		"torus, and whether every element of every node's result was checked.\n"
 		"--json prints {\"schema\": \"torus-bench/1\", \"collective\", \"algo\", \"torus\",\n"
-		"\"nodes\", \"cores_per_node\", \"dtype\", \"op\", \"compute_delay_ns\", \"rows\": [{\"bytes\",\n"
+		"\"nodes\", \"cores_per_node\", \"dtype\", \"op\", \"compute_delay_ns\", \"warmup\", \"reps\",\n"
+		"\"rows\": [{\"bytes\",\n"
 		"\"count\", \"emulated_ps\", \"lower_bound_ps\", \"ratio\", \"wall_s\", \"link_max_bytes\",\n"
 		"\"link_min_bytes\", \"checked\"}, ...]}.\n"
 		"\n"
@@ -217,6 +228,13 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			}
 			opt.delay_ns = x;
+		} else if (!strcmp(a, "--warmup") || !strcmp(a, "--reps")) {
+			int reps = a[2] == 'r';
+			if (parse_u64(v, MAX_REPS, &x) || (reps && x == 0)) {
+				snprintf(opt.error, sizeof(opt.error), "bad %s '%s' (%u .. %u)", a, v, reps, MAX_REPS);
+				return -1;
+			}
+			*(reps ? &opt.reps : &opt.warmup) = (uint32_t)x;
 		} else if (!strcmp(a, "--cores-per-node")) {
 			if (parse_u64(v, TORUS_MAX_CORES, &x)) {
 				snprintf(opt.error, sizeof(opt.error), "bad --cores-per-node '%s' (0 .. %u; 0: all)", v,
@@ -399,6 +417,7 @@ static struct {
 	uint64_t wrong_at;
 	double got, want;
 	uint32_t *leads; /* global rank of each node's core 0 */
+	double wall[MAX_REPS], emulated[MAX_REPS]; /* node 0: the timed calls */
 } node;
 
 struct row {
@@ -406,6 +425,18 @@ struct row {
 	double bound_ps, ratio, wall_s;
 	int64_t link_max, link_min;
 };
+
+/* The median of v[0..n-1] (n >= 1; sorts v). */
+static double median(double *v, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++)
+		for (uint32_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 /* agreement codes (the largest wins) */
 #define CODE_SETUP (1u << 29)
@@ -585,14 +616,18 @@ static void print_header(emu_core_t *c, uint32_t k, const char *algo, int deflt,
 		printf("{\"schema\": \"torus-bench/1\", \"collective\": \"%s\", \"algo\": ", coll_kind_name(opt.kind));
 		json_string(stdout, algo);
 		printf(", \"torus\": \"%s\", \"nodes\": %u, \"cores_per_node\": %u, \"dtype\": \"%s\", \"op\": \"%s\", "
-		       "\"compute_delay_ns\": %llu, \"rows\": [",
-		       shape, emu_node_count(c), k, coll_dtype_name(opt.dtype), op, (unsigned long long)opt.delay_ns);
+		       "\"compute_delay_ns\": %llu, \"warmup\": %u, \"reps\": %u, \"rows\": [",
+		       shape, emu_node_count(c), k, coll_dtype_name(opt.dtype), op, (unsigned long long)opt.delay_ns,
+		       opt.warmup, opt.reps);
 		return;
 	}
 	printf("# torus-bench %s: algo %s%s, torus %s, %u nodes, %u core%s per node, dtype %s, op %s, "
-	       "compute delay %llu ns/KiB\n",
+	       "compute delay %llu ns/KiB",
 	       coll_kind_name(opt.kind), algo, deflt ? " (default)" : "", shape, emu_node_count(c), k, k == 1 ? "" : "s",
 	       coll_dtype_name(opt.dtype), op, (unsigned long long)opt.delay_ns);
+	if (opt.warmup || opt.reps > 1)
+		printf(", %u warm-up + %u timed call%s per size (medians)", opt.warmup, opt.reps, opt.reps == 1 ? "" : "s");
+	printf("\n");
 	printf("# %12s %14s %12s %8s %10s %14s %14s %6s\n", "bytes", "emulated_us", "bound_us", "ratio", "wall_s",
 	       "link_max_B", "link_min_B", "check");
 	fflush(stdout);
@@ -688,55 +723,64 @@ static int bench_core(emu_core_t *c, void *arg)
 
 	double start = wall_now();
 	unsigned done = 0;
+	const uint32_t calls = opt.warmup + opt.reps;
 	for (unsigned s = 0; s < opt.nsizes; s++) {
 		const size_t count = opt.sizes[s] / unit;
 		struct row r = {.bytes = count * unit, .count = count};
 		uint64_t after[2 * TORUS_MAX_DIMS];
 		unsigned nl = 0;
-		double w0 = 0;
-		int rc = 0;
 
-		if (ci == 0) {
-			fill(me, p, count, &ref);
-			/* before the barrier: once it opens, other nodes' packets
-			 * may cross this node's links */
-			read_links(c, node.before);
-		}
-		if (dma_barrier(c))
-			goto broken;
-		torus_vt_t t0 = emu_core_now(c);
-		if (lead)
-			w0 = wall_now();
-		if (member)
-			rc = run_coll(team, count);
-		if (dma_barrier(c))
-			goto broken;
-		torus_vt_t t1 = emu_core_now(c);
-		if (lead)
-			r.wall_s = wall_now() - w0;
-		r.emulated_ps = t1 - t0 - params->barrier_latency_ps;
-		/* the others wait (asleep) until node 0 has read the wall clock: their
-		 * checking must not compete with node 0 for the CPU before it has */
-		if (dma_barrier(c))
-			goto broken;
-
-		code = rc < 0 ? (uint32_t)-rc & 0xffffu : rc ? 0xffffu : 0;
-		if (ci == 0 && !code) {
-			/* the collective is over everywhere: the links are quiet */
-			nl = read_links(c, after);
-			int64_t mx = 0, mn = INT64_MAX;
-			for (unsigned i = 0; i < nl; i++) {
-				int64_t d = (int64_t)(after[i] - node.before[i]);
-				mx = d > mx ? d : mx;
-				mn = d < mn ? d : mn;
+		/* warm-up calls, then the timed ones; every call is checked, the
+		 * link loads are those of the last one */
+		for (uint32_t it = 0; it < calls && !code; it++) {
+			double w0 = 0;
+			int rc = 0;
+			if (ci == 0) {
+				fill(me, p, count, &ref);
+				/* before the barrier: once it opens, other nodes'
+				 * packets may cross this node's links */
+				read_links(c, node.before);
 			}
-			node.lsend[0] = mx;
-			node.lsend[1] = nl ? -mn : 0;
-			if (opt.check && verify(me, p, count, &ref))
-				code = CODE_CHECK | (0xffffu - (me & 0xffffu));
+			if (dma_barrier(c))
+				goto broken;
+			torus_vt_t t0 = emu_core_now(c);
+			if (lead)
+				w0 = wall_now();
+			if (member)
+				rc = run_coll(team, count);
+			if (dma_barrier(c))
+				goto broken;
+			torus_vt_t t1 = emu_core_now(c);
+			if (lead && it >= opt.warmup) {
+				node.wall[it - opt.warmup] = wall_now() - w0;
+				node.emulated[it - opt.warmup] = (double)(t1 - t0 - params->barrier_latency_ps);
+			}
+			/* the others wait (asleep) until node 0 has read the wall
+			 * clock: their checking must not compete with node 0 for
+			 * the CPU before it has */
+			if (dma_barrier(c))
+				goto broken;
+
+			code = rc < 0 ? (uint32_t)-rc & 0xffffu : rc ? 0xffffu : 0;
+			if (ci == 0 && !code) {
+				if (it + 1 == calls) {
+					/* the collective is over everywhere: the links are quiet */
+					nl = read_links(c, after);
+					int64_t mx = 0, mn = INT64_MAX;
+					for (unsigned i = 0; i < nl; i++) {
+						int64_t d = (int64_t)(after[i] - node.before[i]);
+						mx = d > mx ? d : mx;
+						mn = d < mn ? d : mn;
+					}
+					node.lsend[0] = mx;
+					node.lsend[1] = nl ? -mn : 0;
+				}
+				if (opt.check && verify(me, p, count, &ref))
+					code = CODE_CHECK | (0xffffu - (me & 0xffffu));
+			}
+			if (agree(c, all, code, &code))
+				goto broken;
 		}
-		if (agree(c, all, code, &code))
-			goto broken;
 		if (code) {
 			if (code & CODE_CHECK) {
 				if (ci == 0 && (code & 0xffffu) == 0xffffu - (me & 0xffffu))
@@ -776,6 +820,8 @@ static int bench_core(emu_core_t *c, void *arg)
 		if (dma_barrier(c)) /* the links are quiet again */
 			goto broken;
 		if (lead) {
+			r.wall_s = median(node.wall, opt.reps);
+			r.emulated_ps = (uint64_t)median(node.emulated, opt.reps);
 			double bound = coll_lower_bound_ps(opt.kind, emu_shape(c), params, (double)r.bytes);
 			r.bound_ps = bound;
 			r.ratio = bound > 0 ? (double)r.emulated_ps / bound : 0;

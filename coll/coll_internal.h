@@ -23,13 +23,15 @@ struct coll_team {
 	uint32_t seq;                   /* exchanges so far (tags messages) */
 	uint32_t tag_coll;              /* the call in progress, for trace tags (enum torus_tag_coll) */
 	uint32_t tag_force;             /* coll_team_set_trace_tag, 0 if none */
+	void *scratch;                  /* this core's scratch buffer, kept between calls */
+	size_t scratch_cap, scratch_mapped;
 };
 
-/* A scratch buffer of at least `bytes` (one more byte if malloc'd, so 0 is
- * fine); large ones on transparent huge pages (*mapped: the mapping's
- * length, 0 if malloc'd). Free with coll_scratch_free(p, *mapped). */
-void *coll_scratch_alloc(size_t bytes, size_t *mapped);
-void coll_scratch_free(void *p, size_t mapped);
+/* This core's scratch buffer of the team, at least `bytes` long; NULL if out
+ * of memory. One call uses it at a time; it stays until a larger one is
+ * needed or coll_team_free. Large ones on transparent huge pages. */
+void *coll_scratch_get(coll_team_t *t, size_t bytes);
+void coll_scratch_release(coll_team_t *t);
 
 /* Where a peer wants our data: its region and first step counter. */
 struct coll_addr {

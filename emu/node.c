@@ -238,6 +238,11 @@ int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg)
 		fprintf(stderr, "%s: node %u: cannot start engine thread: %s\n", prog, rank, strerror(rc));
 		return 1;
 	}
+	/* names for top -H, perf and gdb (at most 15 characters) */
+	char name[32];
+	snprintf(name, sizeof(name), "eng%u", rank);
+	name[15] = 0;
+	pthread_setname_np(rt.engine, name);
 	for (uint32_t c = 0; c < rt.ncores; c++) {
 		rt.cores[c]->fn = fn;
 		rt.cores[c]->arg = arg;
@@ -246,6 +251,9 @@ int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg)
 			fprintf(stderr, "%s: node %u: cannot start core thread %u: %s\n", prog, rank, c, strerror(rc));
 			return 1;
 		}
+		snprintf(name, sizeof(name), "core%u.%u", rank, c);
+		name[15] = 0;
+		pthread_setname_np(rt.cores[c]->thread, name);
 	}
 	pthread_mutex_lock(&rt.lock);
 	while (rt.cores_finished < rt.ncores && rt.failed_core < 0 && !emu_job_aborting(&rt)) {

@@ -127,6 +127,60 @@ static void test_default_algo(void)
 	bench_json("2x2x2", "allreduce", DEFAULT_ALGO_OPT, deflt ? "multicolor" : "ring", 8, 2, 1, deflt);
 }
 
+/* Payload bytes carried by every link of the job (torusrun --report). */
+static double job_payload(const char *report)
+{
+	double sum = 0;
+	for (const char *q = strstr(report, "\"links\""); q && (q = strstr(q, "\"payload_bytes\": ")); q++)
+		sum += strtod(q + 17, NULL);
+	return sum;
+}
+
+/*
+ * --warmup W --reps R: W + R calls per size on the same team, each checked
+ * (so later calls, which reuse the team's scratch, are right too), counted
+ * from the links: every call of a size carries the same payload, so the
+ * job's payload grows by exactly one call's per extra call (reps 1, 2, 4;
+ * warmup 1 + reps 1 equals reps 2). The row's link loads are one call's.
+ */
+static void test_warmup_reps(void)
+{
+	static const char *const how[] = {"--reps 1", "--reps 2", "--reps 4", "--warmup 1 --reps 1"};
+	double total[4];
+	struct row rows[4][2];
+	for (int k = 0; k < 4; k++) {
+		struct result r = run("$B/torusrun --torus 2x2x2 --cores 3 --quiet --timeout 60 --report $T/reps.json -- "
+				      "$B/torus-bench allreduce --algo multicolor --sizes 64K --json %s",
+				      how[k]);
+		EXPECT(r.status == 0, "[%s] status %d\n%.1000s", how[k], r.status, r.err);
+		EXPECT(json_u64(r.out, "reps") == (k == 3 ? 1u : 1u << k) && json_u64(r.out, "warmup") == (k == 3),
+		       "[%s] echoed: %.300s", how[k], r.out);
+		EXPECT(parse_rows(r.out, rows[k], 2) == 1 && rows[k][0].checked == 1, "[%s] one checked row: %.500s",
+		       how[k], r.out);
+		char path[512];
+		snprintf(path, sizeof(path), "%s/reps.json", tmpdir);
+		char *rep = slurp(path);
+		total[k] = rep ? job_payload(rep) : -1;
+		free(rep);
+		result_free(&r);
+	}
+	double call = total[1] - total[0];
+	EXPECT(call > 0 && total[2] - total[1] == 2 * call && total[3] == total[1],
+	       "job payload %.0f / %.0f / %.0f / %.0f bytes: not one call's more per call", total[0], total[1],
+	       total[2], total[3]);
+	for (int k = 1; k < 4; k++)
+		EXPECT(rows[k][0].link_max == rows[0][0].link_max && rows[k][0].link_min == rows[0][0].link_min,
+		       "[%s] link loads %.0f..%.0f, one call %.0f..%.0f", how[k], rows[k][0].link_min, rows[k][0].link_max,
+		       rows[0][0].link_min, rows[0][0].link_max);
+
+	struct result t = run("$B/torusrun --torus 3 --quiet --timeout 60 -- $B/torus-bench allgather --sizes 96 "
+			      "--warmup 1 --reps 2");
+	EXPECT(t.status == 0 && strstr(t.out, "1 warm-up + 2 timed calls per size (medians)") &&
+		       count_lines(t.out, " ok") == 1,
+	       "table:\n%.500s\n%.500s", t.out, t.err);
+	result_free(&t);
+}
+
 /* The table: a header naming the run and one row per size, all "ok". */
 static void test_table(void)
 {
@@ -195,6 +249,13 @@ static void test_wrong_result_caught(void)
 	job_error("TORUS_BENCH_CORRUPT=5:3", "allreduce --algo ring --sizes 1K", 1,
 		  "wrong result on node 5 at element 3");
 }
+static void test_wrong_result_caught_reps(void)
+{
+	job_error("TORUS_BENCH_CORRUPT=2:7", "allreduce --sizes 1K --warmup 1 --reps 2", 1,
+		  "wrong result on node 2 at element 7");
+}
+static void test_bad_reps(void) { bad_input("allreduce --reps 0", "bad --reps '0' (1 .. 1000)"); }
+static void test_bad_warmup(void) { bad_input("allreduce --warmup many", "bad --warmup 'many' (0 .. 1000)"); }
 
 static void test_help(void)
 {
@@ -214,11 +275,12 @@ int main(void)
 	static const struct cunit_case runs[] = {
 		CUNIT_CASE(test_allreduce_ring_json), CUNIT_CASE(test_allgather_ring_json),
 		CUNIT_CASE(test_reduce_scatter_ring_json), CUNIT_CASE(test_ring_1d_every_link),
-		CUNIT_CASE(test_default_algo), CUNIT_CASE(test_table)};
+		CUNIT_CASE(test_default_algo), CUNIT_CASE(test_warmup_reps), CUNIT_CASE(test_table)};
 	static const struct cunit_case errors[] = {
 		CUNIT_CASE(test_bad_collective), CUNIT_CASE(test_bad_sizes), CUNIT_CASE(test_bad_dtype),
 		CUNIT_CASE(test_bad_op_for_dtype), CUNIT_CASE(test_bad_algo), CUNIT_CASE(test_too_small),
 		CUNIT_CASE(test_too_many_cores), CUNIT_CASE(test_env_algo_unknown), CUNIT_CASE(test_wrong_result_caught),
+		CUNIT_CASE(test_wrong_result_caught_reps), CUNIT_CASE(test_bad_reps), CUNIT_CASE(test_bad_warmup),
 		CUNIT_CASE(test_help)};
 	static const struct cunit_suite all[] = {{"bench.runs", runs, CUNIT_COUNT(runs)},
 						 {"bench.errors", errors, CUNIT_COUNT(errors)}};

@@ -151,8 +151,7 @@ int coll_direct_reduce_scatter(coll_team_t *t, const void *send, void *own, cons
 	if (p == 1)
 		return 0;
 	size_t *from = malloc(p * sizeof(size_t));
-	size_t scratch_mapped;
-	uint8_t *scratch = coll_scratch_alloc(slot * (p - 1), &scratch_mapped);
+	uint8_t *scratch = coll_scratch_get(t, slot * (p - 1));
 	for (uint32_t j = 0; from && j < p; j++)
 		from[j] = j == i ? 0 : slot;
 	int rc = direct_setup(&d, t, scratch, slot * (p - 1), from, from && scratch ? 0 : -ENOMEM, check);
@@ -169,8 +168,6 @@ int coll_direct_reduce_scatter(coll_team_t *t, const void *send, void *own, cons
 	}
 	rc = direct_finish(&d, rc);
 	free(from);
-	if (scratch)
-		coll_scratch_free(scratch, scratch_mapped);
 	return rc;
 }
 

@@ -90,7 +90,7 @@ struct mc_call {
 	size_t esz;
 	struct mc_stream st[2 * TORUS_MAX_DIMS]; /* this core's streams */
 	uint8_t *scratch;
-	size_t scratch_bytes, scratch_mapped;
+	size_t scratch_bytes;
 	uint32_t scratch_region, result_region, inj;
 	int have_scratch, have_result, have_inj;
 	dma_injfifo_t *fifo[2 * TORUS_MAX_DIMS];
@@ -647,7 +647,7 @@ static int setup(struct mc_call *m)
 			if ((rc = phase_counters(m, &m->st[i], ph, &at)))
 				return rc;
 	m->scratch_bytes = at;
-	if (!(m->scratch = coll_scratch_alloc(at, &m->scratch_mapped)))
+	if (!(m->scratch = coll_scratch_get(m->t, at)))
 		return -ENOMEM;
 	if ((rc = dma_mem_register(m->c, m->scratch, at, &m->scratch_region)))
 		return rc;
@@ -711,8 +711,6 @@ static int finish(struct mc_call *m, int rc)
 				dma_counter_free(m->c, m->st[i].ph[ph].counter);
 		stream_free(&m->st[i], m->N);
 	}
-	if (m->scratch)
-		coll_scratch_free(m->scratch, m->scratch_mapped);
 	return rc;
 }
 

@@ -96,8 +96,7 @@ int coll_ring_reduce_scatter(coll_team_t *t, void *buf, const struct coll_blocks
 		return 0;
 	/* step s receives block (i-2-s) into scratch slot s */
 	size_t *step = calloc(p, sizeof(size_t));
-	size_t scratch_mapped;
-	uint8_t *scratch = coll_scratch_alloc(b->max * esz * (p - 1), &scratch_mapped);
+	uint8_t *scratch = coll_scratch_get(t, b->max * esz * (p - 1));
 	int rc = !step || !scratch ? -ENOMEM : 0;
 	for (uint32_t s = 0; !rc && s + 1 < p; s++)
 		step[s] = b->counts[mod((int64_t)i - 2 - s, p)] * esz;
@@ -119,8 +118,6 @@ int coll_ring_reduce_scatter(coll_team_t *t, void *buf, const struct coll_blocks
 done:
 	rc = ring_finish(&r, rc);
 	free(step);
-	if (scratch)
-		coll_scratch_free(scratch, scratch_mapped);
 	return rc;
 }
 

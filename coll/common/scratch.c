@@ -1,11 +1,15 @@
 /*
- * Scratch buffers of the collectives. A large one is mapped anonymous and
- * asked for transparent huge pages: the engine deposits into it right after
- * it is allocated, and each 4 KiB page it touches first is a page fault on
- * the engine thread (a 4 MiB allreduce on 4x4x4 took 65536 of them, 15% of
- * the call's CPU time); with 2 MiB pages it takes two per node. From 1 MiB
- * on (each core of a 3-core node has about 1.4 MiB there). Where huge
- * pages are off (or the mapping fails), small pages or malloc as before.
+ * Scratch buffers of the collectives, one per team handle (that is, per
+ * calling core), kept from call to call as MPI libraries keep theirs: the
+ * engine deposits into scratch right after a call sets it up, and every
+ * page it touches first is a page fault on the engine thread, which the
+ * next call would pay again if the buffer were freed (with 4 KiB pages a
+ * 4 MiB allreduce on 4x4x4 took 65536 of them, 15% of the call's CPU time).
+ * A large buffer is mapped anonymous and asked for transparent huge pages
+ * (two faults per node instead), from 1 MiB on (each core of a 3-core node
+ * has about 1.4 MiB there). Where huge pages are off (or the mapping
+ * fails), small pages or malloc. A larger need replaces the buffer; the
+ * team's free releases it.
  */
 #include "../coll_internal.h"
 
@@ -15,7 +19,7 @@
 
 #define HUGE_BYTES (2u << 20)
 
-void *coll_scratch_alloc(size_t bytes, size_t *mapped)
+static void *scratch_alloc(size_t bytes, size_t *cap, size_t *mapped)
 {
 	*mapped = 0;
 #ifdef MADV_HUGEPAGE
@@ -30,18 +34,32 @@ void *coll_scratch_alloc(size_t bytes, size_t *mapped)
 				munmap(p, head);
 			munmap((uint8_t *)a + len, HUGE_BYTES - head);
 			madvise((void *)a, len, MADV_HUGEPAGE); /* a hint: small pages if it fails */
-			*mapped = len;
+			*mapped = *cap = len;
 			return (void *)a;
 		}
 	}
 #endif
-	return malloc(bytes + 1);
+	*cap = bytes;
+	return malloc(bytes + 1); /* + 1: 0 bytes is fine */
 }
 
-void coll_scratch_free(void *p, size_t mapped)
+void coll_scratch_release(coll_team_t *t)
 {
-	if (mapped)
-		munmap(p, mapped);
+	if (t->scratch_mapped)
+		munmap(t->scratch, t->scratch_mapped);
 	else
-		free(p);
+		free(t->scratch);
+	t->scratch = NULL;
+	t->scratch_cap = t->scratch_mapped = 0;
+}
+
+void *coll_scratch_get(coll_team_t *t, size_t bytes)
+{
+	if (t->scratch && t->scratch_cap >= bytes)
+		return t->scratch;
+	coll_scratch_release(t);
+	t->scratch = scratch_alloc(bytes, &t->scratch_cap, &t->scratch_mapped);
+	if (!t->scratch)
+		t->scratch_cap = t->scratch_mapped = 0;
+	return t->scratch;
 }
