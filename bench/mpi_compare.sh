@@ -12,6 +12,7 @@ ROUNDS=3
 BYTES=4194304
 REPS=5
 TIMEOUT=900
+COLD=0
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$HERE")
 BUILD=$REPO/build
@@ -21,15 +22,19 @@ NP=64
 usage() {
 	cat <<EOF
 usage: bench/mpi_compare.sh [--rounds K] [--bytes N] [--reps R] [--build DIR]
-                            [--timeout S] [--help]
+                            [--timeout S] [--cold] [--help]
   --rounds K   alternating rounds (default $ROUNDS); each round runs, in order:
                Open MPI (64 ranks), the emulator with --cores 3, with --cores 1
   --bytes N    vector size per rank/node in bytes (suffixes K, M, G = 2^10,
                2^20, 2^30; default $BYTES); whole doubles
-  --reps R     timed MPI_Allreduce calls per MPI run, after a warm-up (default $REPS)
+  --reps R     timed calls per run, after one warm-up call, on both sides
+               (default $REPS)
   --build DIR  the emulator's build directory, holding bin/torusrun and
                bin/torus-bench (default: $REPO/build); not rebuilt here
   --timeout S  give up on any one command after S seconds (default $TIMEOUT)
+  --cold       time the emulator's first call of the job instead (no warm-up,
+               one call: the team's scratch memory is zeroed by page faults
+               during it); Open MPI is still timed warm
   --help       this text
 
 Installs Open MPI if mpicc or mpirun is missing (apt-get install -y
@@ -40,10 +45,11 @@ bench/mpi_allreduce.c with mpicc into a temporary directory, then measures:
                     --mca pml ob1 --mca btl self,vader -np $NP mpi_allreduce N R
              (median of R timed calls after a warm-up; each call timed as
              Barrier, t0, Allreduce, Barrier, t1 on rank 0)
-  emulator   torusrun --torus $TORUS --cores C -- torus-bench allreduce --sizes N --json
-             with C = 3 and C = 1 (the wall_s of the JSON row: the same
-             Barrier, t0, collective, Barrier, t1 on node 0; one call per run,
-             the first and only one of the job; the result is checked)
+  emulator   torusrun --torus $TORUS --cores C -- torus-bench allreduce --sizes N
+                    --warmup 1 --reps R --json
+             with C = 3 and C = 1 (the wall_s of the JSON row: the median of
+             R timed calls after a warm-up, each timed as Barrier, t0,
+             collective, Barrier, t1 on node 0; every result is checked)
 
 Prints, per command: the wall seconds of one allreduce (median over rounds,
 with the range), the ratio to Open MPI, and the wall seconds of the whole
@@ -60,6 +66,7 @@ bad() { echo "mpi_compare: $* (try --help)" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--help|-h) usage; exit 0 ;;
+	--cold) COLD=1; shift ;;
 	--rounds|--bytes|--reps|--build|--timeout)
 		[ $# -ge 2 ] || bad "$1 needs a value"
 		case $1 in
@@ -177,7 +184,9 @@ run_mpi() {
 
 run_emu() {
 	local cores=$1 name=emu$1 row
-	run "$name" "$TORUSRUN" --torus "$TORUS" --cores "$cores" -- "$BENCH" allreduce --sizes "$BYTES" --json
+	local -a calls=(--warmup 1 --reps "$REPS")
+	[ "$COLD" = 1 ] && calls=(--warmup 0 --reps 1)
+	run "$name" "$TORUSRUN" --torus "$TORUS" --cores "$cores" -- "$BENCH" allreduce --sizes "$BYTES" "${calls[@]}" --json
 	row=$(grep '"bytes":' "$TMP/$name.out") || { cat "$TMP/$name.out" >&2; die "no JSON row from torus-bench (--cores $cores)"; }
 	grep -q '"algo": "multicolor"' "$TMP/$name.out" || die "torus-bench did not run the multicolor algorithm: $(head -c 300 "$TMP/$name.out")"
 	[[ $row == *"\"bytes\": $BYTES,"* ]] || die "torus-bench ran another size: $row"
@@ -236,8 +245,13 @@ row "emulator multicolor, torus $TORUS, --cores 3" "${W_E3[@]}" -- "${T_E3[@]}" 
 row "emulator multicolor, torus $TORUS, --cores 1" "${W_E1[@]}" -- "${T_E1[@]}" \
 	"$(awk -v v="$(median "${V_E1[@]}")" 'BEGIN { printf "%.1f", v / 1e6 }')"
 echo
-echo "wall_s/call: one allreduce (Open MPI: median of $REPS timed calls after a warm-up; emulator: the"
-echo "job's only call, wall_s of torus-bench), median over rounds; range: min..max over rounds;"
+if [ "$COLD" = 1 ]; then
+	echo "wall_s/call: one allreduce (Open MPI: median of $REPS timed calls after a warm-up; emulator: the"
+	echo "job's first and only call, --cold), median over rounds; range: min..max over rounds;"
+else
+	echo "wall_s/call: one allreduce (both: median of $REPS timed calls after a warm-up call), median"
+	echo "over rounds; range: min..max over rounds;"
+fi
 echo "command_s: the whole command including start-up; whole comparison $(elapsed "$START" "$END") s."
 echo "CPU idle before the start ${IDLE0}%, after the end ${IDLE1}%."
 if [ "$IDLE0" -lt 80 ] || [ "$IDLE1" -lt 80 ]; then

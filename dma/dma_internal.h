@@ -191,6 +191,11 @@ struct dma_engine {
 	uint64_t injected;                    /* descriptors finished */
 	struct dma_counter_op pend[DMA_PENDING_OPS]; /* decrements to apply (dma_counter_flush) */
 	uint32_t npend;
+	/* the region local_range looked up last, valid within the engine
+	 * iteration (epoch) that looked it up (see local_range) */
+	uint32_t rc_id;
+	uint64_t rc_epoch, rc_size;
+	uint8_t *rc_base;
 };
 
 int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen);
@@ -211,8 +216,16 @@ int dma_engine_deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, c
  * publishes the deposits as delivered and within the same engine iteration
  * (so emu_engine_quiesce still covers them).
  */
-void dma_counter_sub(struct emu_node_rt *rt, uint32_t id, uint64_t bytes, torus_vt_t vt);
 void dma_counter_flush_slow(struct emu_node_rt *rt);
+static inline void dma_counter_sub(struct emu_node_rt *rt, uint32_t id, uint64_t bytes, torus_vt_t vt)
+{
+	struct dma_engine *e = rt->dma;
+	if (bytes == 0)
+		return; /* an empty message changes nothing (counter_change) */
+	if (e->npend == DMA_PENDING_OPS)
+		dma_counter_flush_slow(rt);
+	e->pend[e->npend++] = (struct dma_counter_op){id, bytes, vt};
+}
 static inline void dma_counter_flush(struct emu_node_rt *rt)
 {
 	if (rt->dma->npend)
@@ -235,6 +248,32 @@ static inline void dma_tsan_release(void *a) { __tsan_release(a); }
 static inline void dma_tsan_acquire(void *a) { (void)a; }
 static inline void dma_tsan_release(void *a) { (void)a; }
 #endif
+
+/*
+ * The engine's common deposit, a put into the region it deposited into
+ * last (local_range's memory of it, this iteration), inline; anything else
+ * (another region, out of range, no region) goes to dma_engine_deliver.
+ */
+#define WIRE_NO_COUNTER 0xFFFFu
+static inline int dma_deliver_put_fast(struct emu_node_rt *rt, const struct torus_packet *pkt,
+				       const struct torus_side *side)
+{
+	struct dma_engine *e = rt->dma;
+	uint32_t offset, len = pkt->hdr.len;
+	uint16_t region, counter;
+	memcpy(&offset, &pkt->hdr.sw.bytes[0], 4);
+	memcpy(&region, &pkt->hdr.sw.bytes[4], 2);
+	memcpy(&counter, &pkt->hdr.sw.bytes[6], 2);
+	if (region != e->rc_id || atomic_load_explicit(&rt->epoch, memory_order_relaxed) != e->rc_epoch ||
+	    offset > e->rc_size || len > e->rc_size - offset)
+		return dma_engine_deliver(rt, pkt, side);
+	dma_tsan_acquire(&rt->hdr->barrier[0]);
+	torus_payload_copy(e->rc_base + offset, pkt->payload, len);
+	dma_tsan_release(&rt->hdr->barrier[0]);
+	if (counter != WIRE_NO_COUNTER)
+		dma_counter_sub(rt, counter, len, side->vt);
+	return 1;
+}
 
 static inline struct dma_core_shm *dma_core_shm_of(const struct emu_shm *m, struct emu_core_shm *cs)
 {

@@ -24,8 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WIRE_NO_COUNTER 0xFFFFu
-
 int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen)
 {
 	const struct torus_params *p = rt->params;
@@ -38,6 +36,8 @@ int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	e->rc_id = UINT32_MAX;
+	e->rc_epoch = UINT64_MAX; /* nothing remembered (see local_range) */
 	for (uint32_t c = 0; c < rt->ncores; c++) {
 		struct emu_core_shm *cs = emu_shm_core(&rt->shm, rt->me, c);
 		struct dma_core_shm *d = dma_core_shm_of(&rt->shm, cs);
@@ -146,14 +146,25 @@ static void refuse(struct emu_node_rt *rt, uint32_t aux, int error, uint32_t reg
 	publish_pending(rt);
 }
 
-/* Base address of [offset, offset+len) in region `id` of this node, or NULL
- * with *err set (checked at the moment of use: regions can go away). */
-static uint8_t *local_range(struct emu_node_rt *rt, uint32_t id, uint64_t offset, uint64_t len, int *err)
+/*
+ * Base address of [offset, offset+len) in region `id` of this node, or NULL
+ * with *err set (checked at the moment of use: regions can go away).
+ *
+ * The region last looked up is remembered for the rest of the engine
+ * iteration (rt->epoch) that looked it up: a burst of deposits into one
+ * region checks it once. That is as safe as checking every time:
+ * dma_mem_deregister clears `valid` and then waits (emu_engine_quiesce) for
+ * the epoch to move past the one it saw after clearing, which is at least
+ * the epoch of any lookup that still saw the region valid; the next
+ * iteration looks again and finds it gone.
+ */
+static int region_lookup(struct emu_node_rt *rt, uint32_t id, uint64_t epoch, int *err)
 {
+	struct dma_engine *e = rt->dma;
 	uint32_t per = rt->params->dma_regions, owner = id / per;
 	if (id == UINT32_MAX || owner >= rt->ncores) {
 		*err = DMA_ERR_REGION;
-		return NULL;
+		return -1;
 	}
 	struct dma_core_local *dl = rt->cores[owner]->dma;
 	struct dma_region_shm *r = dma_shm_region(rt->shm.base, dl->shm, id % per);
@@ -161,14 +172,26 @@ static uint8_t *local_range(struct emu_node_rt *rt, uint32_t id, uint64_t offset
 	 * against the epoch bump of this engine iteration */
 	if (!atomic_load(&r->valid)) {
 		*err = DMA_ERR_REGION;
-		return NULL;
+		return -1;
 	}
-	uint64_t size = atomic_load_explicit(&r->size, memory_order_relaxed);
-	if (offset > size || len > size - offset) {
+	e->rc_id = id;
+	e->rc_epoch = epoch;
+	e->rc_size = atomic_load_explicit(&r->size, memory_order_relaxed);
+	e->rc_base = dl->region_base[id % per];
+	return 0;
+}
+
+static inline uint8_t *local_range(struct emu_node_rt *rt, uint32_t id, uint64_t offset, uint64_t len, int *err)
+{
+	struct dma_engine *e = rt->dma;
+	uint64_t epoch = atomic_load_explicit(&rt->epoch, memory_order_relaxed); /* ours: we bump it */
+	if ((id != e->rc_id || epoch != e->rc_epoch) && region_lookup(rt, id, epoch, err))
+		return NULL;
+	if (offset > e->rc_size || len > e->rc_size - offset) {
 		*err = DMA_ERR_RANGE;
 		return NULL;
 	}
-	return (uint8_t *)dl->region_base[id % per] + offset;
+	return e->rc_base + offset;
 }
 
 /* --------------------------------------------------------------- deposits */
@@ -298,10 +321,10 @@ int dma_engine_deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, c
 
 /* -------------------------------------------------------------- injection */
 
-static void count_emitted(struct emu_node_rt *rt)
+static void count_emitted(struct emu_node_rt *rt, uint32_t n)
 {
 	struct dma_engine *e = rt->dma;
-	e->injected++;
+	e->injected += n;
 	atomic_store_explicit(&rt->me->emitted, e->injected, memory_order_release);
 }
 
@@ -341,18 +364,40 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 		h.vc_kind = (uint8_t)(DMA_PKT_GETREQ << 4);
 		if (!emu_engine_emit(rt, &h, &q, j->ready, d->tag, j->aux, &left))
 			return 0;
-		count_emitted(rt);
+		count_emitted(rt, 1);
 		*done = 1;
 		return 1;
 	}
+	/* the fields every packet of the job shares; per packet only the
+	 * length and the offset (memory FIFO: index and last flag) change */
+	uint16_t region = (uint16_t)d->region;
+	uint16_t counter = d->counter == DMA_NO_COUNTER ? WIRE_NO_COUNTER : (uint16_t)d->counter;
+	if (d->kind == DMA_MEMFIFO) {
+		h.sw.bytes[4] = (uint8_t)d->core;
+		h.sw.bytes[5] = (uint8_t)d->dispatch;
+		memcpy(&h.sw.bytes[6], &d->user, 2);
+	} else {
+		h.vc_kind = (uint8_t)(DMA_PKT_PUT << 4);
+		memcpy(&h.sw.bytes[4], &region, 2);
+		memcpy(&h.sw.bytes[6], &counter, 2);
+	}
+	const int local = d->node == rt->rank;
+	struct emu_route r = {0};
+	if (!local)
+		emu_engine_route(rt, d->node, d->hints, &r);
+	/* the job's progress in locals: the slot stores below may alias *j */
+	uint64_t jdone = j->done, total = d->len;
+	torus_vt_t cursor = j->cursor > j->ready ? j->cursor : j->ready;
+	const uint32_t inj = d->inj_counter, tag = d->tag, aux = j->aux;
+	const int memfifo = d->kind == DMA_MEMFIFO;
 	while (n < EMU_ENGINE_BATCH) {
-		uint64_t rest = d->len - j->done;
-		const uint8_t *src = j->src + j->done;
+		uint64_t rest = total - jdone;
+		const uint8_t *src = j->src + jdone;
 		if (j->src_region != UINT32_MAX) {
 			/* a remote get reads registered memory, which can go away */
 			int err;
-			if (!(src = local_range(rt, j->src_region, j->src_offset + j->done, rest, &err))) {
-				refuse(rt, j->aux, err, j->src_region, j->src_offset + j->done, (uint32_t)rest);
+			if (!(src = local_range(rt, j->src_region, j->src_offset + jdone, rest, &err))) {
+				refuse(rt, aux, err, j->src_region, j->src_offset + jdone, (uint32_t)rest);
 				j->last_len = 0;
 				*done = 1;
 				break;
@@ -360,31 +405,33 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 		}
 		uint32_t len = rest > pay ? pay : (uint32_t)rest;
 		h.len = (uint8_t)len;
-		if (d->kind == DMA_MEMFIFO) {
-			uint32_t index = (uint32_t)(j->done / pay);
+		if (memfifo) {
+			uint32_t index = (uint32_t)(jdone / pay);
 			h.vc_kind = (uint8_t)(DMA_PKT_MEMFIFO << 4 | (len == rest ? DMA_PKT_LAST : 0));
 			memcpy(&h.sw.bytes[0], &index, 4);
-			h.sw.bytes[4] = (uint8_t)d->core;
-			h.sw.bytes[5] = (uint8_t)d->dispatch;
-			memcpy(&h.sw.bytes[6], &d->user, 2);
 		} else {
-			uint32_t off = (uint32_t)(d->offset + j->done);
-			uint16_t region = (uint16_t)d->region;
-			uint16_t counter = d->counter == DMA_NO_COUNTER ? WIRE_NO_COUNTER : (uint16_t)d->counter;
-			h.vc_kind = (uint8_t)(DMA_PKT_PUT << 4);
+			uint32_t off = (uint32_t)(d->offset + jdone);
 			memcpy(&h.sw.bytes[0], &off, 4);
-			memcpy(&h.sw.bytes[4], &region, 2);
-			memcpy(&h.sw.bytes[6], &counter, 2);
 		}
 		/* a descriptor's packets leave one after another: each is ready
 		 * when the previous one has left */
-		if (!emu_engine_emit(rt, &h, src, j->cursor > j->ready ? j->cursor : j->ready, d->tag, j->aux, &left))
-			break;
-		count_emitted(rt);
-		j->cursor = left;
-		j->done += len;
+		if (local) {
+			if (!emu_engine_emit(rt, &h, src, cursor, tag, aux, &left))
+				break;
+		} else {
+			/* the common case: straight into the link FIFO's slot */
+			struct torus_side *side;
+			struct torus_packet *slot = emu_route_reserve(&r, &side);
+			if (!slot)
+				break;
+			slot->hdr = h;
+			torus_payload_copy(slot->payload, src, len);
+			left = emu_route_send(rt, &r, slot, side, cursor, tag, aux);
+		}
+		cursor = left;
+		jdone += len;
 		n++;
-		if (j->done == d->len) {
+		if (jdone == total) {
 			/* the caller retires the job first, then retire_counter(): a
 			 * zero injection counter means the descriptor left its FIFO */
 			j->last_len = len;
@@ -392,8 +439,15 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 			*done = 1;
 			break;
 		}
-		if (len && d->inj_counter != DMA_NO_COUNTER)
-			dma_counter_sub(rt, d->inj_counter, len, left);
+		if (len && inj != DMA_NO_COUNTER)
+			dma_counter_sub(rt, inj, len, left);
+	}
+	if (n) {
+		j->done = jdone;
+		j->cursor = cursor;
+		count_emitted(rt, n);
+		if (!local)
+			emu_route_done(rt, &r);
 	}
 	return n;
 }
@@ -468,7 +522,7 @@ uint32_t dma_engine_inject(struct emu_node_rt *rt)
 		h.sw.bytes[4] = (uint8_t)dma_aux_core(e->nack_dest[e->nack_head]);
 		if (!emu_engine_emit(rt, &h, &e->nacks[e->nack_head], 0, 0, dma_aux(rt->rank, 0), &left))
 			break;
-		count_emitted(rt);
+		count_emitted(rt, 1);
 		e->nack_head++;
 		moved++;
 	}

@@ -238,74 +238,94 @@ static void counter_change(struct emu_node_rt *rt, struct dma_counter_shm *k, in
 		counter_hit(rt, k, vt);
 }
 
-void dma_counter_sub(struct emu_node_rt *rt, uint32_t id, uint64_t bytes, torus_vt_t vt)
-{
-	struct dma_engine *e = rt->dma;
-	if (bytes == 0)
-		return; /* an empty message changes nothing (counter_change) */
-	if (e->npend == DMA_PENDING_OPS)
-		dma_counter_flush_slow(rt);
-	e->pend[e->npend++] = (struct dma_counter_op){id, bytes, vt};
-}
-
 /*
- * Apply the queued decrements of counter `id` (ops[0..n), in the order the
- * engine made them) as one change: the same final value, vt (their
- * maximum), hits and watermarks as one change per decrement made back to
- * back, which is what the waiters can tell apart: they see the counter only
- * between batches, as if the engine had been slower.
+ * Apply the queued decrements of counter `id` (the ops of pend[] whose bit
+ * is set in `mask`, in the order the engine made them) as one change: the
+ * same final value, vt (their maximum), hits and watermarks as one change
+ * per decrement made back to back, which is what the waiters can tell
+ * apart: they see the counter only between batches, as if the engine had
+ * been slower. The values in between are looked at only when a hit or a
+ * mark can be among them (the values only fall: every op is > 0 bytes).
  */
-static void counter_apply(struct emu_node_rt *rt, uint32_t id, const struct dma_counter_op *const *ops, uint32_t n)
+static void counter_apply(struct emu_node_rt *rt, uint32_t id, const struct dma_counter_op *pend, uint32_t n,
+			  uint64_t mask)
 {
+	/* mask 0: all of pend[0..n) (the common case, one counter per batch) */
+#define EACH_OP(op, body)                                                              \
+	do {                                                                           \
+		if (!mask) {                                                           \
+			for (uint32_t i_ = 0; i_ < n; i_++) {                          \
+				const struct dma_counter_op *op = &pend[i_];           \
+				body;                                                  \
+			}                                                              \
+		} else {                                                               \
+			for (uint64_t m_ = mask; m_; m_ &= m_ - 1) {                   \
+				const struct dma_counter_op *op = &pend[__builtin_ctzll(m_)]; \
+				body;                                                  \
+			}                                                              \
+		}                                                                      \
+	} while (0)
 	struct dma_counter_shm *k = counter_of(rt, id);
 	if (!k)
 		return;
 	struct dma_watch *w = watch_of(rt, id);
 	uint64_t total = 0;
 	torus_vt_t vt = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		total += ops[i]->bytes;
-		if (ops[i]->vt > vt)
-			vt = ops[i]->vt;
-	}
+	EACH_OP(op, {
+		total += op->bytes;
+		vt = op->vt > vt ? op->vt : vt;
+	});
 	/* busy covers the change and its bookkeeping, as in counter_change */
 	atomic_fetch_add(&k->busy, 1);
 	uint64_t old = atomic_load_explicit(&k->vt, memory_order_relaxed);
 	while (vt > old && !atomic_compare_exchange_weak(&k->vt, &old, vt))
 		;
-	int64_t now = atomic_fetch_sub(&k->value, (int64_t)total);
+	int64_t before = atomic_fetch_sub(&k->value, (int64_t)total), after = before - (int64_t)total;
 	uint64_t hits = 0;
 	int marks = 0;
-	/* the values after each decrement: hits and marks, each at its own time */
-	for (uint32_t i = 0; i < n; i++) {
-		now -= (int64_t)ops[i]->bytes;
-		hits += now == 0;
-		if (w)
-			marks |= watch_cross(w, now, ops[i]->vt);
+	uint32_t next = w ? atomic_load_explicit(&w->next, memory_order_relaxed) : 0;
+	int hit_possible = before > 0 && after <= 0;
+	int mark_possible = w && next < w->n && after <= w->level[next];
+	if (hit_possible || mark_possible) {
+		/* the values after each decrement: hits and marks, each at its own time */
+		int64_t now = before;
+		EACH_OP(op, {
+			now -= (int64_t)op->bytes;
+			hits += now == 0;
+			if (mark_possible)
+				marks |= watch_cross(w, now, op->vt);
+		});
 	}
 	if (hits)
 		atomic_fetch_add_explicit(&k->hits, hits, memory_order_relaxed);
 	atomic_fetch_sub(&k->busy, 1);
 	if (hits || marks)
 		counter_hit(rt, k, vt);
+#undef EACH_OP
 }
 
 void dma_counter_flush_slow(struct emu_node_rt *rt)
 {
 	struct dma_engine *e = rt->dma;
-	const struct dma_counter_op *ops[DMA_PENDING_OPS];
-	uint32_t n = e->npend;
-	uint64_t done = 0; /* bit i: pend[i] applied */
-	for (uint32_t i = 0; i < n; i++) {
-		if (done & (1ull << i))
-			continue;
-		uint32_t id = e->pend[i].id, m = 0;
-		for (uint32_t j = i; j < n; j++)
-			if (!(done & (1ull << j)) && e->pend[j].id == id) {
-				ops[m++] = &e->pend[j];
-				done |= 1ull << j;
-			}
-		counter_apply(rt, id, ops, m);
+	uint32_t n = e->npend, id0 = e->pend[0].id;
+	int one = 1;
+	for (uint32_t i = 1; i < n; i++)
+		one &= e->pend[i].id == id0;
+	if (one) {
+		counter_apply(rt, id0, e->pend, n, 0);
+		e->npend = 0;
+		return;
+	}
+	uint64_t left = n == 64 ? ~0ull : (1ull << n) - 1; /* ops not applied yet */
+	while (left) {
+		uint32_t i = (uint32_t)__builtin_ctzll(left), id = e->pend[i].id;
+		uint64_t same = 0;
+		for (uint64_t m = left; m; m &= m - 1) {
+			uint32_t j = (uint32_t)__builtin_ctzll(m);
+			same |= (uint64_t)(e->pend[j].id == id) << j;
+		}
+		counter_apply(rt, id, e->pend, n, same);
+		left &= ~same;
 	}
 	e->npend = 0;
 }

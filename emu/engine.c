@@ -49,8 +49,9 @@ static void flush_outputs(struct emu_node_rt *rt)
 /* Deposit a packet that reached its destination node; 0 if it must wait. */
 static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side)
 {
-	if (torus_pkt_kind(&pkt->hdr) != TORUS_PKT_RAW) {
-		int rc = dma_engine_deliver(rt, pkt, side);
+	uint32_t kind = torus_pkt_kind(&pkt->hdr);
+	if (kind != TORUS_PKT_RAW) {
+		int rc = kind == DMA_PKT_PUT ? dma_deliver_put_fast(rt, pkt, side) : dma_engine_deliver(rt, pkt, side);
 		rt->delivered += (uint64_t)rc;
 		return rc;
 	}
@@ -106,26 +107,6 @@ static struct torus_packet *next_hop(struct emu_node_rt *rt, uint32_t dest, uint
 	return dst;
 }
 
-/* --trace: the packet whose serialisation on `out` ended at `left`. The
- * common case, the next packet of a run, is handled here. */
-static inline void trace_hop(struct emu_node_rt *rt, const struct emu_engine_out *out,
-			     const struct torus_packet *pkt, torus_vt_t left, uint32_t tag)
-{
-	uint32_t len = pkt->hdr.len, link = (uint32_t)(out - rt->out), kind = torus_pkt_kind(&pkt->hdr);
-	torus_vt_t ser = rt->cost.ser[len];
-	struct torus_trace_rec *r = &rt->trace_open[link];
-	if (r->end_ps == left - ser && r->tag == tag && r->kind == kind && r->packets && rt->trace_merge &&
-	    r->packets < (1u << 30) && r->wire_bytes < (1u << 30)) {
-		r->end_ps = left;
-		r->busy_ps += ser;
-		r->packets++;
-		r->payload_bytes += len;
-		r->wire_bytes += rt->cost.wire[len];
-		return;
-	}
-	emu_trace_new_run(rt->trace, link, left - ser, ser, len, rt->cost.wire[len], kind, tag);
-}
-
 /* Route one packet; 1 if it moved, 0 if its next FIFO is full. */
 static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side,
 		     const struct emu_engine_in *from, uint32_t in_vc, torus_vt_t *cursor)
@@ -148,7 +129,7 @@ static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, con
 	dside->vt = torus_link_charge_cal(out->link, &out->cal, &rt->cost, ready, pkt->hdr.len);
 	*cur = dside->vt - rt->cost.hop_latency;
 	if (rt->trace)
-		trace_hop(rt, out, pkt, *cur, side->tag);
+		emu_trace_hop(rt, out, pkt, *cur, side->tag);
 	dside->tag = side->tag;
 	dside->aux = side->aux;
 	torus_ring_commit(v);
@@ -159,11 +140,6 @@ static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, con
 int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, const void *payload,
 		    torus_vt_t ready, uint32_t tag, uint32_t aux, torus_vt_t *left_at)
 {
-	struct emu_engine_out *out;
-	struct torus_ring_view *v;
-	struct torus_side *dside = NULL;
-	uint32_t vc;
-
 	if (hdr->dest == rt->rank) {
 		/* to ourselves: no link; build the packet and deposit it */
 		struct torus_packet pkt;
@@ -176,21 +152,16 @@ int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, con
 		*left_at = ready;
 		return 1;
 	}
-	struct torus_packet *dst = next_hop(rt, hdr->dest, hdr->hints, NULL, 0, &out, &v, &dside, &vc);
+	struct emu_route r;
+	struct torus_side *side;
+	emu_engine_route(rt, hdr->dest, hdr->hints, &r);
+	struct torus_packet *dst = emu_route_reserve(&r, &side);
 	if (!dst)
 		return 0;
 	dst->hdr = *hdr;
-	torus_pkt_set_vc(&dst->hdr, vc);
 	torus_payload_copy(dst->payload, payload, hdr->len);
-	torus_vt_t arrive = torus_link_charge_cal(out->link, &out->cal, &rt->cost, ready, hdr->len);
-	dside->vt = arrive;
-	if (rt->trace)
-		trace_hop(rt, out, dst, arrive - rt->cost.hop_latency, tag);
-	dside->tag = tag;
-	dside->aux = aux;
-	torus_ring_commit(v);
-	emu_engine_mark_dirty(rt, v, out->consumer_bell);
-	*left_at = arrive - rt->cost.hop_latency;
+	*left_at = emu_route_send(rt, &r, dst, side, ready, tag, aux);
+	emu_route_done(rt, &r);
 	return 1;
 }
 
@@ -206,8 +177,11 @@ static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const s
 			/* the next packet, written by another engine: fetch its
 			 * lines while this one is routed */
 			const char *next = (const char *)&v->slot[(v->pos + 1) & v->mask];
-			for (uint32_t b = 0; b < TORUS_SLOT_BYTES; b += 64)
-				__builtin_prefetch(next + b);
+			_Static_assert(TORUS_SLOT_BYTES == 256, "four cache lines");
+			__builtin_prefetch(next);
+			__builtin_prefetch(next + 64);
+			__builtin_prefetch(next + 128);
+			__builtin_prefetch(next + 192);
 		}
 		if (!route_one(rt, pkt, side, from, vc, cursor))
 			break;

@@ -7,6 +7,8 @@
 
 #include "emu_internal.h"
 
+#include <torus/trace.h>
+
 #define EMU_ENGINE_BATCH 32u   /* packets taken from one input before the next */
 #define EMU_PUBLISH_EVERY 8u   /* publish FIFO indices at least this often, so the
 				* two ends of a 32-slot FIFO work in parallel */
@@ -177,6 +179,77 @@ static inline void emu_engine_mark_dirty(struct emu_node_rt *rt, struct torus_ri
 	rt->dirty[rt->ndirty].bell = bell;
 	rt->ndirty++;
 }
+/* --trace: the packet whose serialisation on `out` ended at `left`. The
+ * common case, the next packet of a run, is handled here. */
+static inline void emu_trace_hop(struct emu_node_rt *rt, const struct emu_engine_out *out,
+				 const struct torus_packet *pkt, torus_vt_t left, uint32_t tag)
+{
+	uint32_t len = pkt->hdr.len, link = (uint32_t)(out - rt->out), kind = torus_pkt_kind(&pkt->hdr);
+	torus_vt_t ser = rt->cost.ser[len];
+	struct torus_trace_rec *r = &rt->trace_open[link];
+	if (r->end_ps == left - ser && r->tag == tag && r->kind == kind && r->packets && rt->trace_merge &&
+	    r->packets < (1u << 30) && r->wire_bytes < (1u << 30)) {
+		r->end_ps = left;
+		r->busy_ps += ser;
+		r->packets++;
+		r->payload_bytes += len;
+		r->wire_bytes += rt->cost.wire[len];
+		return;
+	}
+	emu_trace_new_run(rt->trace, link, left - ser, ser, len, rt->cost.wire[len], kind, tag);
+}
+
+/*
+ * The first hop of packets injected here for node `dest` (not this node)
+ * with routing hints `hints`: the same for all of them, so a DMA transfer
+ * looks it up once and then, per packet, reserves a slot on it
+ * (emu_route_reserve), writes the packet there and sends it
+ * (emu_route_send); after the last one, emu_route_done.
+ */
+struct emu_route {
+	struct emu_engine_out *out;
+	struct torus_ring_view *v;
+	uint32_t vc;
+};
+static inline void emu_engine_route(struct emu_node_rt *rt, uint32_t dest, uint16_t hints, struct emu_route *r)
+{
+	r->out = &rt->out[torus_route_apply_hints(rt->route[dest], hints)];
+	r->vc = r->out->wrap ? 1 : 0; /* injected: VC 0, unless this hop crosses the dateline */
+	r->v = &r->out->vc[r->vc];
+}
+/* A slot for the next packet, or NULL if the link FIFO is full (its
+ * consumer rings the engine when it drains). */
+static inline struct torus_packet *emu_route_reserve(struct emu_route *r, struct torus_side **side)
+{
+	struct torus_packet *dst = torus_ring_reserve(r->v, side);
+	if (!dst && torus_ring_mark_full(r->v))
+		dst = torus_ring_reserve(r->v, side);
+	return dst;
+}
+/* The packet written into the reserved slot leaves, ready at `ready`:
+ * charge the link (time model), fill in the sideband, commit. Returns when
+ * it has left this node (its arrival at the neighbour minus the hop
+ * latency). */
+static inline torus_vt_t emu_route_send(struct emu_node_rt *rt, struct emu_route *r, struct torus_packet *pkt,
+					struct torus_side *side, torus_vt_t ready, uint32_t tag, uint32_t aux)
+{
+	torus_pkt_set_vc(&pkt->hdr, r->vc);
+	torus_vt_t arrive = torus_link_charge_cal(r->out->link, &r->out->cal, &rt->cost, ready, pkt->hdr.len);
+	torus_vt_t left = arrive - rt->cost.hop_latency;
+	side->vt = arrive;
+	side->tag = tag;
+	side->aux = aux;
+	if (rt->trace)
+		emu_trace_hop(rt, r->out, pkt, left, tag);
+	torus_ring_commit(r->v);
+	return left;
+}
+/* After the packets sent on the route: publish them at the batch's end. */
+static inline void emu_route_done(struct emu_node_rt *rt, struct emu_route *r)
+{
+	emu_engine_mark_dirty(rt, r->v, r->out->consumer_bell);
+}
+
 /*
  * Emit one packet from this node: hdr (dest, len, kind, hints, sw) plus
  * len payload bytes read from `payload`, ready at `ready`. Routed like any

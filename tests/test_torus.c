@@ -1237,6 +1237,34 @@ static void test_calendar(void)
 	for (uint32_t i = 0; i < c3.n; i++)
 		merged |= c3.iv[i].start == 795 && c3.iv[i].end == 801;
 	EXPECT(merged, "the closest pair ([795,796) and [800,801)) merged");
+	/* full, but a packet that only extends the last stretch needs no new
+	 * interval: nothing merges (no gap is lost) */
+	struct torus_busy before[TORUS_CAL_SLOTS];
+	memcpy(before, c3.iv, sizeof(before));
+	torus_vt_t last_end = c3.iv[c3.n - 1].end;
+	EXPECT(torus_calendar_reserve(&c3, last_end, 5) == last_end, "back to back after the last stretch");
+	EXPECT(c3.n == TORUS_CAL_SLOTS && !memcmp(c3.iv, before, sizeof(before[0]) * (TORUS_CAL_SLOTS - 1)) &&
+		       c3.iv[c3.n - 1].end == last_end + 5,
+	       "extending the last stretch merged intervals (n %u)", c3.n);
+	/* the link's inline path agrees with the calendar's */
+	struct torus_params lp;
+	struct torus_cost cost;
+	torus_params_default(&lp);
+	torus_cost_init(&cost, &lp);
+	struct torus_link lk;
+	memset(&lk, 0, sizeof(lk));
+	struct torus_calendar ca = {0}, cb = {0};
+	torus_vt_t t = 0;
+	for (int i = 0; i < 200; i++) {
+		torus_vt_t ready = i % 7 == 3 ? t + 777 : t; /* back to back, with a gap now and then */
+		torus_vt_t a1 = torus_link_charge_cal(&lk, &ca, &cost, ready, 240);
+		torus_vt_t s2 = torus_calendar_share(&cb, ready, cost.ser[240]);
+		EXPECT(a1 == s2 + cost.ser[240] + cost.hop_latency, "packet %d: inline %llu, calendar %llu", i,
+		       (unsigned long long)a1, (unsigned long long)s2);
+		t = a1 - cost.hop_latency;
+	}
+	EXPECT(ca.n == cb.n && !memcmp(ca.iv, cb.iv, ca.n * sizeof(ca.iv[0])), "calendars differ");
+	EXPECT(atomic_load(&lk.packets) == 200 && atomic_load(&lk.free_at) == ca.iv[ca.n - 1].end, "link counters");
 	torus_calendar_forget(&c3, 1000);
 	EXPECT(c3.n > 0 && c3.iv[0].start >= 1000, "intervals before 1000 forgotten");
 }

@@ -127,44 +127,56 @@ static void cal_insert(struct torus_calendar *cal, uint32_t i, torus_vt_t s, tor
 	}
 }
 
+/* Full: the two neighbours with the smallest gap become one (the least
+ * idle time is lost, which can only delay a later packet). */
+static void cal_make_room(struct torus_calendar *cal)
+{
+	struct torus_busy *iv = cal->iv;
+	uint32_t k = 0;
+	for (uint32_t i = 1; i + 1 < cal->n; i++)
+		if (iv[i + 1].start - iv[i].end < iv[k + 1].start - iv[k].end)
+			k = i;
+	cal_absorb(&iv[k], &iv[k + 1]);
+	cal_drop(cal, k + 1, k + 2);
+}
+
+/* Would [s, e) at index i need an interval of its own? */
+static int cal_needs_slot(const struct torus_calendar *cal, uint32_t i, torus_vt_t s, torus_vt_t e)
+{
+	return !(i > 0 && cal->iv[i - 1].end == s) && !(i < cal->n && cal->iv[i].start == e);
+}
+
 torus_vt_t torus_calendar_reserve(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser)
 {
 	struct torus_busy *iv = cal->iv;
-	if (cal->n == TORUS_CAL_SLOTS) {
-		/* full: the two neighbours with the smallest gap become one (the
-		 * least idle time is lost) */
-		uint32_t k = 0;
-		for (uint32_t i = 1; i + 1 < cal->n; i++)
-			if (iv[i + 1].start - iv[i].end < iv[k + 1].start - iv[k].end)
-				k = i;
-		cal_absorb(&iv[k], &iv[k + 1]);
-		cal_drop(cal, k + 1, k + 2);
-	}
 	uint32_t n = cal->n;
-	if (n == 0 || ready >= iv[n - 1].end) {
-		/* the common case: after everything reserved so far */
-		cal_insert(cal, n, ready, ready + ser, ready);
-		return ready;
-	}
-	/* first interval that ends after ready */
-	uint32_t lo = 0, hi = n - 1;
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-		if (iv[mid].end > ready)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
 	torus_vt_t t = ready;
-	for (uint32_t i = lo; i < n; i++) {
-		if (t + ser <= iv[i].start) {
-			cal_insert(cal, i, t, t + ser, ready);
-			return t;
+	uint32_t at = n;
+	if (n && ready < iv[n - 1].end) {
+		/* first interval that ends after ready */
+		uint32_t lo = 0, hi = n - 1;
+		while (lo < hi) {
+			uint32_t mid = (lo + hi) / 2;
+			if (iv[mid].end > ready)
+				hi = mid;
+			else
+				lo = mid + 1;
 		}
-		if (iv[i].end > t)
-			t = iv[i].end;
+		for (uint32_t i = lo; i < n; i++) {
+			if (t + ser <= iv[i].start) {
+				at = i;
+				break;
+			}
+			if (iv[i].end > t)
+				t = iv[i].end;
+		}
 	}
-	cal_insert(cal, n, t, t + ser, ready);
+	/* (the common case: after everything reserved so far, at = n) */
+	if (n == TORUS_CAL_SLOTS && cal_needs_slot(cal, at, t, t + ser)) {
+		cal_make_room(cal);
+		return torus_calendar_reserve(cal, ready, ser);
+	}
+	cal_insert(cal, at, t, t + ser, ready);
 	return t;
 }
 
@@ -222,8 +234,8 @@ torus_vt_t torus_calendar_share(struct torus_calendar *cal, torus_vt_t ready, to
 	return start;
 }
 
-torus_vt_t torus_link_charge_cal(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
-				 torus_vt_t ready, uint32_t payload)
+torus_vt_t torus_link_charge_cal_slow(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
+				      torus_vt_t ready, uint32_t payload)
 {
 	torus_vt_t ser = c->ser[payload];
 	torus_vt_t start = torus_calendar_share(cal, ready, ser);

@@ -483,8 +483,25 @@ TORUS_HOT torus_vt_t torus_link_charge_cost(struct torus_link *l, const struct t
 
 /* The same with the link's calendar: the packet leaves at the first gap of
  * the calendar at or after ready (see struct torus_calendar). */
-torus_vt_t torus_link_charge_cal(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
-				 torus_vt_t ready, uint32_t payload);
+torus_vt_t torus_link_charge_cal_slow(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
+				      torus_vt_t ready, uint32_t payload);
+TORUS_HOT torus_vt_t torus_link_charge_cal(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
+					   torus_vt_t ready, uint32_t payload)
+{
+	uint32_t n = cal->n;
+	if (n && ready == cal->iv[n - 1].end) {
+		/* the common case, back to back: the last stretch grows (what
+		 * torus_calendar_share does here, without the search) */
+		struct torus_busy *last = &cal->iv[n - 1];
+		torus_vt_t ser = c->ser[payload];
+		last->end = ready + ser;
+		if (ready > last->ready)
+			last->ready = ready;
+		torus_link_count(l, last->end, payload, c->wire[payload], ser);
+		return ready + ser + c->hop_latency;
+	}
+	return torus_link_charge_cal_slow(l, cal, c, ready, payload);
+}
 
 void torus_link_read(const struct torus_link *l, struct torus_link_counters *out);
 /* Print each non-empty VC ring of the link, one line each, after `indent`. */
