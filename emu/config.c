@@ -442,8 +442,11 @@ int emu_config_check_limits(const struct emu_job_config *cfg, char *err, size_t 
 	uint64_t need = shm + n * NODE_PROCESS_BYTES + cores * CORE_THREAD_BYTES;
 	uint64_t avail = mem_available();
 	if (avail && need > avail) {
-		snprintf(err, errlen, "job needs about %.1f GiB of memory (links %.1f GiB) but %.1f GiB is available",
-			 need / 1073741824.0, shm / 1073741824.0, avail / 1073741824.0);
+		snprintf(err, errlen,
+			 "job needs about %.1f GiB of memory (links %.1f GiB) but %.1f GiB is available; smaller link "
+			 "FIFOs need less (--param fifo_slots=%u, now %u)",
+			 need / 1073741824.0, shm / 1073741824.0, avail / 1073741824.0,
+			 cfg->params.fifo_slots > 8 ? cfg->params.fifo_slots / 4 : 1, cfg->params.fifo_slots);
 		return -E2BIG;
 	}
 	return 0;
