@@ -404,27 +404,31 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 			}
 		}
 		uint32_t len = rest > pay ? pay : (uint32_t)rest;
-		h.len = (uint8_t)len;
-		if (memfifo) {
-			uint32_t index = (uint32_t)(jdone / pay);
-			h.vc_kind = (uint8_t)(DMA_PKT_MEMFIFO << 4 | (len == rest ? DMA_PKT_LAST : 0));
-			memcpy(&h.sw.bytes[0], &index, 4);
-		} else {
-			uint32_t off = (uint32_t)(d->offset + jdone);
-			memcpy(&h.sw.bytes[0], &off, 4);
-		}
+		/* per packet: the memory FIFO index and last flag, or the put's offset */
+		uint32_t field = memfifo ? (uint32_t)(jdone / pay) : (uint32_t)(d->offset + jdone);
+		uint8_t vc_kind = memfifo ? (uint8_t)(DMA_PKT_MEMFIFO << 4 | (len == rest ? DMA_PKT_LAST : 0)) : h.vc_kind;
 		/* a descriptor's packets leave one after another: each is ready
 		 * when the previous one has left */
 		if (local) {
+			h.len = (uint8_t)len;
+			h.vc_kind = vc_kind;
+			memcpy(&h.sw.bytes[0], &field, 4);
 			if (!emu_engine_emit(rt, &h, src, cursor, tag, aux, &left))
 				break;
 		} else {
-			/* the common case: straight into the link FIFO's slot */
+			/* the common case: straight into the link FIFO's slot. The
+			 * template h is not written in this loop, and the fields
+			 * that change go straight to the slot: copying a header just
+			 * patched on the stack would wait, store forwarding failing,
+			 * for every slot store before it to reach the cache */
 			struct torus_side *side;
 			struct torus_packet *slot = emu_route_reserve(&r, &side);
 			if (!slot)
 				break;
 			slot->hdr = h;
+			slot->hdr.len = (uint8_t)len;
+			slot->hdr.vc_kind = (uint8_t)((vc_kind & ~1u) | r.vc);
+			memcpy(&slot->hdr.sw.bytes[0], &field, 4);
 			torus_payload_copy(slot->payload, src, len);
 			left = emu_route_send(rt, &r, slot, side, cursor, tag, aux);
 		}
