@@ -81,59 +81,43 @@ static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const
 }
 
 /*
- * The next-hop FIFO for a packet to `dest` (not this node) arriving from
- * `from` on VC in_vc (from == NULL: injected here): a reserved slot, or NULL
- * if that FIFO is full (the neighbour's release will ring our bell).
+ * The next hop for a packet to `dest` (not this node) arriving from `from`
+ * on VC in_vc (from == NULL: injected here): *r, and a reserved slot, or
+ * NULL if that FIFO is full (the neighbour's release will ring our bell).
+ * A packet stays on its VC within a dimension; the dateline hop moves it
+ * to VC 1 (emu_engine_route).
  */
 static struct torus_packet *next_hop(struct emu_node_rt *rt, uint32_t dest, uint16_t hints,
-				     const struct emu_engine_in *from, uint32_t in_vc, struct emu_engine_out **out_link,
-				     struct torus_ring_view **out_view, struct torus_side **dside, uint32_t *vc_out)
+				     const struct emu_engine_in *from, uint32_t in_vc, struct emu_route *r,
+				     struct torus_side **dside)
 {
-	uint32_t l = torus_route_apply_hints(rt->route[dest], hints);
-	struct emu_engine_out *out = &rt->out[l];
-	uint32_t vc = (from && from->dim == (l >> 1) && from->dir == (l & 1)) ? in_vc : 0;
-	if (out->wrap)
-		vc = 1;
-	struct torus_ring_view *v = &out->vc[vc];
-	struct torus_packet *dst = torus_ring_reserve(v, dside);
-	if (!dst) {
-		if (!torus_ring_mark_full(v))
-			return NULL;
-		dst = torus_ring_reserve(v, dside);
+	emu_engine_route(rt, dest, hints, r);
+	uint32_t l = (uint32_t)(r->out - rt->out);
+	if (from && from->dim == (l >> 1) && from->dir == (l & 1) && !r->out->wrap) {
+		r->vc = in_vc;
+		r->v = &r->out->vc[in_vc];
 	}
-	*out_link = out;
-	*out_view = v;
-	*vc_out = vc;
-	return dst;
+	return emu_route_reserve(r, dside);
 }
 
 /* Route one packet; 1 if it moved, 0 if its next FIFO is full. */
 static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side,
 		     const struct emu_engine_in *from, uint32_t in_vc, torus_vt_t *cursor)
 {
-	struct emu_engine_out *out;
-	struct torus_ring_view *v;
+	struct emu_route r;
 	struct torus_side *dside = NULL;
-	uint32_t vc;
 
 	if (pkt->hdr.dest == rt->rank)
 		return deliver(rt, pkt, side);
-	struct torus_packet *dst = next_hop(rt, pkt->hdr.dest, pkt->hdr.hints, from, in_vc, &out, &v, &dside, &vc);
+	struct torus_packet *dst = next_hop(rt, pkt->hdr.dest, pkt->hdr.hints, from, in_vc, &r, &dside);
 	if (!dst)
 		return 0;
 	torus_pkt_copy(dst, pkt);
-	torus_pkt_set_vc(&dst->hdr, vc);
 	/* packets from one input to one link leave in order, one after another
 	 * (as free_at alone would have it); different inputs share the link */
-	torus_vt_t *cur = &cursor[out - rt->out], ready = side->vt > *cur ? side->vt : *cur;
-	dside->vt = torus_link_charge_cal(out->link, &out->cal, &rt->cost, ready, pkt->hdr.len);
-	*cur = dside->vt - rt->cost.hop_latency;
-	if (rt->trace)
-		emu_trace_hop(rt, out, pkt, *cur, side->tag);
-	dside->tag = side->tag;
-	dside->aux = side->aux;
-	torus_ring_commit(v);
-	emu_engine_mark_dirty(rt, v, out->consumer_bell);
+	torus_vt_t *cur = &cursor[r.out - rt->out], ready = side->vt > *cur ? side->vt : *cur;
+	*cur = emu_route_send(rt, &r, dst, dside, ready, side->tag, side->aux);
+	emu_route_done(rt, &r);
 	return 1;
 }
 
