@@ -11,7 +11,7 @@
 
 #define EMU_ENGINE_BATCH 32u   /* packets taken from one input before the next */
 #define EMU_PUBLISH_EVERY 8u   /* publish FIFO indices at least this often, so the
-				* two ends of a 32-slot FIFO work in parallel */
+				* two ends of a FIFO work in parallel (even small ones) */
 #define EMU_SLEEP_SLICE_MS 100 /* sleeps re-check abort/shutdown this often */
 #define EMU_LAUNCHER_CHECK_MS 10 /* an idle engine looks for torusrun's exit this often */
 /*
