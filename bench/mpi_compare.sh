@@ -13,6 +13,7 @@ BYTES=4194304
 REPS=5
 TIMEOUT=900
 COLD=0
+FIFOS=default
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$HERE")
 BUILD=$REPO/build
@@ -22,9 +23,10 @@ NP=64
 usage() {
 	cat <<EOF
 usage: bench/mpi_compare.sh [--rounds K] [--bytes N] [--reps R] [--build DIR]
-                            [--timeout S] [--cold] [--help]
+                            [--timeout S] [--cold] [--fifo-slots LIST] [--help]
   --rounds K   alternating rounds (default $ROUNDS); each round runs, in order:
-               Open MPI (64 ranks), the emulator with --cores 3, with --cores 1
+               Open MPI (64 ranks), then for each --fifo-slots entry the
+               emulator with --cores 3 and with --cores 1
   --bytes N    vector size per rank/node in bytes (suffixes K, M, G = 2^10,
                2^20, 2^30; default $BYTES); whole doubles
   --reps R     timed calls per run, after one warm-up call, on both sides
@@ -32,6 +34,10 @@ usage: bench/mpi_compare.sh [--rounds K] [--bytes N] [--reps R] [--build DIR]
   --build DIR  the emulator's build directory, holding bin/torusrun and
                bin/torus-bench (default: $REPO/build); not rebuilt here
   --timeout S  give up on any one command after S seconds (default $TIMEOUT)
+  --fifo-slots LIST
+               comma-separated link FIFO depths to run the emulator with
+               (torusrun --param fifo_slots=N; "default": the machine's
+               default), two emulator rows each (default: $FIFOS)
   --cold       time the emulator's first call of the job instead (no warm-up,
                one call: the team's scratch memory is zeroed by page faults
                during it); Open MPI is still timed warm
@@ -67,7 +73,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--help|-h) usage; exit 0 ;;
 	--cold) COLD=1; shift ;;
-	--rounds|--bytes|--reps|--build|--timeout)
+	--rounds|--bytes|--reps|--build|--timeout|--fifo-slots)
 		[ $# -ge 2 ] || bad "$1 needs a value"
 		case $1 in
 		--rounds) ROUNDS=$2 ;;
@@ -75,6 +81,7 @@ while [ $# -gt 0 ]; do
 		--reps) REPS=$2 ;;
 		--build) BUILD=$2 ;;
 		--timeout) TIMEOUT=$2 ;;
+		--fifo-slots) FIFOS=$2 ;;
 		esac
 		shift 2 ;;
 	*) bad "unknown argument '$1'" ;;
@@ -84,6 +91,11 @@ done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || bad "bad --rounds '$ROUNDS'"
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || bad "bad --reps '$REPS'"
 [[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || bad "bad --timeout '$TIMEOUT'"
+IFS=, read -r -a FIFO_LIST <<<"$FIFOS"
+[ ${#FIFO_LIST[@]} -gt 0 ] || bad "empty --fifo-slots"
+for f in "${FIFO_LIST[@]}"; do
+	[[ $f == default || $f =~ ^[1-9][0-9]*$ ]] || bad "bad --fifo-slots entry '$f' (a number or 'default')"
+done
 if [[ $BYTES =~ ^([0-9]+)([KMG]?)(i?B)?$ ]]; then
 	n=${BASH_REMATCH[1]}
 	case ${BASH_REMATCH[2]} in K) n=$((n << 10)) ;; M) n=$((n << 20)) ;; G) n=$((n << 30)) ;; esac
@@ -182,11 +194,12 @@ run_mpi() {
 	[ -n "$WALL" ] || die "no median_s in: $line"
 }
 
-run_emu() {
-	local cores=$1 name=emu$1 row
-	local -a calls=(--warmup 1 --reps "$REPS")
+run_emu() { # cores fifo_slots|default
+	local cores=$1 name=emu$1_$2 row
+	local -a calls=(--warmup 1 --reps "$REPS") param=()
 	[ "$COLD" = 1 ] && calls=(--warmup 0 --reps 1)
-	run "$name" "$TORUSRUN" --torus "$TORUS" --cores "$cores" -- "$BENCH" allreduce --sizes "$BYTES" "${calls[@]}" --json
+	[ "$2" = default ] || param=(--param "fifo_slots=$2")
+	run "$name" "$TORUSRUN" --torus "$TORUS" --cores "$cores" "${param[@]}" -- "$BENCH" allreduce --sizes "$BYTES" "${calls[@]}" --json
 	row=$(grep '"bytes":' "$TMP/$name.out") || { cat "$TMP/$name.out" >&2; die "no JSON row from torus-bench (--cores $cores)"; }
 	grep -q '"algo": "multicolor"' "$TMP/$name.out" || die "torus-bench did not run the multicolor algorithm: $(head -c 300 "$TMP/$name.out")"
 	[[ $row == *"\"bytes\": $BYTES,"* ]] || die "torus-bench ran another size: $row"
@@ -207,15 +220,19 @@ idle_pct() {
 }
 IDLE0=$(idle_pct)
 echo "mpi_compare: $MPIVER; $NP ranks vs torus $TORUS; $BYTES bytes; $ROUNDS rounds; $(nproc) cores, ${IDLE0}% idle before the start" >&2
-declare -a W_MPI T_MPI W_E3 T_E3 W_E1 T_E1 V_E3 V_E1
+declare -a W_MPI T_MPI
+declare -A W_E T_E V_E # by "cores fifo": space-separated values, one per round
 START=$(now)
 for ((r = 1; r <= ROUNDS; r++)); do
 	run_mpi;  W_MPI+=("$WALL"); T_MPI+=("$TOTAL")
 	echo "  round $r/$ROUNDS: Open MPI        allreduce ${WALL} s, whole command ${TOTAL} s" >&2
-	run_emu 3; W_E3+=("$WALL"); T_E3+=("$TOTAL"); V_E3+=("$EMUPS")
-	echo "  round $r/$ROUNDS: emulator cores 3 allreduce ${WALL} s, whole command ${TOTAL} s (emulated $EMUPS ps)" >&2
-	run_emu 1; W_E1+=("$WALL"); T_E1+=("$TOTAL"); V_E1+=("$EMUPS")
-	echo "  round $r/$ROUNDS: emulator cores 1 allreduce ${WALL} s, whole command ${TOTAL} s (emulated $EMUPS ps)" >&2
+	for f in "${FIFO_LIST[@]}"; do
+		for c in 3 1; do
+			run_emu "$c" "$f"
+			W_E["$c $f"]+="$WALL "; T_E["$c $f"]+="$TOTAL "; V_E["$c $f"]+="$EMUPS "
+			echo "  round $r/$ROUNDS: emulator cores $c fifo_slots $f allreduce ${WALL} s, whole command ${TOTAL} s (emulated $EMUPS ps)" >&2
+		done
+	done
 done
 END=$(now)
 IDLE1=$(idle_pct)
@@ -232,18 +249,23 @@ row() { # label walls... -- totals... ; emulated
 	while [ $# -gt 1 ]; do t+=("$1"); shift; done
 	wm=$(median "${w[@]}"); tm=$(median "${t[@]}"); range=$(minmax "${w[@]}")
 	ratio=$(awk -v a="$wm" -v b="$M_MPI" 'BEGIN { printf "%.2f", a / b }')
-	printf "%-44s %12.4f %15s %12s %12.2f %s\n" "$label" "$wm" "$range" "$ratio" "$tm" "$1"
+	printf "%-60s %12.4f %15s %12s %12.2f %s\n" "$label" "$wm" "$range" "$ratio" "$tm" "$1"
 }
 
 echo
 echo "Allreduce of $BYTES bytes (doubles, sum), $NP ranks / torus $TORUS, medians of $ROUNDS alternating rounds"
 echo "$(nproc) cores, $MPIVER, $EMUINFO"
-printf "%-44s %12s %15s %12s %12s %s\n" "what" "wall_s/call" "range" "ratio/MPI" "command_s" "emulated_us"
+printf "%-60s %12s %15s %12s %12s %s\n" "what" "wall_s/call" "range" "ratio/MPI" "command_s" "emulated_us"
 row "Open MPI MPI_Allreduce, $NP ranks" "${W_MPI[@]}" -- "${T_MPI[@]}" "-"
-row "emulator multicolor, torus $TORUS, --cores 3" "${W_E3[@]}" -- "${T_E3[@]}" \
-	"$(awk -v v="$(median "${V_E3[@]}")" 'BEGIN { printf "%.1f", v / 1e6 }')"
-row "emulator multicolor, torus $TORUS, --cores 1" "${W_E1[@]}" -- "${T_E1[@]}" \
-	"$(awk -v v="$(median "${V_E1[@]}")" 'BEGIN { printf "%.1f", v / 1e6 }')"
+for f in "${FIFO_LIST[@]}"; do
+	for c in 3 1; do
+		label="emulator multicolor, torus $TORUS, --cores $c"
+		[ "$f" = default ] || label+=", fifo_slots $f"
+		# shellcheck disable=SC2086 # the values are space-separated numbers
+		row "$label" ${W_E["$c $f"]} -- ${T_E["$c $f"]} \
+			"$(awk -v v="$(median ${V_E["$c $f"]})" 'BEGIN { printf "%.1f", v / 1e6 }')"
+	done
+done
 echo
 if [ "$COLD" = 1 ]; then
 	echo "wall_s/call: one allreduce (Open MPI: median of $REPS timed calls after a warm-up; emulator: the"

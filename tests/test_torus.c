@@ -488,7 +488,7 @@ static void test_params_defaults(void)
 	EXPECT(p.header_bytes == 16, "header default %u", p.header_bytes);
 	EXPECT(p.chunk_bytes == 32, "chunk default %u", p.chunk_bytes);
 	EXPECT(p.max_packet == 256, "max_packet default %u", p.max_packet);
-	EXPECT(p.fifo_slots == 128, "fifo_slots default %u", p.fifo_slots);
+	EXPECT(p.fifo_slots == 32, "fifo_slots default %u", p.fifo_slots);
 	EXPECT(p.inj_slots == 64, "inj_slots default %u", p.inj_slots);
 	EXPECT(p.rx_slots == 128, "rx_slots default %u", p.rx_slots);
 	EXPECT(torus_params_payload(&p) == TORUS_MAX_PAYLOAD, "default payload %u", torus_params_payload(&p));
