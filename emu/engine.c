@@ -102,7 +102,7 @@ static struct torus_packet *next_hop(struct emu_node_rt *rt, uint32_t dest, uint
 
 /* Route one packet; 1 if it moved, 0 if its next FIFO is full. */
 static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side,
-		     const struct emu_engine_in *from, uint32_t in_vc, torus_vt_t *cursor)
+		     const struct emu_engine_in *from, uint32_t in_vc, struct torus_order *order)
 {
 	struct emu_route r;
 	struct torus_side *dside = NULL;
@@ -113,10 +113,11 @@ static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, con
 	if (!dst)
 		return 0;
 	torus_pkt_copy(dst, pkt);
-	/* packets from one input to one link leave in order, one after another
-	 * (as free_at alone would have it); different inputs share the link */
-	torus_vt_t *cur = &cursor[r.out - rt->out], ready = side->vt > *cur ? side->vt : *cur;
-	*cur = emu_route_send(rt, &r, dst, dside, ready, side->tag, side->aux);
+	/* packets from one input to one link leave one after another, in the
+	 * order of their ready times (as free_at alone would have it);
+	 * different inputs share the link */
+	struct torus_order *o = &order[r.out - rt->out];
+	torus_order_left(o, emu_route_send(rt, &r, dst, dside, torus_order_ready(o, side->vt), side->tag, side->aux));
 	emu_route_done(rt, &r);
 	return 1;
 }
@@ -150,7 +151,7 @@ int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, con
 }
 
 static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const struct emu_engine_in *from,
-		      uint32_t vc, struct emu_bell *producer_bell, torus_vt_t *cursor)
+		      uint32_t vc, struct emu_bell *producer_bell, struct torus_order *order)
 {
 	struct torus_side *side;
 	struct torus_packet *pkt;
@@ -167,7 +168,7 @@ static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const s
 			__builtin_prefetch(next + 128);
 			__builtin_prefetch(next + 192);
 		}
-		if (!route_one(rt, pkt, side, from, vc, cursor))
+		if (!route_one(rt, pkt, side, from, vc, order))
 			break;
 		torus_ring_release(v);
 		if (++n % EMU_PUBLISH_EVERY == 0) {
@@ -193,11 +194,11 @@ static uint32_t engine_pass(struct emu_node_rt *rt)
 	/* packets already in the network first, escape channel (VC 1) first */
 	for (uint32_t i = 0; i < rt->nin; i++) {
 		struct emu_engine_in *in = &rt->in[i];
-		moved += drain(rt, &in->vc[1], in, 1, in->producer_bell, in->cursor[1]);
-		moved += drain(rt, &in->vc[0], in, 0, in->producer_bell, in->cursor[0]);
+		moved += drain(rt, &in->vc[1], in, 1, in->producer_bell, in->order[1]);
+		moved += drain(rt, &in->vc[0], in, 0, in->producer_bell, in->order[0]);
 	}
 	for (uint32_t c = 0; c < rt->ncores; c++)
-		moved += drain(rt, &rt->ecore[c].inj, NULL, 0, &rt->ecore[c].shm->bell, rt->ecore[c].cursor);
+		moved += drain(rt, &rt->ecore[c].inj, NULL, 0, &rt->ecore[c].shm->bell, rt->ecore[c].order);
 	uint32_t dma = dma_engine_inject(rt);
 	dma_counter_flush(rt);
 	if (dma) {

@@ -81,7 +81,7 @@ struct emu_engine_in {
 	struct torus_ring_view vc[2]; /* consumer side */
 	struct emu_bell *producer_bell;
 	uint32_t dim, dir;
-	torus_vt_t cursor[2][2 * TORUS_MAX_DIMS]; /* per VC and out link: when its last packet left */
+	struct torus_order order[2][2 * TORUS_MAX_DIMS]; /* per VC and out link (torus_order_ready) */
 };
 
 struct emu_engine_out {
@@ -95,7 +95,7 @@ struct emu_engine_out {
 
 struct emu_engine_core {
 	struct torus_ring_view inj; /* consumer side */
-	torus_vt_t cursor[2 * TORUS_MAX_DIMS]; /* per out link: when its last raw packet left */
+	struct torus_order order[2 * TORUS_MAX_DIMS]; /* per out link: its raw packets (torus_order_ready) */
 	struct torus_ring_view rx;  /* producer side */
 	struct emu_core_shm *shm;
 };

@@ -488,7 +488,7 @@ static void test_params_defaults(void)
 	EXPECT(p.header_bytes == 16, "header default %u", p.header_bytes);
 	EXPECT(p.chunk_bytes == 32, "chunk default %u", p.chunk_bytes);
 	EXPECT(p.max_packet == 256, "max_packet default %u", p.max_packet);
-	EXPECT(p.fifo_slots == 32, "fifo_slots default %u", p.fifo_slots);
+	EXPECT(p.fifo_slots == 64, "fifo_slots default %u", p.fifo_slots);
 	EXPECT(p.inj_slots == 64, "inj_slots default %u", p.inj_slots);
 	EXPECT(p.rx_slots == 128, "rx_slots default %u", p.rx_slots);
 	EXPECT(torus_params_payload(&p) == TORUS_MAX_PAYLOAD, "default payload %u", torus_params_payload(&p));
@@ -1188,6 +1188,42 @@ static void test_ring_dump(void)
 
 /* ---------------------------------------------------------------- link */
 
+/* A packet from input o, ready at vt, on the link of cal (10 ps each). */
+static torus_vt_t order_send(struct torus_calendar *cal, struct torus_order *o, torus_vt_t vt, torus_vt_t *t)
+{
+	*t = torus_calendar_reserve(cal, torus_order_ready(o, vt), 10);
+	torus_order_left(o, *t + 10);
+	return *t;
+}
+
+/* One input to one link: in order by ready time, not by wall-clock order. */
+static void test_order(void)
+{
+	struct torus_calendar cal = {0};
+	struct torus_order o = {0, 0};
+	torus_vt_t t = 0;
+#define SEND(vt) order_send(&cal, &o, (vt), &t)
+	/* in ready order: one after another, as free_at */
+	EXPECT(SEND(1000) == 1000, "first at its ready time");
+	EXPECT(SEND(1000) == 1010, "second behind the first");
+	EXPECT(SEND(1005) == 1020, "in order: behind everything this input sent");
+	/* ready before the packets ahead of it in the FIFO: it arrived first on
+	 * the hardware, so it is not held behind them */
+	EXPECT(SEND(100) == 100, "overtaken packet leaves at its ready time, have %llu", (unsigned long long)t);
+	EXPECT(o.ready == 1005 && o.left == 1030, "an overtaken packet moves neither mark (%llu, %llu)",
+	       (unsigned long long)o.ready, (unsigned long long)o.left);
+	/* a second one queues behind it on the link */
+	EXPECT(SEND(105) == 110, "behind the first overtaken packet, have %llu", (unsigned long long)t);
+	/* the in-order stream continues where it was */
+	EXPECT(SEND(1030) == 1030, "in order again, have %llu", (unsigned long long)t);
+	/* an overtaken packet that leaves last still holds back what follows */
+	struct torus_order p = {500, 600};
+	torus_order_left(&p, 700);
+	EXPECT(torus_order_ready(&p, 550) == 700, "behind the latest departure");
+	EXPECT(torus_order_ready(&p, 400) == 400, "not behind a later-ready packet");
+#undef SEND
+}
+
 /* The link's busy calendar: gaps, merging, sharing, forgetting. */
 static void test_calendar(void)
 {
@@ -1353,6 +1389,7 @@ static const struct cunit_case fifo_cases[] = {
 	CUNIT_CASE(test_ring_dump),
 	CUNIT_CASE(test_link_charge),
 	CUNIT_CASE(test_calendar),
+	CUNIT_CASE(test_order),
 };
 
 static const struct cunit_suite suites[] = {

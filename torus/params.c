@@ -33,7 +33,7 @@ static const struct param_desc params[] = {
 	{"header", UNIT_BYTES, P32(header_bytes), 16, 16, 16, "packet header bytes (8 hardware + 8 software)"},
 	{"chunk", UNIT_BYTES, P32(chunk_bytes), 32, 1, 256, "packet size granularity in bytes"},
 	{"max_packet", UNIT_BYTES, P32(max_packet), 256, 32, 256, "largest packet in bytes (multiple of chunk)"},
-	{"fifo_slots", UNIT_COUNT, P32(fifo_slots), 32, 1, 65536,
+	{"fifo_slots", UNIT_COUNT, P32(fifo_slots), 64, 1, 65536,
 	 "packet slots per virtual channel per link direction (power of two; 1 is the smallest flow control allows)"},
 	{"inj_slots", UNIT_COUNT, P32(inj_slots), 64, 1, 65536, "slots of each core's injection FIFO (power of two)"},
 	{"rx_slots", UNIT_COUNT, P32(rx_slots), 128, 1, 65536, "slots of each core's reception FIFO (power of two)"},

@@ -464,6 +464,35 @@ torus_vt_t torus_calendar_reserve(struct torus_calendar *cal, torus_vt_t ready, 
  * later traffic queues behind both. Returns the start.
  */
 torus_vt_t torus_calendar_share(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser);
+/*
+ * Packets from one input (a link virtual channel or a core's injection FIFO)
+ * to one output link leave in order, one after another, as they would from
+ * a hardware FIFO. A hardware FIFO holds them in the order they arrived, in
+ * virtual time; the emulated one holds them in the order the upstream engine
+ * happened to charge them, in wall clock, and where the upstream link was
+ * shared (a calendar gap filled late) that is not always virtual-time
+ * order. So the rule follows ready times: a packet ready no earlier than the
+ * last in-order one leaves after everything this input sent on the link
+ * (torus_order_ready); one ready earlier arrived first on the hardware and
+ * is not held behind packets it would have preceded. Either way, the
+ * packets after it queue behind it (torus_order_left).
+ */
+struct torus_order {
+	torus_vt_t ready; /* ready time of the last in-order packet */
+	torus_vt_t left;  /* the latest departure so far */
+};
+static inline torus_vt_t torus_order_ready(struct torus_order *o, torus_vt_t vt)
+{
+	if (vt < o->ready)
+		return vt; /* overtaken in wall clock only */
+	o->ready = vt;
+	return vt > o->left ? vt : o->left;
+}
+static inline void torus_order_left(struct torus_order *o, torus_vt_t left)
+{
+	if (left > o->left)
+		o->left = left;
+}
 /* Drop the intervals that end by `before` (no reservation will be earlier). */
 void torus_calendar_forget(struct torus_calendar *cal, torus_vt_t before);
 
