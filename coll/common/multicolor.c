@@ -41,9 +41,8 @@
  * Cores. A node team with k cores gives stream s to core s*k/2N (k = N:
  * one color per core, both directions; k = 2N: one color and direction per
  * core; k = 1: the single-core variant). A core runs its streams as a
- * state machine: among the parts that have arrived it always handles the
- * one that arrived first (in virtual time), and sleeps on the watermarks
- * when none has.
+ * state machine, taking their events round-robin in a fixed order and
+ * sleeping on the next one's watermark until it arrives (run_streams).
  */
 #include "../coll_internal.h"
 #include "multicolor.h"
