@@ -1200,7 +1200,7 @@ static torus_vt_t order_send(struct torus_calendar *cal, struct torus_order *o, 
 static void test_order(void)
 {
 	struct torus_calendar cal = {0};
-	struct torus_order o = {0, 0};
+	struct torus_order o = {0};
 	torus_vt_t t = 0;
 #define SEND(vt) order_send(&cal, &o, (vt), &t)
 	/* in ready order: one after another, as free_at */
@@ -1217,11 +1217,30 @@ static void test_order(void)
 	/* the in-order stream continues where it was */
 	EXPECT(SEND(1030) == 1030, "in order again, have %llu", (unsigned long long)t);
 	/* an overtaken packet that leaves last still holds back what follows */
-	struct torus_order p = {500, 600};
+	struct torus_order p = {.ready = 500, .left = 600};
 	torus_order_left(&p, 700);
 	EXPECT(torus_order_ready(&p, 550) == 700, "behind the latest departure");
 	EXPECT(torus_order_ready(&p, 400) == 400, "not behind a later-ready packet");
 #undef SEND
+
+	/* overtaken packets still leave in order among themselves: a stream's
+	 * full packet and its short last one must not swap places in a gap */
+	struct torus_calendar c2 = {0};
+	struct torus_order q = {0};
+	torus_calendar_reserve(&c2, 0, 100); /* another input's traffic: busy [0,100) and [106,200) */
+	torus_calendar_reserve(&c2, 106, 94);
+	torus_vt_t y = torus_calendar_reserve(&c2, torus_order_ready(&q, 1000), 10);
+	torus_order_left(&q, y + 10);
+	torus_vt_t a = torus_calendar_reserve(&c2, torus_order_ready(&q, 95), 10); /* overtaken */
+	torus_order_left(&q, a + 10);
+	torus_vt_t b = torus_calendar_reserve(&c2, torus_order_ready(&q, 99), 6); /* its short last packet */
+	torus_order_left(&q, b + 6);
+	EXPECT(y == 1000 && a == 200, "in-order packet at 1000 (%llu), overtaken one after the busy stretch (%llu)",
+	       (unsigned long long)y, (unsigned long long)a);
+	EXPECT(b == 210, "the short packet leaves after its predecessor at 210, not in the gap (%llu)",
+	       (unsigned long long)b);
+	/* a packet ready before the run's last starts a new run */
+	EXPECT(torus_order_ready(&q, 50) == 50, "a new run of overtaken packets is not held behind the old one");
 }
 
 /* The link's busy calendar: gaps, merging, sharing, forgetting. */

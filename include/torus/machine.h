@@ -471,27 +471,46 @@ torus_vt_t torus_calendar_share(struct torus_calendar *cal, torus_vt_t ready, to
  * virtual time; the emulated one holds them in the order the upstream engine
  * happened to charge them, in wall clock, and where the upstream link was
  * shared (a calendar gap filled late) that is not always virtual-time
- * order. So the rule follows ready times: a packet ready no earlier than the
- * last in-order one leaves after everything this input sent on the link
- * (torus_order_ready); one ready earlier arrived first on the hardware and
- * is not held behind packets it would have preceded. Either way, the
- * packets after it queue behind it (torus_order_left).
+ * order. So the rule follows ready times (torus_order_ready):
+ *
+ * - a packet ready no earlier than the last in-order one leaves after
+ *   everything this input sent on the link;
+ * - one ready earlier was overtaken in wall clock only: it arrived first on
+ *   the hardware and is not held behind the packets it would have preceded.
+ *   Overtaken packets come in runs (the rest of a stream that lagged on the
+ *   host), and within a run they still leave in order: a packet ready no
+ *   earlier than the run's last leaves after the run, one ready earlier
+ *   starts a new run.
+ *
+ * Either way, the in-order packets after it queue behind it
+ * (torus_order_left).
  */
 struct torus_order {
-	torus_vt_t ready; /* ready time of the last in-order packet */
-	torus_vt_t left;  /* the latest departure so far */
+	torus_vt_t ready;      /* ready time of the last in-order packet */
+	torus_vt_t left;       /* the latest departure so far */
+	torus_vt_t late_ready; /* the current run of overtaken packets: its last ready time */
+	torus_vt_t late_left;  /* and its latest departure */
+	int late;              /* the packet being charged is an overtaken one */
 };
 static inline torus_vt_t torus_order_ready(struct torus_order *o, torus_vt_t vt)
 {
-	if (vt < o->ready)
-		return vt; /* overtaken in wall clock only */
-	o->ready = vt;
-	return vt > o->left ? vt : o->left;
+	if (vt >= o->ready) {
+		o->late = 0;
+		o->ready = vt;
+		return vt > o->left ? vt : o->left;
+	}
+	o->late = 1;
+	if (vt < o->late_ready)
+		o->late_left = 0; /* a new run */
+	o->late_ready = vt;
+	return vt > o->late_left ? vt : o->late_left;
 }
 static inline void torus_order_left(struct torus_order *o, torus_vt_t left)
 {
 	if (left > o->left)
 		o->left = left;
+	if (o->late && left > o->late_left)
+		o->late_left = left;
 }
 /* Drop the intervals that end by `before` (no reservation will be earlier). */
 void torus_calendar_forget(struct torus_calendar *cal, torus_vt_t before);
