@@ -57,13 +57,14 @@ static void usage(FILE *out)
 	      "                       against the link counters (the same as torusrun --report)\n"
 	      "  --csv                the per-link time series on stdout, one row per bin and link\n"
 	      "  --bin NS             CSV bin width in nanoseconds of virtual time\n"
-	      "                       (default: 1/100 of the trace)\n"
+	      "                       (default: 1/100 of the trace; at most 2^20 bins)\n"
 	      "  --perfetto OUT.json  Chrome trace-event JSON, one track per link direction\n"
 	      "                       (open it at https://ui.perfetto.dev or chrome://tracing)\n"
 	      "  --svg OUT.svg        heat map of link utilisation, one panel per phase, and\n"
 	      "                       utilisation over time per dimension and direction\n"
 	      "  --png OUT.png        the same picture as a PNG (rendered by rsvg-convert)\n"
 	      "  --windows K          --svg/--png: K panels of equal time windows instead of phases\n"
+	      "                       (1..64; at most 12 are drawn)\n"
 	      "  --color C            every output shows only multicolor color C (both of its\n"
 	      "                       directions): how one color walks the dimensions\n"
 	      "  --html OUT.html      a self-contained page animating link utilisation over\n"
@@ -155,6 +156,16 @@ int main(int argc, char **argv)
 	int rc = tt_load(file, &t, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "torus-trace: %s: %s\n", file, err);
+		return 2;
+	}
+	/* --bin against this trace's length, before any output starts */
+	uint64_t nbins;
+	if (csv && tt_csv_bins(&t, bin_ns * 1000, &nbins)) {
+		fprintf(stderr, "torus-trace: --bin %llu ns cuts the trace's %.3f us into %llu bins for %u link directions; "
+				"at most %u bins and %u rows: give a wider --bin\n",
+			(unsigned long long)bin_ns, t.t_end / 1e6, (unsigned long long)nbins, t.nlinks, TT_CSV_MAX_BINS,
+			TT_CSV_MAX_ROWS);
+		tt_free(&t);
 		return 2;
 	}
 	int status = 0;

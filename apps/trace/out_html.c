@@ -765,10 +765,10 @@ int tt_write_html(const struct tt_trace *t, const char *path, char *err, size_t 
 	if (nreal && (uint64_t)nreal * nbins > HTML_MAX_CELLS)
 		nbins = HTML_MAX_CELLS / nreal > HTML_MIN_BINS ? HTML_MAX_CELLS / nreal : HTML_MIN_BINS;
 	/* whole bins over [0, t_end]: round the width up, then drop the bins past the end */
-	bin_ps = (t->t_end + nbins - 1) / nbins;
+	bin_ps = t->t_end / nbins + (t->t_end % nbins != 0);
 	if (bin_ps == 0)
 		bin_ps = 1;
-	nbins = t->t_end ? (uint32_t)((t->t_end + bin_ps - 1) / bin_ps) : 1;
+	nbins = t->t_end ? (uint32_t)(t->t_end / bin_ps + (t->t_end % bin_ps != 0)) : 1;
 
 	nph = tt_phases(t, &ph);
 	if (nph < 0) {

@@ -182,18 +182,11 @@ static double us_of(uint64_t ps) { return (double)ps / 1e6; }
 
 /* ---------------------------------------------------------------- panels */
 
-struct keep_group {
-	struct tt_phase *ph;
-	uint32_t n;
-};
-
+/* A panel's phases, by key (tt_phase_key): one lookup per record. */
 static int keep_any_phase(const struct tt_rec *r, void *arg)
 {
-	const struct keep_group *g = arg;
-	for (uint32_t i = 0; i < g->n; i++)
-		if (tt_in_phase(r, &g->ph[i]))
-			return 1;
-	return 0;
+	const unsigned char *in = arg;
+	return in[tt_phase_key(r->tag)];
 }
 
 /* Choose the panels, bin every one of them and the plot: all the work
@@ -202,6 +195,7 @@ static int svg_prepare(struct svg_ctx *c, const struct tt_svg_opts *o, char *err
 {
 	const struct tt_trace *t = c->t;
 	double *scratch = NULL;
+	unsigned char *in = NULL; /* phase keys of a panel */
 	int rc;
 
 	rc = tt_phases(t, &c->ph);
@@ -244,17 +238,20 @@ static int svg_prepare(struct svg_ctx *c, const struct tt_svg_opts *o, char *err
 	}
 
 	scratch = malloc((size_t)t->nlinks * sizeof(double));
-	if (!scratch)
+	in = malloc(TT_PHASE_KEYS);
+	if (!scratch || !in)
 		goto nomem;
 	for (uint32_t i = 0; i < c->npanels; i++) {
 		struct svg_panel *p = &c->panel[i];
-		struct keep_group g = {c->ph + p->ph0, p->ph1 - p->ph0};
+		memset(in, 0, TT_PHASE_KEYS);
+		for (uint32_t k = p->ph0; k < p->ph1; k++)
+			in[c->ph[k].coll << 8 | c->ph[k].stage << 4 | c->ph[k].phase] = 1;
 		if (p->t1 <= p->t0)
 			p->t1 = p->t0 + 1; /* a phase of one instant: still a panel */
 		p->util = malloc((size_t)t->nlinks * sizeof(float));
 		if (!p->util)
 			goto nomem;
-		rc = tt_bin(t, p->t0, p->t1 - p->t0, 1, g.n ? keep_any_phase : NULL, &g, scratch);
+		rc = tt_bin(t, p->t0, p->t1 - p->t0, 1, p->ph1 > p->ph0 ? keep_any_phase : NULL, in, scratch);
 		if (rc < 0) {
 			snprintf(err, errlen, "svg: cannot bin panel %u", i + 1);
 			goto out;
@@ -312,6 +309,7 @@ nomem:
 	rc = -ENOMEM;
 out:
 	free(scratch);
+	free(in);
 	return rc;
 }
 
@@ -717,7 +715,10 @@ static void draw_plot(FILE *f, const struct svg_ctx *c, double top)
 	const struct tt_trace *t = c->t;
 	const struct torus_shape *sh = &t->shape;
 	double x_l = SVG_MARGIN + 52, x_r = SVG_W - SVG_MARGIN - 8, y_t = top + PLOT_TOP, y_b = y_t + PLOT_H;
-	double ta = us_of(c->t_min), tb = us_of(c->t_min + (uint64_t)c->nbins * c->bin_ps);
+	/* positions from times relative to t_min: exact however late the
+	 * traffic (us of absolute time lose the ps at 2^53 ps) */
+	uint64_t range = (uint64_t)c->nbins * c->bin_ps;
+	double ta = us_of(c->t_min), tb = us_of(c->t_min + range), w_us = us_of(range);
 	double ymax = 1;
 	static const double ytops[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1};
 	for (size_t i = 0; i < sizeof(ytops) / sizeof(ytops[0]); i++)
@@ -752,8 +753,8 @@ static void draw_plot(FILE *f, const struct svg_ctx *c, double top)
 	/* panel spans */
 	double last_label = -1e9;
 	for (uint32_t i = 0; i < c->npanels; i++) {
-		double a = x_l + (us_of(c->panel[i].t0) - ta) / (tb - ta) * (x_r - x_l);
-		double b = x_l + (us_of(c->panel[i].t1) - ta) / (tb - ta) * (x_r - x_l);
+		double a = x_l + (double)(c->panel[i].t0 - c->t_min) / (double)range * (x_r - x_l);
+		double b = x_l + (double)(c->panel[i].t1 - c->t_min) / (double)range * (x_r - x_l);
 		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.35\"/>\n",
 			a, y_t, fmax(b - a, 0.5), PLOT_H, i % 2 ? "#c6dbef" : "#e5e5e5");
 		if (a - last_label >= 14) { /* above the frame: a saturated line runs along its top */
@@ -769,10 +770,13 @@ static void draw_plot(FILE *f, const struct svg_ctx *c, double top)
 		put_text(f, x_l - 4, y + 4, "text-anchor=\"end\"", 10, "%.*f%%", ymax < 0.05 ? 1 : 0, 100 * v);
 	}
 	/* x ticks */
-	double step = nice_step(tb - ta, 8);
-	int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
-	for (double v = ceil(ta / step) * step; v <= tb + step * 1e-6; v += step) {
-		double x = x_l + (v - ta) / (tb - ta) * (x_r - x_l);
+	double step = nice_step(w_us, 8), first = ceil(ta / step);
+	int dec = step >= 1 ? 0 : (int)fmin(ceil(-log10(step) - 1e-9), 9);
+	/* counted, not v += step: at late times a tiny step is lost in v */
+	for (int k = 0; k <= 20; k++) {
+		double v = (first + k) * step, x = x_l + (v - ta) / w_us * (x_r - x_l);
+		if (v > tb + step * 1e-6)
+			break;
 		fprintf(f, "<path d=\"M%.1f %.1fV%.1f\" stroke=\"#333333\"/>\n", x, y_b, y_b + 4);
 		put_text(f, x, y_b + 16, "text-anchor=\"middle\"", 10, "%.*f", dec, v);
 	}

@@ -25,24 +25,44 @@ static void coords(const struct tt_trace *t, uint32_t node, char *buf, size_t le
 		snprintf(buf + used, len - used, ")");
 }
 
+/* ceil(a / b), b > 0, for any a */
+static uint64_t div_up(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+
 /* Bins for the peak: the given width, else 1/100 of the trace. */
 static uint64_t default_bin(const struct tt_trace *t)
 {
-	uint64_t b = (t->t_end + 99) / 100;
+	uint64_t b = div_up(t->t_end, 100);
 	return b ? b : 1;
+}
+
+/* Bins per binning pass: nlinks x bins within TT_BIN_BUDGET doubles. */
+static uint32_t bins_per_pass(const struct tt_trace *t, uint32_t nbins)
+{
+	uint32_t n = TT_BIN_BUDGET / (t->nlinks ? t->nlinks : 1);
+	return n < 1 ? 1 : n > nbins ? nbins : n;
+}
+
+int tt_csv_bins(const struct tt_trace *t, uint64_t bin_ps, uint64_t *nbins)
+{
+	uint64_t nb = div_up(t->t_end, bin_ps ? bin_ps : default_bin(t));
+	*nbins = nb ? nb : 1;
+	return *nbins > TT_CSV_MAX_BINS || *nbins * t->nlinks > TT_CSV_MAX_ROWS ? -E2BIG : 0;
 }
 
 int tt_write_summary(const struct tt_trace *t, FILE *out)
 {
 	struct link_tot *lt = calloc(t->nlinks, sizeof(*lt));
 	uint64_t bin = default_bin(t);
-	uint32_t nbins = (uint32_t)((t->t_end + bin - 1) / bin);
+	uint32_t nbins = (uint32_t)div_up(t->t_end, bin), chunk;
 	if (!nbins)
 		nbins = 1;
-	double *util = malloc((size_t)t->nlinks * nbins * sizeof(double));
-	if (!lt || !util) {
+	chunk = bins_per_pass(t, nbins);
+	double *util = malloc((size_t)t->nlinks * chunk * sizeof(double));
+	double *peaks = calloc(t->nlinks, sizeof(double));
+	if (!lt || !util || !peaks) {
 		free(lt);
 		free(util);
+		free(peaks);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < t->nrec; i++) {
@@ -52,13 +72,26 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 		l->wire += t->rec[i].wire;
 		l->busy += t->rec[i].busy;
 	}
-	tt_bin(t, 0, bin, nbins, NULL, NULL, util);
+	for (uint32_t b0 = 0; b0 < nbins; b0 += chunk) {
+		uint32_t nb = nbins - b0 < chunk ? nbins - b0 : chunk;
+		tt_bin(t, (uint64_t)b0 * bin, bin, nb, NULL, NULL, util);
+		for (uint32_t id = 0; id < t->nlinks; id++)
+			for (uint32_t b = 0; b < nb; b++)
+				if (util[(size_t)id * nb + b] > peaks[id])
+					peaks[id] = util[(size_t)id * nb + b];
+	}
+	free(util);
 
 	char shape[64];
 	fprintf(out, "trace: torus %s, %u nodes, %u cores; %zu records; emulated time %.3f us\n",
 		torus_shape_format(&t->shape, shape, sizeof(shape)), t->shape.nnodes, t->hdr.total_cores, t->nrec,
 		t->has_end ? t->end.emulated_ps / 1e6 : t->t_end / 1e6);
-	fprintf(out, "program: %s\n", t->hdr.program);
+	/* the job's command line comes from the file: no line breaks or
+	 * terminal escapes from it (bytes other than printable ASCII show as ?) */
+	fputs("program: ", out);
+	for (const unsigned char *p = (const unsigned char *)t->hdr.program; *p; p++)
+		fputc(*p >= 0x20 && *p < 0x7f ? *p : '?', out);
+	fputc('\n', out);
 	fprintf(out, "busy %% = busy time / %.3f us (the last packet's end); peak = the busiest %.3f us bin\n\n",
 		t->t_end / 1e6, bin / 1e6);
 	fprintf(out, "%6s %-14s %-4s %6s %12s %14s %14s %7s %6s\n", "node", "coords", "link", "to", "packets",
@@ -72,10 +105,7 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 		tt_link_of(t, id, &node, &dim, &dir);
 		coords(t, node, cs, sizeof(cs));
 		tt_dir_name(dim, dir, dn, sizeof(dn));
-		double peak = 0;
-		for (uint32_t b = 0; b < nbins; b++)
-			if (util[(size_t)id * nbins + b] > peak)
-				peak = util[(size_t)id * nbins + b];
+		double peak = peaks[id];
 		const struct link_tot *l = &lt[id];
 		fprintf(out, "%6u %-14s %-4s %6u %12llu %14llu %14llu %7.2f %6.3f\n", node, cs, dn,
 			torus_neighbor(&t->shape, node, dim, (enum torus_dir)dir), (unsigned long long)l->packets,
@@ -108,17 +138,16 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 	}
 	struct tt_phase *ph = NULL;
 	int np = tt_phases(t, &ph);
-	if (np > 0) {
+	uint64_t *pay = np > 0 ? calloc(TT_PHASE_KEYS, sizeof(*pay)) : NULL;
+	if (pay) {
+		for (size_t i = 0; i < t->nrec; i++)
+			pay[tt_phase_key(t->rec[i].tag)] += t->rec[i].payload;
 		fprintf(out, "\n%-36s %12s %12s %14s\n", "phase", "start us", "end us", "payload B");
-		for (int k = 0; k < np; k++) {
-			uint64_t pay = 0;
-			for (size_t i = 0; i < t->nrec; i++)
-				if (tt_in_phase(&t->rec[i], &ph[k]))
-					pay += t->rec[i].payload;
+		for (int k = 0; k < np; k++)
 			fprintf(out, "%-36s %12.3f %12.3f %14llu\n", ph[k].name, ph[k].start / 1e6, ph[k].end / 1e6,
-				(unsigned long long)pay);
-		}
+				(unsigned long long)pay[ph[k].coll << 8 | ph[k].stage << 4 | ph[k].phase]);
 	}
+	free(pay);
 	free(ph);
 
 	/* the trace against the link counters torusrun kept */
@@ -165,52 +194,43 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 		}
 	}
 	free(lt);
-	free(util);
+	free(peaks);
 	return rc;
 }
 
 int tt_write_csv(const struct tt_trace *t, uint64_t bin_ps, FILE *out)
 {
+	uint64_t nb;
+	int rc = tt_csv_bins(t, bin_ps, &nb);
+	if (rc)
+		return rc;
 	if (!bin_ps)
 		bin_ps = default_bin(t);
-	uint64_t nb = (t->t_end + bin_ps - 1) / bin_ps;
-	if (nb == 0)
-		nb = 1;
-	if (nb > (1u << 20) || (uint64_t)t->nlinks * nb > (1ull << 28))
-		return -E2BIG;
-	uint32_t nbins = (uint32_t)nb;
-	double *util = malloc((size_t)t->nlinks * nbins * sizeof(double));
-	double *pay = calloc((size_t)t->nlinks * nbins, sizeof(double));
+	/* rows go out bin by bin: bin a slice of bins at a time */
+	uint32_t nbins = (uint32_t)nb, chunk = bins_per_pass(t, nbins);
+	double *util = malloc((size_t)t->nlinks * chunk * sizeof(double));
+	double *pay = malloc((size_t)t->nlinks * chunk * sizeof(double));
 	if (!util || !pay) {
 		free(util);
 		free(pay);
 		return -ENOMEM;
 	}
-	tt_bin(t, 0, bin_ps, nbins, NULL, NULL, util);
-	/* payload bytes per bin, spread like the busy time */
-	for (size_t i = 0; i < t->nrec; i++) {
-		const struct tt_rec *r = &t->rec[i];
-		uint64_t span = r->end - r->start;
-		for (uint64_t k = r->start / bin_ps; k < nbins && k * bin_ps < r->end; k++) {
-			uint64_t lo = k * bin_ps, hi = lo + bin_ps;
-			uint64_t x = r->start > lo ? r->start : lo, y = r->end < hi ? r->end : hi;
-			if (span == 0)
-				pay[(size_t)r->link * nbins + k] += r->payload;
-			else if (y > x)
-				pay[(size_t)r->link * nbins + k] += (double)r->payload * (double)(y - x) / (double)span;
-		}
-	}
 	fprintf(out, "bin_start_ns,bin_ns,node,to,dim,dir,payload_bytes,utilisation\n");
-	for (uint32_t b = 0; b < nbins; b++)
-		for (uint32_t id = 0; id < t->nlinks; id++) {
-			if (!tt_link_exists(t, id))
-				continue;
-			uint32_t node, dim, dir;
-			tt_link_of(t, id, &node, &dim, &dir);
-			fprintf(out, "%.3f,%.3f,%u,%u,%s,%c,%.0f,%.4f\n", (double)b * bin_ps / 1e3, bin_ps / 1e3, node,
-				torus_neighbor(&t->shape, node, dim, (enum torus_dir)dir), tt_dim_name(dim), dir ? '-' : '+',
-				pay[(size_t)id * nbins + b], util[(size_t)id * nbins + b]);
-		}
+	for (uint32_t b0 = 0; b0 < nbins; b0 += chunk) {
+		uint32_t n = nbins - b0 < chunk ? nbins - b0 : chunk;
+		tt_bin(t, (uint64_t)b0 * bin_ps, bin_ps, n, NULL, NULL, util);
+		tt_bin_payload(t, (uint64_t)b0 * bin_ps, bin_ps, n, pay);
+		for (uint32_t b = 0; b < n; b++)
+			for (uint32_t id = 0; id < t->nlinks; id++) {
+				if (!tt_link_exists(t, id))
+					continue;
+				uint32_t node, dim, dir;
+				tt_link_of(t, id, &node, &dim, &dir);
+				fprintf(out, "%.3f,%.3f,%u,%u,%s,%c,%.0f,%.4f\n", (double)(b0 + b) * bin_ps / 1e3,
+					bin_ps / 1e3, node, torus_neighbor(&t->shape, node, dim, (enum torus_dir)dir),
+					tt_dim_name(dim), dir ? '-' : '+', pay[(size_t)id * n + b], util[(size_t)id * n + b]);
+			}
+	}
 	free(util);
 	free(pay);
 	return 0;

@@ -45,10 +45,34 @@ static int check_header(const struct torus_trace_header *h, uint64_t size, struc
 		return fail(err, errlen, -EINVAL, "corrupt header: checksum mismatch");
 	if (h->ndims < 1 || h->ndims > TORUS_MAX_DIMS)
 		return fail(err, errlen, -EINVAL, "corrupt header: %u dimensions", h->ndims);
-	if (h->link_bw == 0 || h->max_packet == 0 || h->max_packet > TORUS_SLOT_BYTES)
-		return fail(err, errlen, -EINVAL, "corrupt header: machine parameters out of range");
+	/* the machine parameters, through the same table and checks as
+	 * torusrun --param: the loader's link model relies on them */
+	const struct {
+		const char *name, *unit;
+		uint64_t v;
+	} par[] = {{"link_bw", "B/s", h->link_bw},   {"hop_latency", "ps", h->hop_latency_ps},
+		   {"ack_overhead", "", h->ack_overhead}, {"header", "", h->pkt_header_bytes},
+		   {"chunk", "", h->chunk_bytes},       {"max_packet", "", h->max_packet}};
+	struct torus_params p;
+	char why[160], assign[80];
+	torus_params_default(&p);
+	for (size_t i = 0; i < sizeof(par) / sizeof(par[0]); i++) {
+		snprintf(assign, sizeof(assign), "%s=%llu%s", par[i].name, (unsigned long long)par[i].v, par[i].unit);
+		if (torus_params_set(&p, assign, why, sizeof(why)))
+			return fail(err, errlen, -EINVAL, "corrupt header: %s", why);
+	}
+	if (torus_params_check(&p, why, sizeof(why)))
+		return fail(err, errlen, -EINVAL, "corrupt header: %s", why);
+	if (h->flags & ~TORUS_TRACE_F_PACKETS)
+		return fail(err, errlen, -EINVAL, "corrupt header: unknown flags 0x%x", h->flags);
 	if (memchr(h->program, '\0', sizeof(h->program)) == NULL)
 		return fail(err, errlen, -EINVAL, "corrupt header: program name not terminated");
+	for (size_t i = 0; i < sizeof(h->reserved); i++)
+		if (h->reserved[i])
+			return fail(err, errlen, -EINVAL, "corrupt header: reserved byte %zu is set", i);
+	for (uint32_t d = h->ndims; d < TORUS_MAX_DIMS; d++)
+		if (h->dims[d])
+			return fail(err, errlen, -EINVAL, "corrupt header: size %u given for unused dimension %u", h->dims[d], d);
 	char text[96];
 	size_t used = 0;
 	for (uint32_t d = 0; d < h->ndims; d++) {
@@ -56,11 +80,12 @@ static int check_header(const struct torus_trace_header *h, uint64_t size, struc
 			return fail(err, errlen, -EINVAL, "corrupt header: dimension %u has size %u", d, h->dims[d]);
 		used += (size_t)snprintf(text + used, sizeof(text) - used, d ? "x%u" : "%u", h->dims[d]);
 	}
-	char why[128];
 	if (torus_shape_parse(text, s, why, sizeof(why)))
 		return fail(err, errlen, -EINVAL, "corrupt header: torus %s: %s", text, why);
 	if (s->nnodes != h->nnodes)
 		return fail(err, errlen, -EINVAL, "corrupt header: %u nodes for torus %s", h->nnodes, text);
+	if (h->total_cores < h->nnodes || h->total_cores > (uint64_t)h->nnodes * TORUS_MAX_CORES)
+		return fail(err, errlen, -EINVAL, "corrupt header: %u cores on %u nodes", h->total_cores, h->nnodes);
 	if (size < h->header_bytes)
 		return fail(err, errlen, -EINVAL, "truncated trace: %llu bytes", (unsigned long long)size);
 	return 0;
@@ -74,6 +99,132 @@ static int cmp_rec(const void *a, const void *b)
 	return x->link < y->link ? -1 : x->link > y->link;
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/*
+ * 1 if `packets` packets can add up to these totals in the header's link
+ * model (torus_wire_bytes, torus_ser_ps): each packet carries at most
+ * TORUS_MAX_PAYLOAD bytes; its wire bytes are header + payload rounded up
+ * to whole chunks, plus the ack overhead; its serialisation time is
+ * ceil(wire * 1e12 / link_bw) ps. The sum of those ceilings lies between
+ * the ceiling of the sum and the sum plus one per packet.
+ */
+static int run_consistent(const struct torus_trace_header *h, uint64_t packets, uint64_t payload, uint64_t wire,
+			  uint64_t busy)
+{
+	typedef unsigned __int128 u128;
+	u128 k = packets;
+	if (packets == 0)
+		return payload == 0 && wire == 0 && busy == 0;
+	if (payload > k * TORUS_MAX_PAYLOAD)
+		return 0;
+	u128 acks = k * h->ack_overhead, lo = k * h->pkt_header_bytes + payload + acks;
+	if (wire < lo || wire > lo + k * (h->chunk_bytes - 1) || (wire - acks) % h->chunk_bytes)
+		return 0;
+	u128 ps = (u128)wire * 1000000000000u;
+	return busy >= (ps + h->link_bw - 1) / h->link_bw && busy <= ps / h->link_bw + k;
+}
+
+/* Why record r cannot have come from the writer (emu/trace.c), or NULL. */
+static const char *rec_impossible(const struct tt_trace *t, const struct torus_trace_rec *r)
+{
+	static const uint8_t zero[sizeof(r->reserved)];
+	if (r->dim >= t->shape.ndims || r->dir > 1 || !torus_dim_has_links(&t->shape, r->dim))
+		return "no such link";
+	if (r->kind > TORUS_PKT_KIND_MAX)
+		return "unknown packet kind";
+	if (memcmp(r->reserved, zero, sizeof(zero)))
+		return "reserved bytes set";
+	if (r->end_ps < r->start_ps)
+		return "it ends before it starts";
+	if (r->end_ps > TT_MAX_PS)
+		return "it ends after 2^62 ps, later than any job runs";
+	/* a run's packets leave back to back (emu_trace_hop) */
+	if (r->busy_ps != r->end_ps - r->start_ps)
+		return "its busy time is not its span";
+	if (r->packets == 0 || ((t->hdr.flags & TORUS_TRACE_F_PACKETS) && r->packets != 1))
+		return "impossible packet count";
+	if (!run_consistent(&t->hdr, r->packets, r->payload_bytes, r->wire_bytes, r->busy_ps))
+		return "its packets, bytes and busy time do not fit the header's link model";
+	return NULL;
+}
+
+/* The end chunk: the job's end and every link direction's counters once. */
+static int check_end(const struct tt_trace *t, char *err, size_t errlen)
+{
+	const struct torus_trace_end *e = &t->end;
+	if (e->status > 3 || e->nodes_flushed > t->shape.nnodes || e->emulated_ps > TT_MAX_PS ||
+	    !(e->wall_s >= 0 && e->wall_s < 1e12) || e->reserved[0] || e->reserved[1] || e->reserved[2] || e->reserved[3])
+		return fail(err, errlen, -EINVAL, "corrupt trace: impossible end chunk (status %u, %u nodes flushed, %llu ps)",
+			    e->status, e->nodes_flushed, (unsigned long long)e->emulated_ps);
+	unsigned char *seen = calloc(t->nlinks, 1);
+	if (!seen)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	int rc = 0;
+	for (size_t i = 0; i < t->ncounters && !rc; i++) {
+		const struct torus_trace_counters *k = &t->counters[i];
+		if (k->node >= t->shape.nnodes || k->dim >= t->shape.ndims || k->dir > 1 ||
+		    !torus_dim_has_links(&t->shape, k->dim) ||
+		    k->to != torus_neighbor(&t->shape, k->node, k->dim, (enum torus_dir)k->dir))
+			rc = fail(err, errlen, -EINVAL, "corrupt trace: end chunk names link %zu out of the torus", i);
+		else if (seen[tt_link_id(t, k->node, k->dim, k->dir)]++)
+			rc = fail(err, errlen, -EINVAL, "corrupt trace: end chunk counts node %u link %s%c twice", k->node,
+				  tt_dim_name(k->dim), k->dir ? '-' : '+');
+		/* a killed node may leave a counter half updated: only a
+		 * finished job's must add up */
+		else if (e->status == 0 && !run_consistent(&t->hdr, k->packets, k->payload_bytes, k->wire_bytes, k->busy_ps))
+			rc = fail(err, errlen, -EINVAL,
+				  "corrupt trace: node %u link %s%c's counters do not fit the header's link model", k->node,
+				  tt_dim_name(k->dim), k->dir ? '-' : '+');
+	}
+	free(seen);
+	return rc;
+}
+
+/*
+ * The span a finished job's records lie in. emulated_ps is the cores'
+ * clock when the last one finished, not the links': they may still be
+ * draining what was posted without waiting (torus-linkbench --mode post
+ * ends its records at twice emulated_ps). A packet starts serialising when
+ * it is ready (posted by a core, by emulated_ps, or arrived a hop latency
+ * after its previous serialisation ended) or when an earlier packet on its
+ * link ends; following that chain back to a core, no record ends later
+ * than emulated_ps plus every serialisation time and one hop latency per
+ * packet. The counters hold the packets whose records a node lost. A job
+ * that did not finish has only TT_MAX_PS: a core stopped in the middle of
+ * emu_core_set_clock may leave its clock behind.
+ */
+static int check_span(const struct tt_trace *t, char *err, size_t errlen)
+{
+	if (!t->has_end || t->end.status != 0)
+		return 0;
+	uint64_t busy = 0, packets = 0, cbusy = 0, cpackets = 0;
+	for (size_t i = 0; i < t->nrec; i++) {
+		busy = sat_add(busy, t->rec[i].busy);
+		packets = sat_add(packets, t->rec[i].packets);
+	}
+	for (size_t i = 0; i < t->ncounters; i++) {
+		cbusy = sat_add(cbusy, t->counters[i].busy_ps);
+		cpackets = sat_add(cpackets, t->counters[i].packets);
+	}
+	busy = busy > cbusy ? busy : cbusy;
+	packets = packets > cpackets ? packets : cpackets;
+	uint64_t hops = packets && t->hdr.hop_latency_ps > UINT64_MAX / packets ? UINT64_MAX
+										 : packets * t->hdr.hop_latency_ps;
+	uint64_t drain = sat_add(busy, hops), last = sat_add(t->end.emulated_ps, drain);
+	if (t->t_end <= last)
+		return 0;
+	for (size_t i = 0; i < t->nrec; i++)
+		if (t->rec[i].end > last)
+			return fail(err, errlen, -EINVAL,
+				    "corrupt trace: a record of node %u link %s%c ends at %llu ps, after the job's end "
+				    "(%llu ps) and all its traffic (%llu ps more)",
+				    t->rec[i].node, tt_dim_name(t->rec[i].dim), t->rec[i].dir ? '-' : '+',
+				    (unsigned long long)t->rec[i].end, (unsigned long long)t->end.emulated_ps,
+				    (unsigned long long)drain);
+	return 0;
+}
+
 int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
@@ -81,29 +232,31 @@ int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen)
 	if (!f)
 		return fail(err, errlen, -errno, "cannot open %s: %s", path, strerror(errno));
 	struct stat st;
-	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-		fclose(f);
-		return fail(err, errlen, -EINVAL, "%s: not a regular file", path);
-	}
-	uint64_t size = (uint64_t)st.st_size;
+	int rc;
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode))
+		rc = fail(err, errlen, -EINVAL, "%s: not a regular file", path);
+	else
+		rc = tt_load_stream(f, (uint64_t)st.st_size, path, t, err, errlen);
+	fclose(f);
+	return rc;
+}
+
+int tt_load_stream(FILE *f, uint64_t size, const char *name, struct tt_trace *t, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof(*t));
 	t->file_bytes = size;
 	int rc;
 	size_t got = size < sizeof(t->hdr) ? (size_t)size : sizeof(t->hdr);
-	if (read_at(f, 0, &t->hdr, got)) {
-		fclose(f);
-		return fail(err, errlen, -EIO, "cannot read %s", path);
-	}
+	if (read_at(f, 0, &t->hdr, got))
+		return fail(err, errlen, -EIO, "cannot read %s", name);
 	if (got < sizeof(t->hdr)) {
-		fclose(f);
 		if (got >= 8 && !memcmp(t->hdr.magic, TORUS_TRACE_MAGIC, 8))
 			return fail(err, errlen, -EINVAL, "truncated trace: %llu bytes, the header alone is %zu",
 				    (unsigned long long)size, sizeof(t->hdr));
 		return fail(err, errlen, -EINVAL, "not a torus trace (%llu bytes, no header)", (unsigned long long)size);
 	}
-	if ((rc = check_header(&t->hdr, size, &t->shape, err, errlen))) {
-		fclose(f);
+	if ((rc = check_header(&t->hdr, size, &t->shape, err, errlen)))
 		return rc;
-	}
 	t->nlinks = t->shape.nnodes * t->shape.ndims * 2;
 
 	/* first pass: walk the chunks, count records */
@@ -111,10 +264,8 @@ int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen)
 	uint32_t *next_seq = calloc(t->shape.nnodes, sizeof(uint32_t));
 	void *buf = NULL;
 	size_t bufcap = 0;
-	if (!next_seq) {
-		fclose(f);
+	if (!next_seq)
 		return fail(err, errlen, -ENOMEM, "out of memory");
-	}
 	size_t cap = 0;
 	rc = 0;
 	while (off < size) {
@@ -143,6 +294,12 @@ int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen)
 			t->hole_bytes += off - from;
 			continue;
 		}
+		if (t->has_end) {
+			/* torusrun writes it after every node has stopped writing */
+			rc = fail(err, errlen, -EINVAL, "corrupt trace: data after the end chunk, at offset %llu",
+				  (unsigned long long)off);
+			break;
+		}
 		off += sizeof(c);
 		if (c.kind != TORUS_TRACE_CHUNK_RECORDS && c.kind != TORUS_TRACE_CHUNK_END) {
 			rc = fail(err, errlen, -EINVAL, "corrupt trace: unknown chunk kind 0x%08x at offset %llu", c.kind,
@@ -157,7 +314,9 @@ int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen)
 		uint64_t want = c.kind == TORUS_TRACE_CHUNK_RECORDS
 					? (uint64_t)c.count * sizeof(struct torus_trace_rec)
 					: sizeof(struct torus_trace_end) + (uint64_t)c.count * sizeof(struct torus_trace_counters);
-		if (want != c.bytes || (c.kind == TORUS_TRACE_CHUNK_RECORDS && c.node >= t->shape.nnodes)) {
+		int records = c.kind == TORUS_TRACE_CHUNK_RECORDS;
+		if (want != c.bytes || c.reserved || (records && (c.node >= t->shape.nnodes || c.count == 0)) ||
+		    (!records && (c.node || c.seq))) {
 			rc = fail(err, errlen, -EINVAL, "corrupt trace: chunk at offset %llu (node %u, %u entries, %u bytes)",
 				  (unsigned long long)(off - sizeof(c)), c.node, c.count, c.bytes);
 			break;
@@ -172,7 +331,7 @@ int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen)
 			bufcap = c.bytes;
 		}
 		if (read_at(f, off, buf, c.bytes)) {
-			rc = fail(err, errlen, -EIO, "cannot read %s", path);
+			rc = fail(err, errlen, -EIO, "cannot read %s", name);
 			break;
 		}
 		if (torus_trace_chunk_checksum(&c, buf) != c.checksum) {
@@ -201,13 +360,7 @@ int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen)
 			}
 			memcpy(t->counters, (char *)buf + sizeof(t->end), (size_t)c.count * sizeof(*t->counters));
 			t->ncounters = c.count;
-			for (size_t i = 0; i < t->ncounters && !rc; i++) {
-				const struct torus_trace_counters *k = &t->counters[i];
-				if (k->node >= t->shape.nnodes || k->dim >= t->shape.ndims || k->dir > 1 ||
-				    !torus_dim_has_links(&t->shape, k->dim))
-					rc = fail(err, errlen, -EINVAL, "corrupt trace: end chunk names link %zu out of the torus", i);
-			}
-			if (rc)
+			if ((rc = check_end(t, err, errlen)))
 				break;
 			t->has_end = 1;
 		} else {
@@ -229,14 +382,14 @@ int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen)
 				cap = ncap;
 			}
 			for (uint32_t i = 0; i < c.count; i++, r++) {
-				if (r->dim >= t->shape.ndims || r->dir > 1 || !torus_dim_has_links(&t->shape, r->dim) ||
-				    r->end_ps < r->start_ps || r->busy_ps > r->end_ps - r->start_ps || r->packets == 0 ||
-				    r->wire_bytes < r->payload_bytes) {
+				const char *why = rec_impossible(t, r);
+				if (why) {
 					rc = fail(err, errlen, -EINVAL,
-						  "corrupt trace: record %u of node %u's chunk %u is impossible "
-						  "(link %u%c, %llu..%llu ps, %u packets)",
-						  i, c.node, c.seq, r->dim, r->dir ? '-' : '+', (unsigned long long)r->start_ps,
-						  (unsigned long long)r->end_ps, r->packets);
+						  "corrupt trace: record %u of node %u's chunk %u is impossible: %s "
+						  "(link %u%c, %llu..%llu ps, busy %llu ps, %u packets, %u/%u bytes)",
+						  i, c.node, c.seq, why, r->dim, r->dir ? '-' : '+', (unsigned long long)r->start_ps,
+						  (unsigned long long)r->end_ps, (unsigned long long)r->busy_ps, r->packets,
+						  r->payload_bytes, r->wire_bytes);
 					break;
 				}
 				struct tt_rec *o = &t->rec[nrec++];
@@ -253,12 +406,18 @@ int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen)
 	}
 	free(buf);
 	free(next_seq);
-	fclose(f);
+	t->nrec = nrec;
+	/* every node wrote all it counted: the file holds exactly that */
+	if (!rc && t->has_end && t->end.status == 0 && t->end.nodes_flushed == t->shape.nnodes && !t->hole_bytes &&
+	    t->end.records != nrec)
+		rc = fail(err, errlen, -EINVAL, "corrupt trace: the end chunk counts %llu records, the file holds %llu",
+			  (unsigned long long)t->end.records, (unsigned long long)nrec);
+	if (!rc)
+		rc = check_span(t, err, errlen);
 	if (rc) {
 		tt_free(t);
 		return rc;
 	}
-	t->nrec = nrec;
 	if (nrec)
 		qsort(t->rec, nrec, sizeof(*t->rec), cmp_rec);
 	return 0;
@@ -329,37 +488,79 @@ void tt_tag_name(uint32_t tag, char *buf, size_t len)
 		snprintf(buf, len, "%s %s%s%s", coll_name(c), a < 4 ? algos[a] : "", stage_name(s), "");
 }
 
-int tt_bin(const struct tt_trace *t, uint64_t t0, uint64_t bin_ps, uint32_t nbins,
-	   int (*keep)(const struct tt_rec *, void *), void *arg, double *util)
+/*
+ * Spread every kept record's `amount` (busy time as a fraction of a bin,
+ * or payload bytes) evenly over its [start, end) into bins of bin_ps from
+ * t0. Bins a record covers whole get the same share: a difference array
+ * per link, summed at the end, so the cost is one step per record and per
+ * bin however long or overlapping the records are.
+ */
+static int spread(const struct tt_trace *t, uint64_t t0, uint64_t bin_ps, uint32_t nbins,
+		  int (*keep)(const struct tt_rec *, void *), void *arg, double *out, int payload)
 {
-	if (!t || !util || bin_ps == 0 || nbins == 0)
+	if (!t || !out || bin_ps == 0 || nbins == 0)
 		return -EINVAL;
-	memset(util, 0, (size_t)t->nlinks * nbins * sizeof(double));
-	uint64_t t1 = t0 + bin_ps * nbins;
-	for (size_t i = 0; i < t->nrec; i++) {
-		const struct tt_rec *r = &t->rec[i];
-		if (r->end <= t0 || r->start >= t1 || (keep && !keep(r, arg)))
-			continue;
-		double *u = util + (size_t)r->link * nbins;
-		uint64_t span = r->end - r->start;
-		if (span == 0)
-			continue;
-		double rate = (double)r->busy / (double)span; /* busy per ps of the record's span */
-		uint64_t a = r->start > t0 ? r->start : t0, b = r->end < t1 ? r->end : t1;
-		for (uint64_t k = (a - t0) / bin_ps; k < nbins && t0 + k * bin_ps < b; k++) {
-			uint64_t lo = t0 + k * bin_ps, hi = lo + bin_ps;
-			uint64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
-			if (y > x)
-				u[k] += rate * (double)(y - x) / (double)bin_ps;
+	size_t cells = (size_t)t->nlinks * nbins;
+	memset(out, 0, cells * sizeof(double));
+	/* saturated: a window at the end of time does not wrap */
+	uint64_t t1 = bin_ps > (UINT64_MAX - t0) / nbins ? UINT64_MAX : t0 + bin_ps * nbins;
+	for (int pass = 0; pass < 2; pass++) {
+		/* pass 0: whole bins, as differences; pass 1: the partial bins at
+		 * either end, once the differences are summed */
+		for (size_t i = 0; i < t->nrec; i++) {
+			const struct tt_rec *r = &t->rec[i];
+			if (r->link >= t->nlinks || r->end <= t0 || r->start >= t1 || (keep && !keep(r, arg)))
+				continue;
+			double *u = out + (size_t)r->link * nbins;
+			uint64_t span = r->end - r->start;
+			if (span == 0) {
+				if (pass && payload)
+					u[(r->start - t0) / bin_ps] += r->payload;
+				continue;
+			}
+			/* a whole bin's share: for busy time the fraction busy / span,
+			 * exactly 1 for a run (so the sums below are exact) */
+			double whole = payload ? (double)r->payload * (double)bin_ps / (double)span
+					       : (double)r->busy / (double)span;
+			uint64_t a = r->start > t0 ? r->start : t0, b = r->end < t1 ? r->end : t1;
+			uint64_t ka = (a - t0) / bin_ps, kb = (b - 1 - t0) / bin_ps; /* kb < nbins */
+			if (pass == 0) {
+				if (kb > ka + 1) {
+					u[ka + 1] += whole;
+					u[kb] -= whole;
+				}
+			} else if (ka == kb) {
+				u[ka] += whole * (double)(b - a) / (double)bin_ps;
+			} else {
+				uint64_t end_a = t0 + (ka + 1) * bin_ps, start_b = t0 + kb * bin_ps;
+				u[ka] += whole * (double)(end_a - a) / (double)bin_ps;
+				u[kb] += whole * (double)(b - start_b) / (double)bin_ps;
+			}
 		}
+		if (pass == 0)
+			for (uint32_t l = 0; l < t->nlinks; l++)
+				for (uint32_t k = 1; k < nbins; k++)
+					out[(size_t)l * nbins + k] += out[(size_t)l * nbins + k - 1];
 	}
 	/* where the shared-link approximation (README, "When links are
 	 * shared") lets a late packet overlap a stretch, a bin can add up to a
-	 * little over 1: a link is at most fully busy */
-	for (size_t i = 0; i < (size_t)t->nlinks * nbins; i++)
-		if (util[i] > 1)
-			util[i] = 1;
+	 * little over 1: a link is at most fully busy. Summed differences of
+	 * payload shares may leave a rounding residue below 0. */
+	for (size_t i = 0; i < cells; i++)
+		if (out[i] < 0 || (!payload && out[i] > 1))
+			out[i] = out[i] < 0 ? 0 : 1;
 	return 0;
+}
+
+int tt_bin(const struct tt_trace *t, uint64_t t0, uint64_t bin_ps, uint32_t nbins,
+	   int (*keep)(const struct tt_rec *, void *), void *arg, double *util)
+{
+	return spread(t, t0, bin_ps, nbins, keep, arg, util, 0);
+}
+
+int tt_bin_payload(const struct tt_trace *t, uint64_t t0, uint64_t bin_ps, uint32_t nbins, double *bytes)
+{
+	return spread(t, t0, bin_ps, nbins, NULL, NULL, bytes, 1);
 }
 
 int tt_in_phase(const struct tt_rec *r, void *arg)
@@ -373,37 +574,41 @@ int tt_phases(const struct tt_trace *t, struct tt_phase **out)
 {
 	size_t n = 0, cap = 8;
 	struct tt_phase *p = malloc(cap * sizeof(*p));
-	if (!p)
+	uint16_t *at = calloc(TT_PHASE_KEYS, sizeof(*at)); /* phase key -> index + 1 */
+	if (!p || !at) {
+		free(p);
+		free(at);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < t->nrec; i++) {
 		const struct tt_rec *r = &t->rec[i];
 		uint32_t c = torus_tag_coll(r->tag);
 		if (c == TORUS_TAG_NONE || c == TORUS_TAG_CONTROL)
 			continue;
-		size_t k;
-		for (k = 0; k < n; k++)
-			if (tt_in_phase(r, &p[k]))
-				break;
-		if (k == n) {
+		size_t k = at[tt_phase_key(r->tag)];
+		if (k-- == 0) {
 			if (n == cap) {
 				struct tt_phase *q = realloc(p, 2 * cap * sizeof(*p));
 				if (!q) {
 					free(p);
+					free(at);
 					return -ENOMEM;
 				}
 				p = q;
 				cap *= 2;
 			}
-			p[n] = (struct tt_phase){c, torus_tag_stage(r->tag), torus_tag_phase(r->tag), r->start, r->end, ""};
-			snprintf(p[n].name, sizeof(p[n].name), "%s %s%sphase %u", coll_name(c), stage_name(p[n].stage),
-				 p[n].stage ? " " : "", p[n].phase);
-			n++;
+			k = n++;
+			at[tt_phase_key(r->tag)] = (uint16_t)n;
+			p[k] = (struct tt_phase){c, torus_tag_stage(r->tag), torus_tag_phase(r->tag), r->start, r->end, ""};
+			snprintf(p[k].name, sizeof(p[k].name), "%s %s%sphase %u", coll_name(c), stage_name(p[k].stage),
+				 p[k].stage ? " " : "", p[k].phase);
 		}
 		if (r->start < p[k].start)
 			p[k].start = r->start;
 		if (r->end > p[k].end)
 			p[k].end = r->end;
 	}
+	free(at);
 	*out = p;
 	return (int)n;
 }

@@ -56,11 +56,24 @@ static inline int tt_link_exists(const struct tt_trace *t, uint32_t id)
 }
 
 /*
+ * No virtual time in a trace may pass this: 2^62 ps, 53 days of virtual
+ * time. Any sum of two times then fits in 64 bits, which every output
+ * relies on.
+ */
+#define TT_MAX_PS (1ull << 62)
+
+/*
  * Load and check a trace. 0, or a negative errno with a one-line reason in
  * err: -ENOENT/-EACCES.. (cannot open), -EINVAL (not a trace, corrupt,
  * truncated, a version this build does not read), -ENOMEM.
+ * Every field of every record, chunk and counter is checked against what
+ * the writer (emu/trace.c) and the header's time model can produce, so no
+ * output can be driven out of bounds by a file whose checksums are right.
  */
 int tt_load(const char *path, struct tt_trace *t, char *err, size_t errlen);
+/* The same from an open stream of `size` bytes (a file, fmemopen);
+ * `name` is for the messages. */
+int tt_load_stream(FILE *f, uint64_t size, const char *name, struct tt_trace *t, char *err, size_t errlen);
 void tt_free(struct tt_trace *t);
 
 /* Keep only the multicolor records of color c (both directions); returns
@@ -83,6 +96,9 @@ void tt_tag_name(uint32_t tag, char *buf, size_t len);
  */
 int tt_bin(const struct tt_trace *t, uint64_t t0, uint64_t bin_ps, uint32_t nbins,
 	   int (*keep)(const struct tt_rec *, void *), void *arg, double *util);
+/* The same for payload bytes: bytes[link * nbins + b], each record's spread
+ * evenly over [start, end). */
+int tt_bin_payload(const struct tt_trace *t, uint64_t t0, uint64_t bin_ps, uint32_t nbins, double *bytes);
 
 /*
  * Phases: the distinct (collective, stage, phase) of the tagged records, in
@@ -95,8 +111,23 @@ struct tt_phase {
 	char name[48];               /* "AG phase 1" */
 };
 int tt_phases(const struct tt_trace *t, struct tt_phase **out);
+/* A phase's key, (collective, stage, phase) of a tag: 0..TT_PHASE_KEYS-1. */
+#define TT_PHASE_KEYS 4096u
+static inline uint32_t tt_phase_key(uint32_t tag)
+{
+	return torus_tag_coll(tag) << 8 | torus_tag_stage(tag) << 4 | torus_tag_phase(tag);
+}
 /* 1 if the record belongs to phase ph (a `keep` for tt_bin). */
 int tt_in_phase(const struct tt_rec *r, void *ph);
+
+/* Doubles one binning pass may fill: outputs bin large tori in slices. */
+#define TT_BIN_BUDGET (1u << 22)
+/* --csv: at most this many bins, and rows (bins x link directions). */
+#define TT_CSV_MAX_BINS (1u << 20)
+#define TT_CSV_MAX_ROWS (1u << 28)
+/* The CSV's bin count for bin_ps (0: the default, 1/100 of the trace):
+ * 0, or -E2BIG beyond TT_CSV_MAX_BINS / TT_CSV_MAX_ROWS. */
+int tt_csv_bins(const struct tt_trace *t, uint64_t bin_ps, uint64_t *nbins);
 
 /* Writers: 0, or negative errno with a reason in err. */
 int tt_write_summary(const struct tt_trace *t, FILE *out);
