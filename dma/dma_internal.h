@@ -27,6 +27,61 @@ static inline uint32_t dma_aux_core(uint32_t aux) { return aux & 0xFFu; }
 /* Region and counter ids are node-wide: core * per_core + index. The wire
  * format carries 16 bits of each. */
 #define DMA_MAX_IDS 65534u /* 0xFFFF on the wire means "no counter" */
+#define DMA_WIRE_OFFSET_LIMIT (1ull << 32) /* a put packet carries a 32-bit offset */
+
+/* Direction hints name only + or - (not 3) and only dimensions the torus
+ * has: a route with others would leave by a link that does not exist. */
+static inline int dma_hints_ok(const struct emu_node_rt *rt, uint16_t hints)
+{
+	for (uint32_t d = 0; d < TORUS_MAX_DIMS; d++) {
+		uint32_t h = (hints >> (2 * d)) & 3u;
+		if (h == 3 || (h && d >= rt->hdr->shape.ndims))
+			return 0;
+	}
+	return 1;
+}
+
+/* Do the offsets of every packet of [offset, offset+len) fit the put
+ * packet's 32 bits? An empty message still sends one packet at `offset`. */
+static inline int dma_wire_range_ok(uint64_t offset, uint64_t len)
+{
+	return offset < DMA_WIRE_OFFSET_LIMIT && len <= DMA_WIRE_OFFSET_LIMIT - offset;
+}
+
+/*
+ * Can the wire carry this descriptor's fields as they are? Put packets hold
+ * a 16-bit region and counter and a 32-bit offset; a memory-FIFO packet an
+ * 8-bit core and dispatch id. A field that does not fit is refused, never
+ * truncated (a truncated id or a wrapped offset names other memory). Checked
+ * at post, flags or not, and again by the engine before it packetises.
+ */
+static inline int dma_desc_fits_wire(const struct dma_desc *d)
+{
+	switch (d->kind) {
+	case DMA_MEMFIFO:
+		if (d->core > 255)
+			return DMA_ERR_DEST;
+		return d->dispatch > 255 ? DMA_ERR_HANDLER : 0;
+	case DMA_GET:
+		/* the reply is a put into reply_region at the requester */
+		if (d->reply_region > DMA_MAX_IDS)
+			return DMA_ERR_REGION;
+		if (!dma_wire_range_ok(d->reply_offset, d->len))
+			return DMA_ERR_RANGE;
+		/* the region read and the reply counter, as a put's */
+		__attribute__((fallthrough));
+	case DMA_PUT:
+		if (d->region > DMA_MAX_IDS)
+			return DMA_ERR_REGION;
+		if (d->counter != DMA_NO_COUNTER && d->counter > DMA_MAX_IDS)
+			return DMA_ERR_COUNTER;
+		if (d->kind == DMA_PUT && !dma_wire_range_ok(d->offset, d->len))
+			return DMA_ERR_RANGE;
+		return 0;
+	default:
+		return 0; /* a local copy never takes the wire */
+	}
+}
 
 struct dma_getreq {
 	uint32_t region;        /* read here, at the target */
@@ -196,6 +251,10 @@ struct dma_engine {
 	uint32_t rc_id;
 	uint64_t rc_epoch, rc_size;
 	uint8_t *rc_base;
+	/* likewise the reception counter a deposit found allocated last
+	 * (dma_deliver_counter_ok) */
+	uint32_t cc_id;
+	uint64_t cc_epoch;
 };
 
 int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen);
@@ -255,6 +314,12 @@ static inline void dma_tsan_release(void *a) { (void)a; }
  * (another region, out of range, no region) goes to dma_engine_deliver.
  */
 #define WIRE_NO_COUNTER 0xFFFFu
+/* Did a deposit into counter `counter` (wire id) find it allocated earlier
+ * in this engine iteration? Otherwise dma_engine_deliver looks it up. */
+static inline int dma_counter_seen(const struct dma_engine *e, uint32_t counter, uint64_t epoch)
+{
+	return counter == WIRE_NO_COUNTER || (counter == e->cc_id && epoch == e->cc_epoch);
+}
 static inline int dma_deliver_put_fast(struct emu_node_rt *rt, const struct torus_packet *pkt,
 				       const struct torus_side *side)
 {
@@ -264,8 +329,10 @@ static inline int dma_deliver_put_fast(struct emu_node_rt *rt, const struct toru
 	memcpy(&offset, &pkt->hdr.sw.bytes[0], 4);
 	memcpy(&region, &pkt->hdr.sw.bytes[4], 2);
 	memcpy(&counter, &pkt->hdr.sw.bytes[6], 2);
-	if (region != e->rc_id || atomic_load_explicit(&rt->epoch, memory_order_relaxed) != e->rc_epoch ||
-	    offset > e->rc_size || len > e->rc_size - offset)
+	uint64_t epoch = atomic_load_explicit(&rt->epoch, memory_order_relaxed);
+	if (region != e->rc_id || epoch != e->rc_epoch || len > TORUS_MAX_PAYLOAD || offset > e->rc_size ||
+	    len > e->rc_size - offset ||
+	    !dma_counter_seen(e, counter, epoch))
 		return dma_engine_deliver(rt, pkt, side);
 	dma_tsan_acquire(&rt->hdr->barrier[0]);
 	torus_payload_copy(e->rc_base + offset, pkt->payload, len);

@@ -36,8 +36,8 @@ int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	e->rc_id = UINT32_MAX;
-	e->rc_epoch = UINT64_MAX; /* nothing remembered (see local_range) */
+	e->rc_id = e->cc_id = UINT32_MAX;
+	e->rc_epoch = e->cc_epoch = UINT64_MAX; /* nothing remembered (see local_range) */
 	for (uint32_t c = 0; c < rt->ncores; c++) {
 		struct emu_core_shm *cs = emu_shm_core(&rt->shm, rt->me, c);
 		struct dma_core_shm *d = dma_core_shm_of(&rt->shm, cs);
@@ -127,13 +127,11 @@ static void publish_pending(struct emu_node_rt *rt)
 			      memory_order_release);
 }
 
-/* A deposit was refused: count it and tell the sending core. */
-static void refuse(struct emu_node_rt *rt, uint32_t aux, int error, uint32_t region, uint64_t offset, uint32_t len)
+/* Tell the core `aux` names that its transfer was refused here. */
+static void report_fault(struct emu_node_rt *rt, uint32_t aux, int error, uint32_t region, uint64_t offset,
+			 uint32_t len)
 {
 	struct dma_engine *e = rt->dma;
-	uint32_t owner = region / rt->params->dma_regions;
-	struct dma_core_shm *d = dma_core_shm_of(&rt->shm, emu_shm_core(&rt->shm, rt->me, owner < rt->ncores ? owner : 0));
-	atomic_fetch_add(&d->bad_deposits, 1);
 	uint32_t cap = e->capnacks;
 	if (grow((void **)&e->nacks, &e->capnacks, sizeof(*e->nacks), e->nnacks + 1) ||
 	    grow((void **)&e->nack_dest, &cap, sizeof(*e->nack_dest), e->nnacks + 1)) {
@@ -144,6 +142,35 @@ static void refuse(struct emu_node_rt *rt, uint32_t aux, int error, uint32_t reg
 	e->nack_dest[e->nnacks] = aux;
 	e->nnacks++;
 	publish_pending(rt);
+}
+
+/* A deposit was refused: count it at the core that owns the region (or
+ * core 0) and tell the sending core. */
+static void refuse(struct emu_node_rt *rt, uint32_t aux, int error, uint32_t region, uint64_t offset, uint32_t len)
+{
+	uint32_t owner = region / rt->params->dma_regions;
+	struct dma_core_shm *d = dma_core_shm_of(&rt->shm, emu_shm_core(&rt->shm, rt->me, owner < rt->ncores ? owner : 0));
+	atomic_fetch_add(&d->bad_deposits, 1);
+	report_fault(rt, aux, error, region, offset, len);
+}
+
+/* Is reception counter `id` (a wire id) allocated here? Remembered for the
+ * rest of the engine iteration, as local_range remembers its region. */
+static int counter_ok(struct emu_node_rt *rt, uint32_t id)
+{
+	struct dma_engine *e = rt->dma;
+	uint64_t epoch = atomic_load_explicit(&rt->epoch, memory_order_relaxed);
+	if (dma_counter_seen(e, id, epoch))
+		return 1;
+	uint32_t per = rt->params->dma_counters;
+	if (id / per >= rt->ncores)
+		return 0;
+	struct dma_counter_shm *k = dma_shm_counter(rt->shm.base, rt->cores[id / per]->dma->shm, id % per);
+	if (!atomic_load_explicit(&k->allocated, memory_order_acquire))
+		return 0;
+	e->cc_id = id;
+	e->cc_epoch = epoch;
+	return 1;
 }
 
 /*
@@ -239,8 +266,12 @@ static int deliver_put(struct emu_node_rt *rt, const struct torus_packet *pkt, c
 	memcpy(&counter, &pkt->hdr.sw.bytes[6], 2);
 	uint32_t len = pkt->hdr.len;
 	uint8_t *dst = local_range(rt, region, offset, len, &err);
+	if (dst && !counter_ok(rt, counter)) {
+		dst = NULL;
+		err = DMA_ERR_COUNTER;
+	}
 	if (!dst) {
-		/* never a byte outside a live region */
+		/* never a byte outside a live region, nor one nobody counts */
 		refuse(rt, side->aux, err, region, offset, len);
 		return 1;
 	}
@@ -257,7 +288,16 @@ static int deliver_getreq(struct emu_node_rt *rt, const struct torus_packet *pkt
 	struct dma_getreq q;
 	struct dma_engine *e = rt->dma;
 	int err;
+	if (pkt->hdr.len != sizeof(q)) {
+		refuse(rt, side->aux, DMA_ERR_RANGE, UINT32_MAX, 0, pkt->hdr.len);
+		return 1;
+	}
 	memcpy(&q, pkt->payload, sizeof(q));
+	if (!dma_hints_ok(rt, q.hints)) {
+		/* the reply would be routed by them */
+		refuse(rt, side->aux, DMA_ERR_DEST, q.region, q.offset, (uint32_t)q.len);
+		return 1;
+	}
 	if (!local_range(rt, q.region, q.offset, q.len, &err)) {
 		refuse(rt, side->aux, err, q.region, q.offset, (uint32_t)q.len);
 		return 1;
@@ -285,8 +325,11 @@ static int deliver_getreq(struct emu_node_rt *rt, const struct torus_packet *pkt
 static int deliver_fault(struct emu_node_rt *rt, const struct torus_packet *pkt)
 {
 	uint32_t core = pkt->hdr.sw.bytes[4];
-	if (core >= rt->ncores)
+	if (core >= rt->ncores || pkt->hdr.len < sizeof(struct dma_fault_rec)) {
+		/* a fault about a fault is never sent: count it */
+		atomic_store_explicit(&rt->me->orphaned, ++rt->orphaned, memory_order_relaxed);
 		return 1;
+	}
 	struct emu_core_shm *cs = rt->ecore[core].shm;
 	struct dma_core_shm *d = dma_core_shm_of(&rt->shm, cs);
 	uint32_t head = atomic_load_explicit(&d->fault_head, memory_order_relaxed);
@@ -303,6 +346,11 @@ static int deliver_fault(struct emu_node_rt *rt, const struct torus_packet *pkt)
 
 int dma_engine_deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side)
 {
+	if (pkt->hdr.len > TORUS_MAX_PAYLOAD) {
+		/* longer than a slot holds: a damaged header */
+		refuse(rt, side->aux, DMA_ERR_RANGE, UINT32_MAX, 0, pkt->hdr.len);
+		return 1;
+	}
 	switch (torus_pkt_kind(&pkt->hdr)) {
 	case DMA_PKT_MEMFIFO:
 		return deliver_memfifo(rt, pkt, side);
@@ -342,6 +390,10 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 		int err;
 		uint8_t *dst = local_range(rt, d->region, d->offset, d->len, &err);
 		*done = 1;
+		if (dst && d->counter != DMA_NO_COUNTER && (d->counter > DMA_MAX_IDS || !counter_ok(rt, d->counter))) {
+			dst = NULL;
+			err = DMA_ERR_COUNTER;
+		}
 		if (!dst) {
 			/* deregistered since it was posted: report, write nothing */
 			refuse(rt, j->aux, err, d->region, d->offset, (uint32_t)d->len);
@@ -353,6 +405,16 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 						       rt->params->copy_bw);
 		dma_counter_sub(rt, d->counter, d->len, t);
 		return 1;
+	}
+	if (j->done == 0) {
+		/* posting checked this, unless the slot was written some other
+		 * way; a remote get's reply comes from another node's request */
+		int err = dma_desc_fits_wire(d);
+		if (err) {
+			report_fault(rt, j->aux, err, d->region, d->offset, (uint32_t)d->len);
+			*done = 1;
+			return 1;
+		}
 	}
 	memset(&h, 0, sizeof(h));
 	h.dest = d->node;
@@ -392,8 +454,10 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 	const int memfifo = d->kind == DMA_MEMFIFO;
 	while (n < EMU_ENGINE_BATCH) {
 		uint64_t rest = total - jdone;
-		const uint8_t *src = j->src + jdone;
-		if (j->src_region != UINT32_MAX) {
+		const uint8_t *src;
+		if (j->src_region == UINT32_MAX) {
+			src = j->src ? j->src + jdone : NULL; /* NULL: an empty message */
+		} else {
 			/* a remote get reads registered memory, which can go away */
 			int err;
 			if (!(src = local_range(rt, j->src_region, j->src_offset + jdone, rest, &err))) {

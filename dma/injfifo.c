@@ -129,36 +129,24 @@ static int check_counter(struct emu_node_rt *rt, uint32_t node, uint32_t id)
 	return 0;
 }
 
-static int check_hints(const struct emu_node_rt *rt, uint16_t hints)
-{
-	for (uint32_t d = 0; d < TORUS_MAX_DIMS; d++) {
-		uint32_t h = (hints >> (2 * d)) & 3u;
-		if (h == 3 || (h && d >= rt->hdr->shape.ndims))
-			return -EINVAL;
-	}
-	return 0;
-}
-
 static int validate(emu_core_t *c, const struct dma_desc *d)
 {
 	struct emu_node_rt *rt = c->node;
 	int rc;
 
-	if ((d->len && !d->src && d->kind != DMA_GET) || (d->flags & ~DMA_F_UNCHECKED) || check_hints(rt, d->hints) ||
+	if ((d->len && !d->src && d->kind != DMA_GET) || (d->flags & ~DMA_F_UNCHECKED) || !dma_hints_ok(rt, d->hints) ||
 	    d->kind < DMA_MEMFIFO || d->kind > DMA_COPY)
 		return -EINVAL;
 	/* a get injects only its request and a copy nothing: no injection counter */
 	if ((d->kind == DMA_GET || d->kind == DMA_COPY) && d->inj_counter != DMA_NO_COUNTER)
 		return -EINVAL;
-	if (d->kind == DMA_MEMFIFO && (d->core > 255 || d->dispatch > 255))
-		return d->core > 255 ? DMA_ERR_DEST : DMA_ERR_HANDLER;
-	/* put packets carry a 32-bit offset */
-	if ((d->kind == DMA_PUT || d->kind == DMA_GET) &&
-	    (d->offset + d->len > (1ull << 32) || d->reply_offset + d->len > (1ull << 32)))
-		return DMA_ERR_RANGE;
+	/* what the wire cannot carry is refused even unchecked: the destination
+	 * can only check the fields it receives */
+	if ((rc = dma_desc_fits_wire(d)))
+		return rc;
 	if ((rc = check_counter(rt, rt->rank, d->inj_counter)))
 		return rc;
-	if (d->flags & DMA_F_UNCHECKED) /* the engine and the destination still check */
+	if (d->flags & DMA_F_UNCHECKED) /* the destination still checks its tables */
 		return d->node < rt->hdr->nnodes || d->kind == DMA_COPY ? 0 : DMA_ERR_DEST;
 	switch (d->kind) {
 	case DMA_MEMFIFO: {

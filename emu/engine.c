@@ -24,7 +24,9 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 /*
  * Publish every output touched by the current batch. Indices go out every
@@ -150,6 +152,14 @@ int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, con
 	return 1;
 }
 
+void emu_engine_publish(struct emu_node_rt *rt)
+{
+	dma_counter_flush(rt);
+	flush_outputs(rt);
+	/* deposits are counted once visible, so torusrun's drain check is exact */
+	atomic_store_explicit(&rt->me->delivered, rt->delivered, memory_order_release);
+}
+
 static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const struct emu_engine_in *from,
 		      uint32_t vc, struct emu_bell *producer_bell, struct torus_order *order)
 {
@@ -178,10 +188,7 @@ static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const s
 		}
 	}
 	if (n) {
-		dma_counter_flush(rt);
-		flush_outputs(rt);
-		/* deposits are counted once visible, so torusrun's drain check is exact */
-		atomic_store_explicit(&rt->me->delivered, rt->delivered, memory_order_release);
+		emu_engine_publish(rt);
 		if (torus_ring_publish_tail(v))
 			emu_bell_ring(producer_bell);
 	}
@@ -208,6 +215,14 @@ static uint32_t engine_pass(struct emu_node_rt *rt)
 	return moved + dma;
 }
 
+
+uint32_t emu_engine_step(struct emu_node_rt *rt)
+{
+	/* partner: emu_engine_quiesce, as in emu_engine_main */
+	atomic_fetch_add(&rt->epoch, 1);
+	return engine_pass(rt);
+}
+
 /*
  * Has torusrun exited? A poll() on its pidfd is a system call, and an engine
  * runs dry thousands of times a second while a job is busy: look only before
@@ -229,6 +244,7 @@ void *emu_engine_main(void *arg)
 {
 	struct emu_node_rt *rt = arg;
 
+	atomic_store_explicit(&rt->me->engine_tid, (int32_t)syscall(SYS_gettid), memory_order_relaxed);
 	for (;;) {
 		/* partner: emu_engine_quiesce (seq_cst, like the flags it orders) */
 		atomic_fetch_add(&rt->epoch, 1);

@@ -157,6 +157,13 @@ struct emu_wait {
 int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms);
 
 void *emu_engine_main(void *arg);
+/* One iteration of the engine's loop, never sleeping; returns packets and
+ * jobs moved. For a process that drives engines by hand instead of running
+ * their threads (the DMA fuzz target). */
+uint32_t emu_engine_step(struct emu_node_rt *rt);
+/* Apply the counter decrements and publish the rings that deposits made
+ * outside emu_engine_step left pending (a hand-driven engine's). */
+void emu_engine_publish(struct emu_node_rt *rt);
 
 /* --trace (emu/trace.c): the engine's per-link recorder. */
 struct emu_trace;

@@ -320,6 +320,15 @@ static int run_bad(emu_core_t *c)
 		{"unregistered handler", DMA_ERR_HANDLER}, {"bad memfifo core", DMA_ERR_DEST},
 		{"get from unknown region", DMA_ERR_REGION}, {"get into short local region", DMA_ERR_RANGE},
 		{"copy out of range", DMA_ERR_RANGE}, {"NULL source", -EINVAL}, {"bad hints", -EINVAL},
+		/* fields the wire cannot carry are refused even unchecked, never
+		 * truncated onto another region, counter or offset */
+		{"unchecked region id past 16 bits", DMA_ERR_REGION},
+		{"unchecked counter id past 16 bits", DMA_ERR_COUNTER},
+		{"offset + length wrapping past 2^64", DMA_ERR_RANGE},
+		{"unchecked offset + length wrapping past 2^64", DMA_ERR_RANGE},
+		{"unchecked get reply region past 16 bits", DMA_ERR_REGION},
+		{"unchecked get reply offset past 32 bits", DMA_ERR_RANGE},
+		{"unchecked empty put at offset 2^32", DMA_ERR_RANGE},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		switch (i) {
@@ -339,7 +348,16 @@ static int run_bad(emu_core_t *c)
 			dma_desc_put(&d, to_node, buf, 16, rr, 0, rc_, DMA_NO_COUNTER);
 			d.hints = 0xFFFF;
 			break;
+		case 13: dma_desc_put(&d, to_node, buf, 16, rr + 65536, 0, rc_, DMA_NO_COUNTER); break;
+		case 14: dma_desc_put(&d, to_node, buf, 16, rr, 0, rc_ + 65536, DMA_NO_COUNTER); break;
+		case 15:
+		case 16: dma_desc_put(&d, to_node, buf, 480, rr, UINT64_MAX - 239, rc_, DMA_NO_COUNTER); break;
+		case 17: dma_desc_get(&d, to_node, rr, 0, 16, reg + 65536, 0, cnt); break;
+		case 18: dma_desc_get(&d, to_node, rr, 0, 16, reg, (1ull << 32) - 8, cnt); break;
+		case 19: dma_desc_put(&d, to_node, NULL, 0, rr, 1ull << 32, rc_, DMA_NO_COUNTER); break;
 		}
+		if (i == 13 || i == 14 || i >= 16)
+			d.flags = DMA_F_UNCHECKED;
 		int rc = dma_injfifo_post(f, &d, 0);
 		CHECK(c, rc == cases[i].want, "%s: got %d (%s), want %d", cases[i].what, rc, dma_strerror(rc), cases[i].want);
 	}
@@ -358,15 +376,23 @@ static int run_bad(emu_core_t *c)
 	dma_desc_put(&d, to_node, buf, 16, rr + 6, 0, DMA_NO_COUNTER, DMA_NO_COUNTER);
 	d.flags = DMA_F_UNCHECKED;
 	CHECK(c, dma_injfifo_post(f, &d, DMA_POST_WAIT) == 0, "unchecked post refused");
+	/* a live region but a counter the destination never allocated: refused
+	 * whole (nothing written that nobody would count) */
+	dma_desc_put(&d, to_node, buf, 16, rr, 0, rc_ + 7, DMA_NO_COUNTER);
+	d.flags = DMA_F_UNCHECKED;
+	CHECK(c, dma_injfifo_post(f, &d, DMA_POST_WAIT) == 0, "unchecked post refused");
 	struct dma_fault ft;
-	int range = 0, region = 0;
-	for (int k = 0; k < 2; k++) {
+	int range = 0, region = 0, counter = 0;
+	for (int k = 0; k < 3; k++) {
 		if (!CHECK(c, dma_fault_wait(c, &ft, 60000) == 1, "no fault reported"))
 			break;
 		range += ft.error == DMA_ERR_RANGE && ft.node == to_node;
 		region += ft.error == DMA_ERR_REGION && ft.node == to_node;
+		counter += ft.error == DMA_ERR_COUNTER && ft.node == to_node;
 	}
-	CHECK(c, range == 1 && region == 1, "faults: %d range, %d region", range, region);
+	CHECK(c, range == 1 && region == 1 && counter == 1, "faults: %d range, %d region, %d counter", range, region,
+	      counter);
+	CHECK(c, dma_fault_next(c, &ft) == 0, "an extra fault: %d from node %u", ft.error, ft.node);
 	if (dma_barrier(c))
 		return 1;
 	/* nothing was written anywhere near my region by my predecessor */
