@@ -1,15 +1,22 @@
 /*
  * torusrun's command line and --config file: everything is validated here,
  * before anything is started, so a bad job fails with one line and exit 2.
+ *
+ * The rules (README, "Running a job"): numbers are decimal, units exact-case
+ * (torus/params.c); a config file is read whole (any line length, at most
+ * EMU_CONFIG_MAX_BYTES) and may give each key once; the command line wins
+ * over the file, and on the command line the last of a repeated option wins.
+ * Both sources go through the same per-setting parser (setting_parse).
  */
 #include "emu_internal.h"
 
 #include <ctype.h>
-#include <math.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define DEFAULT_TIMEOUT_S 60.0
@@ -28,17 +35,25 @@ static void usage(FILE *out)
 	      "  --cores N            cores (threads) per node, 1..64 (default 1)\n"
 	      "  --cores-map A,B,...  cores of each node in rank order (overrides --cores)\n"
 	      "  --config FILE        read 'key = value' lines: torus, cores, cores-map, timeout,\n"
-	      "                       report, and any machine parameter; the command line wins\n"
+	      "                       report, and any machine parameter; '#' starts a comment;\n"
+	      "                       a key given twice in the file is an error; the command\n"
+	      "                       line wins over the file\n"
 	      "  --param NAME=VALUE   set a machine parameter (repeatable); see below\n"
 	      "  --report FILE        write a JSON report: times and per-link counters\n"
 	      "  --trace FILE         record every link's traffic (when, how much, which\n"
 	      "                       collective/color/phase) for torus-trace\n"
-	      "  --trace-buffer SIZE  trace memory per node, e.g. 256KiB (default), 64KiB..64MiB\n"
+	      "  --trace-buffer SIZE  trace memory per node, 64KiB..64MiB (default 256KiB); units\n"
+	      "                       K or KiB, M or MiB\n"
 	      "  --trace-packets      one trace record per packet (default: back-to-back runs)\n"
 	      "  --timeout S          hang detector: stop the job if no packet moved and no core\n"
 	      "                       advanced for S seconds (default 60; 0 disables)\n"
 	      "  --quiet              no summary line at the end\n"
 	      "  -h, --help           this text\n"
+	      "\n"
+	      "PROGRAM must be an executable regular file; a name without '/' is searched in\n"
+	      "PATH. Given twice on the command line, an option's last value wins. Numbers\n"
+	      "are decimal (no sign, hex, inf or nan); units are written exactly as listed,\n"
+	      "case included: MB/s is megabytes, Mb/s megabits per second.\n"
 	      "\n"
 	      "machine parameters (--param):\n",
 	      out);
@@ -48,53 +63,180 @@ static void usage(FILE *out)
 	      out);
 }
 
-static int parse_u32(const char *text, uint32_t lo, uint32_t hi, uint32_t *out)
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* A whole decimal number of len bytes, digits only (no sign, space or hex), in [lo, hi]. */
+static int parse_u32(const char *text, size_t len, uint32_t lo, uint32_t hi, uint32_t *out)
 {
-	char *end;
-	if (!text || !*text || !isdigit((unsigned char)*text))
+	uint64_t v = 0;
+	if (len == 0)
 		return -EINVAL;
-	errno = 0;
-	unsigned long v = strtoul(text, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		if (!is_digit(text[i]))
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(text[i] - '0');
+		if (v > hi) /* stop before the sum can wrap */
+			return -ERANGE;
+	}
+	if (v < lo)
+		return -ERANGE;
 	*out = (uint32_t)v;
 	return 0;
 }
+
+/* --trace-buffer: digits and one of these units, exactly as written here */
+static const struct {
+	const char *suffix;
+	unsigned shift;
+} size_units[] = {{"", 0}, {"K", 10}, {"KiB", 10}, {"M", 20}, {"MiB", 20}};
 
 /* "65536", "64KiB", "64K", "1MiB", "1M" */
 static int parse_size(const char *text, uint32_t lo, uint32_t hi, uint32_t *out)
 {
-	char *end;
-	if (!text || !isdigit((unsigned char)*text))
+	uint64_t v = 0;
+	size_t n = 0;
+	while (is_digit(text[n])) {
+		if (v <= UINT32_MAX) /* saturates above hi instead of wrapping */
+			v = v * 10 + (uint64_t)(text[n] - '0');
+		n++;
+	}
+	if (n == 0)
 		return -EINVAL;
-	errno = 0;
-	unsigned long long v = strtoull(text, &end, 10);
-	if (!strcmp(end, "K") || !strcmp(end, "KiB") || !strcmp(end, "k"))
-		v <<= 10;
-	else if (!strcmp(end, "M") || !strcmp(end, "MiB"))
-		v <<= 20;
-	else if (*end)
+	for (size_t i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++) {
+		if (strcmp(text + n, size_units[i].suffix))
+			continue;
+		if (v > (hi >> size_units[i].shift)) /* before shifting: 2^54 K would wrap */
+			return -ERANGE;
+		v <<= size_units[i].shift;
+		if (v < lo)
+			return -ERANGE;
+		*out = (uint32_t)v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Seconds: digits with an optional .digits; nothing else (no sign, exponent, inf, nan). */
+static int parse_seconds(const char *text, double *out)
+{
+	size_t n = 0;
+	while (is_digit(text[n]))
+		n++;
+	if (n == 0)
 		return -EINVAL;
-	if (errno || v < lo || v > hi)
+	if (text[n] == '.') {
+		size_t f = ++n;
+		while (is_digit(text[n]))
+			n++;
+		if (n == f)
+			return -EINVAL;
+	}
+	if (text[n])
 		return -EINVAL;
-	*out = (uint32_t)v;
+	*out = strtod(text, NULL);
 	return 0;
 }
 
-struct pending {
-	const char *torus, *cores, *cores_map, *timeout, *report;
-	char *owned[64];
-	int nowned;
-};
+static const char *const setting_keys[EMU_SET_COUNT] = {"torus", "cores", "cores-map", "timeout", "report"};
+static const char *const setting_opts[EMU_SET_COUNT] = {"--torus", "--cores", "--cores-map", "--timeout",
+							 "--report"};
 
-static char *keep(struct pending *pd, const char *s)
+static int parse_cores_map(struct emu_settings *s, const char *val, const char *who, char *err, size_t errlen)
 {
-	if (pd->nowned == 64)
-		return NULL;
-	char *d = strdup(s);
-	if (d)
-		pd->owned[pd->nowned++] = d;
-	return d;
+	size_t n = 1;
+	if (!*val) {
+		snprintf(err, errlen, "bad %s: empty", who);
+		return -EINVAL;
+	}
+	for (const char *p = val; *p; p++)
+		n += *p == ',';
+	if (n > TORUS_MAX_NODES) {
+		snprintf(err, errlen, "bad %s: %zu entries, but a torus has at most %u nodes", who, n, TORUS_MAX_NODES);
+		return -EINVAL;
+	}
+	uint32_t *map = malloc(n * sizeof(*map));
+	if (!map) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	const char *p = val;
+	for (size_t k = 0; k < n; k++) {
+		size_t len = strcspn(p, ",");
+		if (parse_u32(p, len, 1, TORUS_MAX_CORES, &map[k])) {
+			if (len == 0)
+				snprintf(err, errlen, "bad %s '%s': no core count for node %zu%s", who, val, k,
+					 k + 1 == n ? " (trailing comma)" : "");
+			else
+				snprintf(err, errlen, "bad %s entry '%.*s' for node %zu: must be 1..%u", who,
+					 (int)(len < 40 ? len : 40), p, k, TORUS_MAX_CORES);
+			free(map);
+			return -EINVAL;
+		}
+		p += len + (p[len] == ',');
+	}
+	free(s->cores_map);
+	s->cores_map = map;
+	s->ncores_map = (uint32_t)n;
+	return 0;
+}
+
+/* Parse one setting into s; `who` names it in messages ("--cores", or "cores" in a file). */
+static int setting_parse(struct emu_settings *s, enum emu_setting k, const char *val, const char *who, char *err,
+			 size_t errlen)
+{
+	struct torus_shape shape;
+	int rc = 0;
+
+	switch (k) {
+	case EMU_SET_TORUS:
+		rc = torus_shape_parse(val, &shape, err, errlen);
+		if (!rc)
+			s->shape = shape;
+		break;
+	case EMU_SET_CORES:
+		if (parse_u32(val, strlen(val), 1, TORUS_MAX_CORES, &s->cores)) {
+			snprintf(err, errlen, "bad %s '%s': must be 1..%u", who, val, TORUS_MAX_CORES);
+			rc = -EINVAL;
+		}
+		break;
+	case EMU_SET_CORES_MAP:
+		rc = parse_cores_map(s, val, who, err, errlen);
+		break;
+	case EMU_SET_TIMEOUT:
+		if (parse_seconds(val, &s->timeout_s) || s->timeout_s > 1e6) {
+			snprintf(err, errlen, "bad %s '%s': seconds (decimal, e.g. 2.5), 0 to disable, at most 1000000",
+				 who, val);
+			rc = -EINVAL;
+		}
+		break;
+	case EMU_SET_REPORT: {
+		if (!*val) {
+			snprintf(err, errlen, "%s needs a file name", who);
+			return -EINVAL;
+		}
+		char *d = strdup(val);
+		if (!d) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		free(s->report);
+		s->report = d;
+		break;
+	}
+	default:
+		snprintf(err, errlen, "internal: setting %d", (int)k);
+		return -EINVAL;
+	}
+	if (!rc)
+		s->given |= 1u << k;
+	return rc;
+}
+
+void emu_settings_free(struct emu_settings *s)
+{
+	free(s->cores_map);
+	free(s->report);
+	memset(s, 0, sizeof(*s));
 }
 
 static char *trim(char *s)
@@ -107,84 +249,301 @@ static char *trim(char *s)
 	return s;
 }
 
-static int read_config(const char *path, struct pending *pd, struct torus_params *p, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "r");
-	char line[1024];
-	int lineno = 0, rc = 0;
+/* Keys a config file has set so far, for "set twice"; only valid keys get here. */
+#define SEEN_MAX 64
+struct seen_key {
+	char key[32];
+	size_t line;
+};
 
-	if (!f) {
+static int config_line(const char *name, size_t lineno, char *line, struct emu_settings *out, struct torus_params *p,
+		       struct seen_key *seen, size_t *nseen, char *err, size_t errlen)
+{
+	char msg[320];
+	int rc, k;
+	char *hash = strchr(line, '#');
+	if (hash)
+		*hash = '\0';
+	char *s = trim(line);
+	if (!*s)
+		return 0;
+	char *eq = strchr(s, '=');
+	if (!eq || eq == s) {
+		snprintf(err, errlen, "%s:%zu: expected 'key = value'", name, lineno);
+		return -EINVAL;
+	}
+	*eq = '\0';
+	char *key = trim(s), *val = trim(eq + 1);
+	for (size_t i = 0; i < *nseen; i++) {
+		if (!strcmp(seen[i].key, key)) {
+			snprintf(err, errlen, "%s:%zu: key '%s' set twice (lines %zu and %zu)", name, lineno, key,
+				 seen[i].line, lineno);
+			return -EINVAL;
+		}
+	}
+	if (!*val) {
+		snprintf(err, errlen, "%s:%zu: '%s' has no value", name, lineno, key);
+		return -EINVAL;
+	}
+	for (k = 0; k < EMU_SET_COUNT && strcmp(key, setting_keys[k]); k++)
+		;
+	if (k < EMU_SET_COUNT) {
+		rc = setting_parse(out, (enum emu_setting)k, val, key, msg, sizeof(msg));
+		if (!rc)
+			out->line[k] = lineno;
+	} else {
+		size_t klen = strlen(key), vlen = strlen(val);
+		char *assign = malloc(klen + vlen + 2);
+		if (!assign) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		memcpy(assign, key, klen);
+		assign[klen] = '=';
+		memcpy(assign + klen + 1, val, vlen + 1);
+		rc = torus_params_set(p, assign, msg, sizeof(msg));
+		free(assign);
+	}
+	if (rc) {
+		snprintf(err, errlen, "%s:%zu: %s", name, lineno, msg);
+		return rc;
+	}
+	if (*nseen < SEEN_MAX && strlen(key) < sizeof(seen->key)) {
+		strcpy(seen[*nseen].key, key);
+		seen[(*nseen)++].line = lineno;
+	}
+	return 0;
+}
+
+int emu_config_read_buf(const char *name, const char *text, size_t len, struct emu_settings *out,
+			struct torus_params *params, char *err, size_t errlen)
+{
+	struct torus_params p = *params;
+	struct seen_key seen[SEEN_MAX];
+	size_t nseen = 0, lineno = 0, pos = 0;
+	char *line = NULL;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	/* whole lines of any length: a long comment stays a comment */
+	while (pos < len) {
+		const char *start = text + pos, *nl = memchr(start, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - start) : len - pos;
+		pos += n + 1;
+		lineno++;
+		if (memchr(start, '\0', n)) {
+			snprintf(err, errlen, "%s:%zu: NUL byte in the line (not a text file?)", name, lineno);
+			rc = -EINVAL;
+			break;
+		}
+		char *l = realloc(line, n + 1);
+		if (!l) {
+			snprintf(err, errlen, "%s:%zu: out of memory", name, lineno);
+			rc = -ENOMEM;
+			break;
+		}
+		line = l;
+		memcpy(line, start, n);
+		line[n] = '\0';
+		rc = config_line(name, lineno, line, out, &p, seen, &nseen, err, errlen);
+		if (rc)
+			break;
+	}
+	free(line);
+	if (rc) {
+		emu_settings_free(out);
+		return rc;
+	}
+	*params = p;
+	return 0;
+}
+
+/* A regular file or a pipe (--config <(...)) of at most EMU_CONFIG_MAX_BYTES:
+ * a device like /dev/zero never ends, a directory reads as nothing. */
+static int read_config(const char *path, struct emu_settings *out, struct torus_params *params, char *err,
+		       size_t errlen)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0;
+	int fd = -1, rc = -EINVAL;
+
+	memset(out, 0, sizeof(*out));
+	if (!*path) {
+		snprintf(err, errlen, "--config needs a file name");
+		return -EINVAL;
+	}
+	/* before open: opening a device can have effects of its own */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+		goto not_a_file;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
 		snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
 		return -EINVAL;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		lineno++;
-		char *hash = strchr(line, '#');
-		if (hash)
-			*hash = '\0';
-		char *s = trim(line);
-		if (!*s)
-			continue;
-		char *eq = strchr(s, '=');
-		if (!eq) {
-			snprintf(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
-			rc = -EINVAL;
-			break;
-		}
-		*eq = '\0';
-		char *key = trim(s), *val = trim(eq + 1);
-		const char **slot = !strcmp(key, "torus")       ? &pd->torus
-				    : !strcmp(key, "cores")     ? &pd->cores
-				    : !strcmp(key, "cores-map") ? &pd->cores_map
-				    : !strcmp(key, "timeout")   ? &pd->timeout
-				    : !strcmp(key, "report")    ? &pd->report
-								: NULL;
-		if (slot) {
-			if (!*slot && !(*slot = keep(pd, val))) {
-				snprintf(err, errlen, "%s:%d: too many settings", path, lineno);
-				rc = -EINVAL;
-				break;
-			}
-			continue;
-		}
-		char assign[1100], perr[200];
-		snprintf(assign, sizeof(assign), "%s=%s", key, val);
-		if (torus_params_set(p, assign, perr, sizeof(perr))) {
-			snprintf(err, errlen, "%s:%d: %s", path, lineno, perr);
-			rc = -EINVAL;
-			break;
-		}
+	if (fstat(fd, &st) || (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)))
+		goto not_a_file;
+	buf = malloc(EMU_CONFIG_MAX_BYTES + 1);
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto out;
 	}
-	fclose(f);
+	while (len <= EMU_CONFIG_MAX_BYTES) {
+		ssize_t r = read(fd, buf + len, EMU_CONFIG_MAX_BYTES + 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	if (len > EMU_CONFIG_MAX_BYTES) {
+		snprintf(err, errlen, "config file %s is larger than %u KiB", path, EMU_CONFIG_MAX_BYTES >> 10);
+		goto out;
+	}
+	rc = emu_config_read_buf(path, buf, len, out, params, err, errlen);
+	goto out;
+not_a_file:
+	snprintf(err, errlen, "config file %s is %s, not a regular file", path,
+		 S_ISDIR(st.st_mode) ? "a directory" : "a device or socket");
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 
+/* Can `path` be executed as a node's program? */
+static int program_check(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode))
+		return -ENOEXEC;
+	return access(path, X_OK) ? -errno : 0;
+}
+
+/*
+ * The program must be an executable regular file: a directory or an empty
+ * name would only fail in every node, after the job started. A name without
+ * '/' is searched in PATH as execvp does, skipping directories and files that
+ * cannot be run; an empty PATH entry is the current directory.
+ */
 static int find_program(const char *name, char *out, size_t len)
 {
+	if (!*name)
+		return -EINVAL;
 	if (strchr(name, '/')) {
-		if (access(name, X_OK))
-			return -errno;
+		if (strlen(name) >= len)
+			return -ENAMETOOLONG;
 		snprintf(out, len, "%s", name);
-		return 0;
+		return program_check(name);
 	}
 	const char *path = getenv("PATH");
+	int unusable = 0;
 	if (!path)
 		path = "/usr/bin:/bin";
-	while (*path) {
+	for (;;) {
 		const char *colon = strchr(path, ':');
 		size_t n = colon ? (size_t)(colon - path) : strlen(path);
-		snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name);
-		if (!access(out, X_OK))
-			return 0;
-		path += n + (colon ? 1 : 0);
+		int w = snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name);
+		if (w > 0 && (size_t)w < len) {
+			int rc = program_check(out);
+			if (rc == 0)
+				return 0;
+			if (rc != -ENOENT && rc != -ENOTDIR && !unusable)
+				unusable = rc; /* as execvp: report it if nothing better turns up */
+		}
+		if (!colon)
+			break;
+		path = colon + 1;
 	}
-	return -ENOENT;
+	out[0] = '\0';
+	return unusable ? unusable : -ENOENT;
+}
+
+static const char *program_problem(int rc, int searched)
+{
+	switch (rc) {
+	case -EINVAL:
+		return "empty name";
+	case -EISDIR:
+		return "is a directory";
+	case -ENOEXEC:
+		return "not a regular file";
+	case -EACCES:
+		return "not executable";
+	case -ENOENT:
+		return searched ? "not found in PATH" : "no such file";
+	default:
+		return strerror(-rc);
+	}
+}
+
+/*
+ * --report and --trace: refuse a path the job could not write, before anything
+ * starts. Nothing is created, opened or truncated here: an existing file keeps
+ * its content until the job writes it, and a failed validation leaves no file.
+ */
+static int check_output(const char *opt, const char *verb, const char *what, const char *path, char *err,
+			size_t errlen)
+{
+	struct stat st;
+	char dir[4096];
+	const char *why = NULL;
+
+	if (!*path) {
+		snprintf(err, errlen, "%s needs a file name", opt);
+		return -EINVAL;
+	}
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			why = "is a directory";
+		else if (access(path, W_OK))
+			why = strerror(errno);
+	} else if (errno != ENOENT) {
+		why = strerror(errno);
+	} else {
+		/* a new file: its directory must exist and let us create it */
+		const char *slash = strrchr(path, '/');
+		size_t n = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
+		if (slash && !slash[1])
+			why = "is a directory";
+		else if (n >= sizeof(dir))
+			why = strerror(ENAMETOOLONG);
+		else {
+			memcpy(dir, slash ? path : ".", slash ? n : 1);
+			dir[slash ? n : 1] = '\0';
+			if (access(dir, W_OK | X_OK))
+				why = strerror(errno);
+		}
+	}
+	if (!why)
+		return 0;
+	snprintf(err, errlen, "cannot %s %s %s: %s", verb, what, path, why);
+	return -EINVAL;
+}
+
+/* One line on stderr: no byte of the user's input may break it. */
+static void one_line(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
 }
 
 int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *err, size_t errlen)
 {
-	struct pending cli = {0}, file = {0};
-	struct torus_params cli_params;
+	/* command line: the last of a repeated option wins */
+	const char *opt[EMU_SET_COUNT] = {0};
+	struct emu_settings cli, file;
 	const char *config_path = NULL, *trace_buffer = NULL;
 	char perr[256];
 	int i, rc = -EINVAL;
@@ -193,6 +552,10 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	int nparam = 0;
 
 	memset(cfg, 0, sizeof(*cfg));
+	memset(&cli, 0, sizeof(cli));
+	memset(&file, 0, sizeof(file));
+	if (errlen)
+		err[0] = '\0';
 	cfg->timeout_s = DEFAULT_TIMEOUT_S;
 	cfg->trace_buf_bytes = DEFAULT_TRACE_BUFFER;
 	torus_params_default(&cfg->params);
@@ -215,16 +578,14 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 			cfg->trace_packets = 1;
 			continue;
 		}
-		const char **slot = !strcmp(a, "--torus")       ? &cli.torus
-				    : !strcmp(a, "--cores")     ? &cli.cores
-				    : !strcmp(a, "--cores-map") ? &cli.cores_map
-				    : !strcmp(a, "--timeout")   ? &cli.timeout
-				    : !strcmp(a, "--report")    ? &cli.report
-				    : !strcmp(a, "--config")    ? &config_path
-				    : !strcmp(a, "--param")     ? &param_args[nparam]
-				    : !strcmp(a, "--trace")     ? &cfg->trace_path
+		const char **slot = !strcmp(a, "--config")	   ? &config_path
+				    : !strcmp(a, "--param")	   ? &param_args[nparam]
+				    : !strcmp(a, "--trace")	   ? &cfg->trace_path
 				    : !strcmp(a, "--trace-buffer") ? &trace_buffer
-								: NULL;
+								   : NULL;
+		for (int k = 0; k < EMU_SET_COUNT && !slot; k++)
+			if (!strcmp(a, setting_opts[k]))
+				slot = &opt[k];
 		if (!slot) {
 			if (a[0] == '-')
 				snprintf(err, errlen, "unknown option '%s' (see torusrun --help)", a);
@@ -256,57 +617,45 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	if (config_path && (rc = read_config(config_path, &file, &cfg->params, err, errlen)))
 		goto out;
 	rc = -EINVAL;
-	cli_params = cfg->params;
 	for (int k = 0; k < nparam; k++) {
-		if (torus_params_set(&cli_params, param_args[k], perr, sizeof(perr))) {
+		if (torus_params_set(&cfg->params, param_args[k], perr, sizeof(perr))) {
 			snprintf(err, errlen, "%s", perr);
 			goto out;
 		}
 	}
-	cfg->params = cli_params;
 	if (torus_params_check(&cfg->params, perr, sizeof(perr))) {
 		snprintf(err, errlen, "%s", perr);
 		goto out;
 	}
-	const char *torus = cli.torus ? cli.torus : file.torus;
-	const char *cores = cli.cores ? cli.cores : file.cores;
-	const char *cmap = cli.cores_map ? cli.cores_map : file.cores_map;
-	const char *timeout = cli.timeout ? cli.timeout : file.timeout;
-	cfg->report_path = cli.report ? cli.report : file.report;
-	if (cfg->report_path && !cli.report) {
-		cfg->report_path = strdup(cfg->report_path);
-		cfg->report_owned = 1;
-	}
+	for (int k = 0; k < EMU_SET_COUNT; k++)
+		if (opt[k] && (rc = setting_parse(&cli, (enum emu_setting)k, opt[k], setting_opts[k], err, errlen)))
+			goto out;
+	rc = -EINVAL;
 	if (trace_buffer && parse_size(trace_buffer, 64u << 10, 64u << 20, &cfg->trace_buf_bytes)) {
-		snprintf(err, errlen, "bad --trace-buffer '%s': bytes per node, 64KiB..64MiB (e.g. 1MiB)", trace_buffer);
+		snprintf(err, errlen, "bad --trace-buffer '%s': bytes per node, 64KiB..64MiB (units K, KiB, M, MiB)",
+			 trace_buffer);
 		goto out;
 	}
 	if ((trace_buffer || cfg->trace_packets) && !cfg->trace_path) {
 		snprintf(err, errlen, "%s needs --trace FILE", trace_buffer ? "--trace-buffer" : "--trace-packets");
 		goto out;
 	}
-	if (!torus) {
+	/* the command line wins over the file */
+	struct emu_settings *src[EMU_SET_COUNT];
+	for (int k = 0; k < EMU_SET_COUNT; k++)
+		src[k] = cli.given >> k & 1 ? &cli : file.given >> k & 1 ? &file : NULL;
+	if (!src[EMU_SET_TORUS]) {
 		snprintf(err, errlen, "no torus shape: give --torus (e.g. --torus 4x4x4)");
 		goto out;
 	}
-	if (torus_shape_parse(torus, &cfg->shape, perr, sizeof(perr))) {
-		snprintf(err, errlen, "%s", perr);
-		goto out;
-	}
-	cfg->default_cores = 1;
-	if (cores && parse_u32(cores, 1, TORUS_MAX_CORES, &cfg->default_cores)) {
-		snprintf(err, errlen, "bad --cores '%s': must be 1..%u", cores, TORUS_MAX_CORES);
-		goto out;
-	}
-	if (timeout) {
-		char *end;
-		errno = 0;
-		cfg->timeout_s = strtod(timeout, &end);
-		if (errno || end == timeout || *end || !isfinite(cfg->timeout_s) || cfg->timeout_s < 0 ||
-		    cfg->timeout_s > 1e6) {
-			snprintf(err, errlen, "bad --timeout '%s': seconds, 0 to disable", timeout);
-			goto out;
-		}
+	cfg->shape = src[EMU_SET_TORUS]->shape;
+	cfg->default_cores = src[EMU_SET_CORES] ? src[EMU_SET_CORES]->cores : 1;
+	if (src[EMU_SET_TIMEOUT])
+		cfg->timeout_s = src[EMU_SET_TIMEOUT]->timeout_s;
+	if (src[EMU_SET_REPORT]) {
+		cfg->report_path = src[EMU_SET_REPORT]->report; /* handed over */
+		src[EMU_SET_REPORT]->report = NULL;
+		cfg->report_owned = 1;
 	}
 	uint32_t n = cfg->shape.nnodes;
 	cfg->cores = malloc(n * sizeof(uint32_t));
@@ -317,38 +666,17 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	}
 	for (uint32_t r = 0; r < n; r++)
 		cfg->cores[r] = cfg->default_cores;
-	if (cmap) {
-		const char *p = cmap;
-		uint32_t k = 0;
-		if (!*cmap || cmap[strlen(cmap) - 1] == ',') {
-			snprintf(err, errlen, "bad --cores-map '%s': %s", cmap, *cmap ? "trailing comma" : "empty");
-			goto out;
-		}
-		while (*p) {
-			char item[32];
-			size_t len = strcspn(p, ",");
-			if (len == 0 || len >= sizeof(item) || k >= n) {
-				snprintf(err, errlen, "bad --cores-map: need %u comma-separated core counts, one per node",
-					 n);
-				goto out;
-			}
-			memcpy(item, p, len);
-			item[len] = '\0';
-			if (parse_u32(item, 1, TORUS_MAX_CORES, &cfg->cores[k])) {
-				snprintf(err, errlen, "bad --cores-map entry '%s' for node %u: must be 1..%u", item, k,
-					 TORUS_MAX_CORES);
-				goto out;
-			}
-			k++;
-			p += len;
-			if (*p == ',')
-				p++;
-		}
-		if (k != n) {
-			snprintf(err, errlen, "bad --cores-map: %u entries for %u nodes", k, n);
-			goto out;
-		}
+	const struct emu_settings *cm = src[EMU_SET_CORES_MAP];
+	if (cm && cm->ncores_map != n) {
+		if (cm == &file)
+			snprintf(err, errlen, "%s:%zu: cores-map has %u entries for %u nodes", config_path,
+				 file.line[EMU_SET_CORES_MAP], cm->ncores_map, n);
+		else
+			snprintf(err, errlen, "bad --cores-map: %u entries for %u nodes", cm->ncores_map, n);
+		goto out;
 	}
+	if (cm)
+		memcpy(cfg->cores, cm->cores_map, n * sizeof(uint32_t));
 	uint32_t maxc = 0;
 	for (uint32_t r = 0; r < n; r++)
 		if (cfg->cores[r] > maxc)
@@ -361,18 +689,26 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	}
 	rc = find_program(cfg->argv[0], cfg->program_path, sizeof(cfg->program_path));
 	if (rc) {
-		snprintf(err, errlen, "program '%s': %s", cfg->argv[0], strerror(-rc));
+		snprintf(err, errlen, "program '%s': %s (PROGRAM must be an executable regular file)", cfg->argv[0],
+			 program_problem(rc, !strchr(cfg->argv[0], '/')));
 		rc = -EINVAL;
 		goto out;
 	}
 	rc = emu_config_check_limits(cfg, err, errlen);
-out:
-	for (int k = 0; k < cli.nowned; k++)
-		free(cli.owned[k]);
-	for (int k = 0; k < file.nowned; k++)
-		free(file.owned[k]);
 	if (rc)
+		goto out;
+	if (cfg->report_path && (rc = check_output("--report", "write", "report", cfg->report_path, err, errlen)))
+		goto out;
+	if (cfg->trace_path && (rc = check_output("--trace", "create", "trace", cfg->trace_path, err, errlen)))
+		goto out;
+out:
+	emu_settings_free(&cli);
+	emu_settings_free(&file);
+	if (rc) {
 		emu_config_free(cfg);
+		if (errlen)
+			one_line(err);
+	}
 	return rc;
 }
 

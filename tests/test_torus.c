@@ -540,6 +540,23 @@ static void test_params_set_good(void)
 		{"ack_overhead=20B", offsetof(struct torus_params, ack_overhead), 0, 20},
 		{"chunk=64", offsetof(struct torus_params, chunk_bytes), 0, 64},
 		{"max_packet=128", offsetof(struct torus_params, max_packet), 0, 128},
+		/* issue 12: b is bits, B bytes; every unit spelled exactly as listed */
+		{"link_bw=425Mb/s", offsetof(struct torus_params, link_bw), 1, 53125000ull},
+		{"link_bw=1Gb/s", offsetof(struct torus_params, link_bw), 1, 125000000ull},
+		{"link_bw=8000b/s", offsetof(struct torus_params, link_bw), 1, 1000ull},
+		{"link_bw=8kb/s", offsetof(struct torus_params, link_bw), 1, 1000ull},
+		{"link_bw=8Kb/s", offsetof(struct torus_params, link_bw), 1, 1000ull},
+		{"link_bw=2kB/s", offsetof(struct torus_params, link_bw), 1, 2000ull},
+		{"link_bw=2KB/s", offsetof(struct torus_params, link_bw), 1, 2000ull},
+		{"link_bw=1GiB/s", offsetof(struct torus_params, link_bw), 1, 1073741824ull},
+		{"link_bw=1e9B/s", offsetof(struct torus_params, link_bw), 1, 1000000000ull},
+		{"link_bw=1000GB/s", offsetof(struct torus_params, link_bw), 1, 1000000000000ull}, /* the maximum */
+		{"hop_latency=1s", offsetof(struct torus_params, hop_latency_ps), 1, 1000000000000ull},
+		{"hop_latency=1.5e3ns", offsetof(struct torus_params, hop_latency_ps), 1, 1500000ull},
+		{"hop_latency=2E-3us", offsetof(struct torus_params, hop_latency_ps), 1, 2000ull},
+		{"inj_overhead=007ns", offsetof(struct torus_params, inj_overhead_ps), 1, 7000ull},
+		{"fifo_slots=0016", offsetof(struct torus_params, fifo_slots), 0, 16},
+		{"ack_overhead=4096", offsetof(struct torus_params, ack_overhead), 0, 4096},
 	};
 	for (size_t i = 0; i < CUNIT_COUNT(good); i++) {
 		struct torus_params p, before;
@@ -568,6 +585,17 @@ static void test_params_set_bad(void)
 		"fifo_slots=0", "fifo_slots=1.5", "fifo_slots=4x", "fifo_slots=65537", "hop_latency=-1ns",
 		"hop_latency=5", "hop_latency=5parsecs", "header=32", "max_packet=512", "chunk=0", "link_bw=nanGB/s",
 		"hop_latency=infns", "link_bw_extra=1GB/s", "link=1GB/s",
+		/* issue 12: decimal only (no hex, hex float, sign, space, inf, nan) */
+		"fifo_slots=0x10", "fifo_slots=0x1p4", "hop_latency=0x32ns", "link_bw=0x1p30B/s", "fifo_slots=+4",
+		"fifo_slots= 4", "fifo_slots=4 ", "hop_latency=+5ns", "hop_latency= 5ns", "fifo_slots=4e0",
+		"fifo_slots=16.0", "fifo_slots=inf", "hop_latency=nanns", "hop_latency=INFns", "hop_latency=.5ns",
+		"hop_latency=5.ns", "hop_latency=5ens", "hop_latency=5e+ns", "hop_latency=5 ns",
+		/* issue 12: case matters: b bits, B bytes; ms milli, Ms nothing */
+		"hop_latency=50NS", "hop_latency=1Ms", "hop_latency=1MS", "hop_latency=1S", "link_bw=1gb/s",
+		"link_bw=425mb/s", "link_bw=1GB/S", "link_bw=1kib/s", "ack_overhead=20b", "link_bw=1TB/s",
+		/* issue 12: overflow is an error, never a wrapped or saturated value */
+		"hop_latency=1e30ns", "hop_latency=1e7s", "hop_latency=1e400ns", "hop_latency=1e-400ns",
+		"fifo_slots=99999999999999999999999", "ack_overhead=18446744073709551617", "link_bw=1001GB/s",
 	};
 	for (size_t i = 0; i < CUNIT_COUNT(bad); i++) {
 		struct torus_params p, before;
@@ -580,6 +608,16 @@ static void test_params_set_bad(void)
 		EXPECT(err[0] != '\0', "torus_params_set(\"%s\"): empty error message", bad[i]);
 		EXPECT(memcmp(&p, &before, sizeof(p)) == 0, "failed torus_params_set(\"%s\") changed the parameters",
 		       bad[i]);
+	}
+	/* a unit in the wrong case is named, with the units there are */
+	{
+		struct torus_params p;
+		char err[256] = "";
+		torus_params_default(&p);
+		torus_params_set(&p, "hop_latency=50NS", err, sizeof(err));
+		EXPECT(strstr(err, "'NS'") && strstr(err, "ns"), "error for 50NS: %s", err);
+		torus_params_set(&p, "fifo_slots=0x10", err, sizeof(err));
+		EXPECT(strstr(err, "0x10") && strstr(err, "decimal"), "error for 0x10: %s", err);
 	}
 	/* the unknown name is named in the message */
 	{

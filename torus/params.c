@@ -5,10 +5,10 @@
 #include "torus/machine.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 enum param_unit { UNIT_BW, UNIT_TIME, UNIT_BYTES, UNIT_COUNT };
 
@@ -26,9 +26,10 @@ struct param_desc {
 
 static const struct param_desc params[] = {
 	{"link_bw", UNIT_BW, P64(link_bw), 425000000ull, 1000ull, 1000000000000ull,
-	 "bandwidth of one link direction (B/s, KB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s)"},
+	 "bandwidth of one link direction (bytes: B/s, kB/s, KB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s; "
+	 "bits: b/s, kb/s, Kb/s, Mb/s, Gb/s)"},
 	{"hop_latency", UNIT_TIME, P64(hop_latency_ps), 50000ull, 0, 1000000000000ull,
-	 "latency added per hop after serialisation (ps, ns, us, ms)"},
+	 "latency added per hop after serialisation (ps, ns, us, ms, s)"},
 	{"ack_overhead", UNIT_BYTES, P32(ack_overhead), 14, 0, 4096, "wire bytes per packet for acknowledgments"},
 	{"header", UNIT_BYTES, P32(header_bytes), 16, 16, 16, "packet header bytes (8 hardware + 8 software)"},
 	{"chunk", UNIT_BYTES, P32(chunk_bytes), 32, 1, 256, "packet size granularity in bytes"},
@@ -41,13 +42,13 @@ static const struct param_desc params[] = {
 	{"dma_counters", UNIT_COUNT, P32(dma_counters), 64, 1, 4096, "DMA byte counters per core"},
 	{"dma_regions", UNIT_COUNT, P32(dma_regions), 32, 1, 4096, "registered memory regions per core"},
 	{"inj_overhead", UNIT_TIME, P64(inj_overhead_ps), 100000ull, 0, 1000000000000ull,
-	 "core time to post one DMA descriptor (ps, ns, us, ms)"},
+	 "core time to post one DMA descriptor (ps, ns, us, ms, s)"},
 	{"copy_bw", UNIT_BW, P64(copy_bw), 4000000000ull, 1000ull, 1000000000000ull,
-	 "bandwidth of a local DMA copy inside a node"},
+	 "bandwidth of a local DMA copy inside a node (units as link_bw)"},
 	{"barrier_latency", UNIT_TIME, P64(barrier_latency_ps), 1000000ull, 0, 1000000000000ull,
-	 "latency of the global barrier network (ps, ns, us, ms)"},
+	 "latency of the global barrier network (ps, ns, us, ms, s)"},
 	{"reduce_bw", UNIT_BW, P64(reduce_bw), 2000000000ull, 1000ull, 1000000000000ull,
-	 "bytes per second one core combines in a reduction (the gamma of the cost models)"},
+	 "bytes per second one core combines in a reduction (the gamma of the cost models; units as link_bw)"},
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 
@@ -73,61 +74,131 @@ void torus_params_default(struct torus_params *p)
 		put(p, &params[i], params[i].def);
 }
 
+/*
+ * Units are matched exactly, case included: case changes the meaning (B bytes,
+ * b bits; ms milli, Ms would be mega), so no spelling is guessed. Each table
+ * lists every spelling accepted; the --help text and the README list them too.
+ */
 struct unit_suffix {
 	const char *suffix;
 	double mult;
 };
 
 static const struct unit_suffix bw_units[] = {
-	{"B/s", 1}, {"KB/s", 1e3}, {"MB/s", 1e6}, {"GB/s", 1e9},
-	{"KiB/s", 1024.0}, {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0}, {NULL, 0}};
+	{"B/s", 1},	     {"kB/s", 1e3},	      {"KB/s", 1e3},	      {"MB/s", 1e6},	{"GB/s", 1e9},
+	{"KiB/s", 1024.0},   {"MiB/s", 1048576.0},    {"GiB/s", 1073741824.0}, {"b/s", 0.125}, {"kb/s", 125},
+	{"Kb/s", 125},	     {"Mb/s", 125000},	      {"Gb/s", 125000000},     {NULL, 0}};
 static const struct unit_suffix time_units[] = {
 	{"ps", 1}, {"ns", 1e3}, {"us", 1e6}, {"ms", 1e9}, {"s", 1e12}, {NULL, 0}};
-static const struct unit_suffix byte_units[] = {{"B", 1}, {"", 1}, {NULL, 0}};
+static const struct unit_suffix byte_units[] = {{"", 1}, {"B", 1}, {NULL, 0}};
 static const struct unit_suffix count_units[] = {{"", 1}, {NULL, 0}};
 
-static int parse_value(const struct param_desc *d, const char *text, uint64_t *out, char *err,
-		       size_t errlen)
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/*
+ * Length of the decimal number at the start of s, 0 if there is none: digits,
+ * and where a fraction makes sense (frac) an optional .digits and
+ * e[+-]digits. No sign, space, hex, inf or nan: strtod would take them all.
+ */
+static size_t decimal_len(const char *s, int frac)
+{
+	size_t i = 0, j;
+	while (is_digit(s[i]))
+		i++;
+	if (i == 0 || !frac)
+		return i;
+	if (s[i] == '.') {
+		for (j = i + 1; is_digit(s[j]); j++)
+			;
+		if (j == i + 1)
+			return 0;
+		i = j;
+	}
+	if (s[i] == 'e' || s[i] == 'E') {
+		j = i + 1 + (s[i + 1] == '+' || s[i + 1] == '-');
+		if (!is_digit(s[j]))
+			return 0;
+		while (is_digit(s[j]))
+			j++;
+		i = j;
+	}
+	return i;
+}
+
+static void unit_list(const struct unit_suffix *units, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; units[i].suffix && used < len; i++)
+		if (units[i].suffix[0])
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", units[i].suffix);
+}
+
+static int parse_value(const struct param_desc *d, const char *text, uint64_t *out, char *err, size_t errlen)
 {
 	const struct unit_suffix *units = d->unit == UNIT_BW     ? bw_units
 					  : d->unit == UNIT_TIME ? time_units
 					  : d->unit == UNIT_BYTES ? byte_units
 								  : count_units;
-	char *end;
-	errno = 0;
-	double v = strtod(text, &end);
-	if (end == text || errno || !isfinite(v) || v < 0) {
-		snprintf(err, errlen, "parameter %s: '%s' is not a non-negative number", d->name, text);
+	int frac = d->unit == UNIT_BW || d->unit == UNIT_TIME;
+	size_t n = decimal_len(text, frac);
+	char list[128];
+
+	if (n == 0) {
+		snprintf(err, errlen, "parameter %s: '%s' is not a decimal number%s", d->name, text,
+			 frac ? " (e.g. 50, 1.5, 2e3)" : " (digits only)");
 		return -EINVAL;
 	}
+	const char *end = text + n;
 	const struct unit_suffix *u = NULL;
 	for (size_t i = 0; units[i].suffix; i++) {
-		if (strcasecmp(end, units[i].suffix) == 0) {
+		if (strcmp(end, units[i].suffix) == 0) {
 			u = &units[i];
 			break;
 		}
 	}
+	if (frac && *end == '\0') {
+		snprintf(err, errlen, "parameter %s: give a unit (e.g. %s)", d->name,
+			 d->unit == UNIT_TIME ? "50ns" : "425MB/s");
+		return -EINVAL;
+	}
+	if (!u && !frac) {
+		snprintf(err, errlen, "parameter %s: '%s' is not a whole decimal number%s", d->name, text,
+			 d->unit == UNIT_BYTES ? " of bytes (e.g. 32 or 32B)" : "");
+		return -EINVAL;
+	}
 	if (!u) {
-		snprintf(err, errlen, "parameter %s: unknown unit '%s'", d->name, end);
+		unit_list(units, list, sizeof(list));
+		snprintf(err, errlen, "parameter %s: unknown unit '%s' (units, case matters: %s)", d->name, end, list);
 		return -EINVAL;
 	}
-	if (d->unit == UNIT_TIME && *end == '\0') {
-		snprintf(err, errlen, "parameter %s: give a unit (e.g. 50ns)", d->name);
-		return -EINVAL;
+	uint64_t iv;
+	if (!frac) {
+		/* whole numbers: exact, no floating point */
+		errno = 0;
+		unsigned long long v = strtoull(text, NULL, 10);
+		if (errno == ERANGE)
+			v = ULLONG_MAX;
+		iv = v;
+	} else {
+		char *dend;
+		errno = 0;
+		double v = strtod(text, &dend);
+		if (dend != end || !isfinite(v) || v < 0) {
+			snprintf(err, errlen, "parameter %s: '%s' is not a decimal number", d->name, text);
+			return -EINVAL;
+		}
+		/* compare before converting: a double beyond 2^64 has no integer */
+		double scaled = v * u->mult;
+		if (errno == ERANGE || scaled > (double)d->max + 0.5)
+			iv = UINT64_MAX;
+		else
+			iv = (uint64_t)(scaled + 0.5);
 	}
-	if (d->unit == UNIT_BW && *end == '\0') {
-		snprintf(err, errlen, "parameter %s: give a unit (e.g. 425MB/s)", d->name);
-		return -EINVAL;
-	}
-	double scaled = v * u->mult;
-	if (scaled > 1.8e19 || (d->unit >= UNIT_BYTES && scaled != floor(scaled))) {
-		snprintf(err, errlen, "parameter %s: '%s' is not a whole number in range", d->name, text);
-		return -EINVAL;
-	}
-	uint64_t iv = (uint64_t)llround(scaled);
 	if (iv < d->min || iv > d->max) {
-		snprintf(err, errlen, "parameter %s: %s is out of range [%llu, %llu]", d->name, text,
-			 (unsigned long long)d->min, (unsigned long long)d->max);
+		snprintf(err, errlen, "parameter %s: %s is out of range [%llu, %llu]%s", d->name, text,
+			 (unsigned long long)d->min, (unsigned long long)d->max,
+			 d->unit == UNIT_BW ? " B/s" : d->unit == UNIT_TIME ? " ps" : "");
 		return -EINVAL;
 	}
 	*out = iv;
