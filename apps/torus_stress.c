@@ -7,7 +7,7 @@
  *
  *   torusrun --torus 8 --param fifo_slots=1 -- torus-stress --packets 16
  *
- * Fault injection for the launcher's tests: --fault crash|fail|hang|exit
+ * Fault injection for the launcher's tests: --fault crash|fail|hang|exit|exit0|spin
  * --fault-rank R makes node R segfault, return an error from a core, wait
  * forever for a packet that never comes, or _exit(7) mid-run.
  */
@@ -143,6 +143,14 @@ static int fault(emu_core_t *core, const struct options *o)
 		raise(SIGSEGV);
 	if (!strcmp(o->fault, "exit"))
 		_exit(7);
+	if (!strcmp(o->fault, "exit0"))
+		_exit(0); /* "success" before the job is done: still a failed node */
+	if (!strcmp(o->fault, "spin")) {
+		/* busy in its own code, never calling the API: a livelock to the
+		 * hang detector, which must not take it for starvation */
+		for (volatile uint64_t i = 0;; i++)
+			;
+	}
 	if (!strcmp(o->fault, "fail")) {
 		fprintf(stderr, "torus-stress: node %u: failing on purpose (--fault fail)\n", o->fault_rank);
 		return 5;
@@ -230,10 +238,14 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: torusrun [torusrun options] -- torus-stress [--packets K] [--size B] [--progress]\n"
-		   "                 [--fault crash|fail|hang|exit --fault-rank R]\n\n"
+		   "                 [--fault crash|fail|hang|exit|exit0|spin --fault-rank R]\n\n"
 		   "Every core sends K packets (default 4) to every other core and verifies\n"
 		   "exactly-once, in-order, intact delivery of what it receives. --size fixes\n"
-		   "the payload (16..240 bytes; default: varying per packet).\n");
+		   "the payload (16..240 bytes; default: varying per packet).\n\n"
+		   "--fault makes core 0 of node R (default 0), before it sends anything: crash\n"
+		   "(SIGSEGV), fail (return 5), hang (sleep forever outside the API), exit (the\n"
+		   "process exits 7), exit0 (the process exits 0 early), spin (busy forever in\n"
+		   "its own code). The launcher's tests use them.\n");
 }
 
 static int parse_uint(const char *s, long lo, long hi, long *out)
@@ -265,7 +277,8 @@ int main(int argc, char **argv)
 			opt.size = (int)v;
 			i++;
 		} else if (!strcmp(a, "--fault") && next &&
-			   (!strcmp(next, "crash") || !strcmp(next, "fail") || !strcmp(next, "hang") || !strcmp(next, "exit"))) {
+			   (!strcmp(next, "crash") || !strcmp(next, "fail") || !strcmp(next, "hang") || !strcmp(next, "exit") ||
+			    !strcmp(next, "exit0") || !strcmp(next, "spin"))) {
 			opt.fault = next;
 			i++;
 		} else if (!strcmp(a, "--fault-rank") && !parse_uint(next, 0, TORUS_MAX_NODES, &v)) {

@@ -107,7 +107,8 @@ struct emu_core_shm {
 	_Atomic int32_t status;                /* what the core function returned */
 	uint64_t off_dma;                      /* struct dma_core_shm of this core */
 	_Atomic uint64_t posted;               /* DMA descriptors posted */
-	uint8_t pad_[8];
+	_Atomic int32_t tid;                   /* the core's thread (the hang detector looks at it) */
+	uint8_t pad_[4];
 	struct torus_ring inj;                 /* core -> engine */
 	struct torus_ring rx;                  /* engine -> core */
 };
@@ -126,6 +127,7 @@ struct emu_node_shm {
 	_Atomic int32_t trace_status;          /* 1 written, < 0 -errno, 0 not traced */
 	_Atomic uint32_t state;
 	_Atomic int32_t pid;
+	_Atomic int32_t engine_tid;            /* the engine's thread (the hang detector looks at it) */
 	uint32_t rank;
 	uint32_t ncores;
 	uint64_t off_cores;                    /* emu_core_shm[ncores] */
@@ -223,12 +225,65 @@ void emu_config_free(struct emu_job_config *cfg);
 /* Does the job fit this machine (threads, processes, memory)? */
 int emu_config_check_limits(const struct emu_job_config *cfg, char *err, size_t errlen);
 
+/* What one source (the command line, or a --config file) sets besides the
+ * machine parameters, parsed and range-checked; bit 1 << EMU_SET_x of given
+ * says it is there. cores_map is checked against the node count later. */
+enum emu_setting { EMU_SET_TORUS, EMU_SET_CORES, EMU_SET_CORES_MAP, EMU_SET_TIMEOUT, EMU_SET_REPORT, EMU_SET_COUNT };
+struct emu_settings {
+	unsigned given;
+	size_t line[EMU_SET_COUNT]; /* config file: the line that set it */
+	struct torus_shape shape;
+	uint32_t cores;
+	uint32_t *cores_map;        /* owned */
+	uint32_t ncores_map;
+	double timeout_s;
+	char *report;               /* owned, never empty */
+};
+#define EMU_CONFIG_MAX_BYTES (1u << 20) /* a --config file */
+/*
+ * Parse a config file's text (name only labels messages: "name:LINE: ...").
+ * Applies its machine parameters to *params and fills *out; on failure
+ * changes neither (out is left empty) and err names the line. A key given
+ * twice, a NUL byte, or an empty value is an error.
+ */
+int emu_config_read_buf(const char *name, const char *text, size_t len, struct emu_settings *out,
+			struct torus_params *params, char *err, size_t errlen);
+void emu_settings_free(struct emu_settings *s);
+
 /* --trace, torusrun's side (emu/trace.c): create the file with its header
  * before the nodes start (their fd is inherited), and append the end chunk
  * (every link's counters) after they are gone. */
 int emu_trace_create(const struct emu_job_config *cfg, struct emu_shm *m, int *fd_out, char *err, size_t errlen);
 int emu_trace_finish(const struct emu_job_config *cfg, struct emu_shm *m, int fd, uint32_t status, double wall_s,
 		     torus_vt_t vt, int quiet, char *err, size_t errlen);
+
+/* The hang detector's second look (emu/stall.c): what each engine and
+ * working core thread of a stalled job is doing. */
+struct emu_thread_obs {
+	uint32_t node;
+	int32_t core;             /* -1: the node's engine */
+	int32_t tid;              /* 0: not started yet */
+	int asleep_on_bell;       /* its doorbell counts it as a sleeper */
+	char state;               /* /proc/TID/stat state letter, '?' if unreadable */
+	uint64_t run_ns, wait_ns; /* /proc/TID/schedstat: time run, time waiting for a CPU */
+};
+enum emu_stall_kind {
+	EMU_STALL_STARVED, /* runnable threads wait for a CPU: the host is overloaded */
+	EMU_STALL_BUSY,    /* threads run without moving anything: a livelock */
+	EMU_STALL_ASLEEP,  /* every thread sleeps: a lost wake-up or a deadlock */
+};
+struct emu_stall_verdict {
+	enum emu_stall_kind kind;
+	uint32_t threads, starved, busy, asleep, other;
+};
+/* Observe the engines of the nodes not yet exited (a node's process pid[r]
+ * until its engine starts) and their started cores not yet done, at most
+ * cap of them; returns how many there are (may exceed cap). */
+size_t emu_stall_sample(const struct emu_shm *m, const int32_t *pid, const uint8_t *exited, struct emu_thread_obs *out,
+			size_t cap);
+/* Judge two looks at the same threads, window_ns apart. */
+int emu_stall_classify(const struct emu_thread_obs *before, const struct emu_thread_obs *after, size_t n,
+		       uint64_t window_ns, struct emu_stall_verdict *v);
 
 /* Launch, monitor and tear down a job; returns torusrun's exit status. */
 int emu_job_run(struct emu_job_config *cfg);

@@ -185,6 +185,7 @@ static void *core_main(void *arg)
 	struct emu_core *c = arg;
 	struct emu_node_rt *rt = c->node;
 
+	atomic_store_explicit(&c->shm->tid, (int32_t)syscall(SYS_gettid), memory_order_relaxed);
 	c->status = c->fn(c, c->arg);
 	/* the program may free its buffers now: close them to the DMA unit */
 	dma_core_finish(c);

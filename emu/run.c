@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #define POLL_NS 2000000L        /* child reaping */
+_Static_assert(sizeof(pid_t) == sizeof(int32_t), "node pids are kept as int32_t");
 #define CHECK_EVERY_S 0.02      /* quiescence and progress checks */
 
 static volatile sig_atomic_t interrupted;
@@ -81,7 +82,7 @@ static void child_exec(const struct emu_job_config *cfg, int fd, int trace_fd, u
 struct job {
 	struct emu_job_config *cfg;
 	struct emu_shm shm;
-	pid_t *pid;
+	int32_t *pid; /* pid_t */
 	uint8_t *exited;
 	uint32_t alive;
 };
@@ -189,6 +190,79 @@ static void describe_exit(const struct job *j, uint32_t rank, int st)
 		fprintf(stderr, "torusrun: node %u (%s) exited with status %d\n", rank, cs, WEXITSTATUS(st));
 }
 
+static void describe_early_exit(const struct job *j, uint32_t rank, uint32_t state)
+{
+	char cs[64];
+	coords_text(&j->cfg->shape, rank, cs, sizeof(cs));
+	fprintf(stderr, "torusrun: node %u (%s) exited with status 0 before the job was done (%s)\n", rank, cs,
+		state == EMU_NODE_NEW ? "it never joined the machine: is PROGRAM a torus program?"
+		: state == EMU_NODE_DONE ? "its cores had finished, but the network was still busy"
+					 : "its cores were still running");
+}
+
+/*
+ * The hang detector's second look (emu/stall.c): when nothing has moved
+ * for --timeout seconds, observe the job's threads twice, STALL_WINDOW_S
+ * apart, and tell starvation (wait, and say so) from a hang (stop).
+ */
+#define STALL_WINDOW_S 0.5
+struct stall_look {
+	struct emu_thread_obs *first, *second;
+	size_t cap, n;
+	double at;      /* when the first look was taken; 0: none */
+	double starved; /* since when the job has been starved; 0: not */
+};
+
+/*
+ * Nothing has moved for --timeout seconds at `now`: take the first look,
+ * or, STALL_WINDOW_S later, the second, and judge. Returns 1 when the job
+ * is hung (the verdict printed), else 0: still looking, or starved (said
+ * so; *last_change moves to now, so the next verdict comes after another
+ * --timeout).
+ */
+static int stall_judge(struct job *j, struct stall_look *l, double now, double *last_change)
+{
+	struct emu_stall_verdict v;
+	if (!l->at) {
+		l->n = emu_stall_sample(&j->shm, j->pid, j->exited, l->first, l->cap);
+		l->at = now;
+		return 0;
+	}
+	if (now - l->at < STALL_WINDOW_S)
+		return 0;
+	size_t n = emu_stall_sample(&j->shm, j->pid, j->exited, l->second, l->cap);
+	uint64_t window = (uint64_t)((now - l->at) * 1e9);
+	l->at = 0;
+	if (n != l->n || n > l->cap)
+		return 0; /* threads came or went between the looks: look again */
+	if (emu_stall_classify(l->first, l->second, n, window ? window : 1, &v) < 0)
+		v.kind = EMU_STALL_ASLEEP;
+	switch (v.kind) {
+	case EMU_STALL_STARVED:
+		if (!l->starved)
+			l->starved = *last_change;
+		fprintf(stderr,
+			"torusrun: nothing moved for %.1f s, but %u of the job's %u threads are runnable and waiting "
+			"for a CPU: the host is overloaded; the job is starved, not hung: waiting\n",
+			now - l->starved, v.starved, v.threads);
+		*last_change = now;
+		return 0;
+	case EMU_STALL_BUSY:
+		fprintf(stderr,
+			"torusrun: no packet moved and no core advanced for %.1f s: the job is hung: %u of its %u "
+			"threads are running without moving anything (a livelock, or a core busy in its own code).\n",
+			now - *last_change, v.busy, v.threads);
+		return 1;
+	default:
+		fprintf(stderr,
+			"torusrun: no packet moved and no core advanced for %.1f s: the job is hung: its %u threads "
+			"are asleep (%u on their doorbells, %u elsewhere, e.g. in the program's own code), none "
+			"waiting for a CPU: a lost wake-up or a deadlock.\n",
+			now - *last_change, v.threads, v.asleep, v.other);
+		return 1;
+	}
+}
+
 int emu_job_run(struct emu_job_config *cfg)
 {
 	struct job j = {.cfg = cfg};
@@ -197,6 +271,7 @@ int emu_job_run(struct emu_job_config *cfg)
 	char err[256];
 	int fd = -1, trace_fd = -1, status = 0;
 	const char *what = "ok";
+	struct stall_look look = {0};
 
 	j.pid = calloc(n, sizeof(pid_t));
 	j.exited = calloc(n, 1);
@@ -223,7 +298,7 @@ int emu_job_run(struct emu_job_config *cfg)
 		free(numa);
 		free(j.pid);
 		free(j.exited);
-		return 1;
+		return 2; /* bad input (--trace /dev/full): no node has started */
 	}
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
@@ -254,6 +329,18 @@ int emu_job_run(struct emu_job_config *cfg)
 
 	double last_check = 0, last_change = emu_wall_now();
 	uint64_t last_progress = UINT64_MAX;
+	look.cap = cfg->shape.nnodes;
+	for (uint32_t r = 0; r < n; r++)
+		look.cap += cfg->cores[r];
+	look.first = calloc(look.cap, sizeof(*look.first));
+	look.second = calloc(look.cap, sizeof(*look.second));
+	if (!look.first || !look.second) {
+		fprintf(stderr, "torusrun: out of memory\n");
+		what = "failed";
+		status = 1;
+		teardown(&j);
+		goto done;
+	}
 	int shutdown_sent = 0, quiet_once = 0;
 	while (j.alive) {
 		int st;
@@ -264,8 +351,17 @@ int emu_job_run(struct emu_job_config *cfg)
 				continue;
 			j.exited[r] = 1;
 			j.alive--;
-			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-				describe_exit(&j, (uint32_t)r, st);
+			/* a node leaves cleanly only after the machine shut down
+			 * (EMU_NODE_EXITED); before that, even status 0 (a program
+			 * that returned early, a wrapper script that hid its
+			 * child's death) leaves the others waiting for it */
+			uint32_t nst = atomic_load_explicit(&emu_shm_node(&j.shm, (uint32_t)r)->state, memory_order_acquire);
+			int early = WIFEXITED(st) && WEXITSTATUS(st) == 0 && nst != EMU_NODE_EXITED;
+			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || early) {
+				if (early)
+					describe_early_exit(&j, (uint32_t)r, nst);
+				else
+					describe_exit(&j, (uint32_t)r, st);
 				fprintf(stderr, "torusrun: stopping the job\n");
 				what = "failed";
 				status = 1;
@@ -299,15 +395,17 @@ int emu_job_run(struct emu_job_config *cfg)
 				quiet_once = 0;
 			}
 			if (p != last_progress) {
+				if (look.starved)
+					fprintf(stderr, "torusrun: the job moves again after %.1f s starved\n",
+						now - look.starved);
 				last_progress = p;
 				last_change = now;
-			} else if (cfg->timeout_s > 0 && !shutdown_sent && now - last_change > cfg->timeout_s) {
+				look.at = look.starved = 0;
+			} else if (cfg->timeout_s > 0 && !shutdown_sent && now - last_change > cfg->timeout_s &&
+				   stall_judge(&j, &look, now, &last_change)) {
 				/* after shutdown the emulated machine is done; nodes may
 				 * still be finishing their own work after emu_job_main */
-				fprintf(stderr,
-					"torusrun: no packet moved and no core advanced for %.1f s: the job is hung.\n"
-					"torusrun: non-empty FIFOs and node states:\n",
-					cfg->timeout_s);
+				fprintf(stderr, "torusrun: non-empty FIFOs and node states:\n");
 				emu_shm_dump(&j.shm, stderr);
 				fprintf(stderr, "torusrun: stopping the job\n");
 				what = "hung";
@@ -320,6 +418,8 @@ int emu_job_run(struct emu_job_config *cfg)
 		nanosleep(&ts, NULL);
 	}
 done:;
+	free(look.first);
+	free(look.second);
 	double wall = emu_wall_now() - t0;
 	torus_vt_t vt = job_vt(&j);
 	uint64_t orphans = 0;

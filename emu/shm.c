@@ -13,7 +13,9 @@
 #include <errno.h>
 #include <numa.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -103,7 +105,7 @@ int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, co
 	}
 	uint64_t bytes = emu_shm_layout(s, p, cores, offs);
 	/* no MFD_CLOEXEC: node processes inherit the fd through exec */
-	fd = memfd_create("torus-job", 0);
+	fd = memfd_create("torus-job", MFD_ALLOW_SEALING);
 	if (fd < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "memfd_create: %s", strerror(errno));
@@ -113,6 +115,12 @@ int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, co
 		rc = -errno;
 		snprintf(err, errlen, "cannot size shared memory to %llu bytes: %s",
 			 (unsigned long long)bytes, strerror(errno));
+		goto fail;
+	}
+	/* its size is final: no node can shrink it under the others */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot seal shared memory: %s", strerror(errno));
 		goto fail;
 	}
 	base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -172,6 +180,23 @@ int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen)
 			 EMU_SHM_VERSION);
 		return -EINVAL;
 	}
+	/* the size the header claims must be the file's: mapping more than the
+	 * file holds would turn the first touch past its end into SIGBUS */
+	struct stat st;
+	if (fstat(fd, &st)) {
+		snprintf(err, errlen, "fd %d: %s", fd, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != probe.total_bytes || probe.total_bytes < sizeof(probe) ||
+	    probe.off_node_table < sizeof(probe) || probe.nnodes == 0 || probe.nnodes > TORUS_MAX_NODES ||
+	    probe.nnodes != probe.shape.nnodes ||
+	    probe.off_node_table > probe.total_bytes - (uint64_t)probe.nnodes * sizeof(uint64_t)) {
+		snprintf(err, errlen,
+			 "fd %d: job memory is %lld bytes but its header describes %llu bytes and %u nodes "
+			 "(truncated or damaged)",
+			 fd, (long long)st.st_size, (unsigned long long)probe.total_bytes, probe.nnodes);
+		return -EINVAL;
+	}
 	void *base = mmap(NULL, probe.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED) {
 		snprintf(err, errlen, "mmap of job memory: %s", strerror(errno));
@@ -181,6 +206,13 @@ int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen)
 	out->bytes = probe.total_bytes;
 	out->hdr = base;
 	out->node_off = (const uint64_t *)((char *)base + out->hdr->off_node_table);
+	for (uint32_t r = 0; r < probe.nnodes; r++) {
+		if (out->node_off[r] < sizeof(probe) || out->node_off[r] > probe.total_bytes - sizeof(struct emu_node_shm)) {
+			snprintf(err, errlen, "fd %d: node %u's block lies outside the job memory (damaged)", fd, r);
+			emu_shm_detach(out);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -445,6 +446,94 @@ static void test_shm_attach_bad(void)
 	EXPECT(rc < 0 && err[0], "attach to fd -1 = %d (%s)", rc, err);
 }
 
+/* A header that promises more than the file holds (a truncated memfd) is
+ * refused with a clear error, not mapped (touching past the end is SIGBUS). */
+static void test_shm_attach_truncated(void)
+{
+	struct torus_shape s;
+	struct torus_params p;
+	struct emu_shm m, a;
+	char err[256] = "";
+	int fd = -1;
+	uint32_t cores[2] = {1, 1};
+	if (!get_shape("2", &s))
+		return;
+	torus_params_default(&p);
+	if (!EXPECT(emu_shm_create(&s, &p, cores, NULL, &m, &fd, err, sizeof(err)) == 0, "create: %s", err))
+		return;
+	uint64_t total = m.hdr->total_bytes;
+	/* the real job memory is sealed: nobody can shrink it */
+	EXPECT(ftruncate(fd, (off_t)(total / 2)) < 0 && errno == EPERM, "the job memory could be truncated");
+	/* a copy of its header in a file half as long */
+	int tfd = memfd_create("truncated", 0);
+	if (EXPECT(tfd >= 0, "memfd_create: %s", strerror(errno))) {
+		EXPECT(ftruncate(tfd, (off_t)(total / 2)) == 0, "ftruncate");
+		EXPECT(pwrite(tfd, m.base, total / 2, 0) == (ssize_t)(total / 2), "pwrite");
+		memset(err, 0, sizeof(err));
+		int rc = emu_shm_attach(tfd, &a, err, sizeof(err));
+		EXPECT(rc == -EINVAL && strstr(err, "truncated"), "attach to a truncated copy = %d (%s)", rc, err);
+		if (rc == 0)
+			emu_shm_detach(&a);
+		/* the right size attaches */
+		EXPECT(ftruncate(tfd, (off_t)total) == 0 && pwrite(tfd, m.base, total, 0) == (ssize_t)total, "grow");
+		memset(err, 0, sizeof(err));
+		rc = emu_shm_attach(tfd, &a, err, sizeof(err));
+		EXPECT(rc == 0, "attach to a full-size copy = %d (%s)", rc, err);
+		if (rc == 0)
+			emu_shm_detach(&a);
+		close(tfd);
+	}
+	emu_shm_detach(&m);
+	close(fd);
+}
+
+/* ------------------------------------------------------ hang detector */
+
+/* The second look's verdicts on made-up observations, window 500 ms. */
+static void test_stall_classify(void)
+{
+	const uint64_t W = 500000000ull;
+	struct obs_case {
+		const char *what;
+		struct emu_thread_obs a, b;
+		enum { STARVED, BUSY, ASLEEP, OTHER } is;
+	};
+	/* tid, bell, state, run, wait (cumulative ns) at each look */
+#define OBS(tid, bell, st, run, wait) {0, 0, tid, bell, st, run, wait}
+	static const struct obs_case cases[] = {
+		{"runnable, never ran (no wait counted yet)", OBS(7, 0, 'R', 100, 5), OBS(7, 0, 'R', 100, 5), STARVED},
+		{"runnable, ran a little, waited long", OBS(7, 0, 'R', 0, 0), OBS(7, 0, 'S', 1000000, 400000000), STARVED},
+		{"rung, waiting for a CPU, still on its bell", OBS(7, 1, 'R', 0, 0), OBS(7, 1, 'R', 2000, 0), STARVED},
+		{"running the whole window", OBS(7, 0, 'R', 0, 0), OBS(7, 0, 'R', 490000000, 1000000), BUSY},
+		{"ran most of the window, asleep now", OBS(7, 0, 'R', 0, 0), OBS(7, 0, 'S', 300000000, 0), BUSY},
+		{"asleep on its bell", OBS(7, 1, 'S', 5000, 0), OBS(7, 1, 'S', 9000, 100), ASLEEP},
+		{"asleep on its bell, caught in a slice wake-up", OBS(7, 1, 'S', 0, 0), OBS(7, 1, 'R', 5000, 2000000), ASLEEP},
+		{"asleep in its own code (sleep())", OBS(7, 0, 'S', 0, 0), OBS(7, 0, 'S', 10000, 0), OTHER},
+		{"gone between the looks", OBS(7, 0, 'R', 0, 0), OBS(7, 0, '?', 0, 0), OTHER},
+		{"a different thread at the second look", OBS(7, 0, 'R', 0, 0), OBS(8, 0, 'R', 0, 0), OTHER},
+		{"counters went backwards", OBS(7, 0, 'R', 900, 0), OBS(7, 0, 'R', 100, 0), OTHER},
+	};
+#undef OBS
+	for (size_t i = 0; i < CUNIT_COUNT(cases); i++) {
+		struct emu_stall_verdict v;
+		int rc = emu_stall_classify(&cases[i].a, &cases[i].b, 1, W, &v);
+		uint32_t got[4] = {v.starved, v.busy, v.asleep, v.other};
+		EXPECT(rc == 0 && v.threads == 1 && got[cases[i].is] == 1, "%s: rc %d, starved %u busy %u asleep %u other %u",
+		       cases[i].what, rc, v.starved, v.busy, v.asleep, v.other);
+	}
+	/* the job's verdict: any starved thread makes it starved, else any
+	 * busy one a livelock, else asleep */
+	struct emu_thread_obs a[3] = {cases[5].a, cases[3].a, cases[0].a}, b[3] = {cases[5].b, cases[3].b, cases[0].b};
+	struct emu_stall_verdict v;
+	EXPECT(emu_stall_classify(a, b, 3, W, &v) == 0 && v.kind == EMU_STALL_STARVED, "mixed: kind %d", v.kind);
+	EXPECT(emu_stall_classify(a, b, 2, W, &v) == 0 && v.kind == EMU_STALL_BUSY, "asleep+busy: kind %d", v.kind);
+	EXPECT(emu_stall_classify(a, b, 1, W, &v) == 0 && v.kind == EMU_STALL_ASLEEP, "asleep: kind %d", v.kind);
+	EXPECT(emu_stall_classify(a, b, 0, W, &v) == 0 && v.kind == EMU_STALL_ASLEEP && v.threads == 0, "none");
+	EXPECT(emu_stall_classify(NULL, b, 1, W, &v) == -EINVAL && emu_stall_classify(a, b, 1, W, NULL) == -EINVAL &&
+		       emu_stall_classify(a, b, 1, 0, &v) == -EINVAL,
+	       "bad arguments accepted");
+}
+
 /* ------------------------------------------------------------- bell */
 
 static struct emu_bell *new_bell(void)
@@ -714,17 +803,18 @@ static void mkargs(struct args *a, const char *const *list)
 
 static char config_path[64];
 
-static bool write_config(const char *text)
+static bool write_config_bytes(const char *text, size_t len)
 {
 	snprintf(config_path, sizeof(config_path), "/tmp/test_emu_cfg_XXXXXX");
 	int fd = mkstemp(config_path);
 	if (fd < 0)
 		return false;
-	size_t len = strlen(text);
 	bool ok = write(fd, text, len) == (ssize_t)len;
 	close(fd);
 	return ok;
 }
+
+static bool write_config(const char *text) { return write_config_bytes(text, strlen(text)); }
 
 static int parse(const char *const *list, struct emu_job_config *cfg, struct args *a, char *err, size_t errlen)
 {
@@ -980,6 +1070,51 @@ static void test_config_bad(void)
 		 "/nonexistent/cfg"},
 		/* a job larger than this machine: 65536 nodes x (64 cores + 2) threads */
 		{{"torusrun", "--torus", "4096x16", "--cores", "64", "--", "/bin/true", NULL}, "needs"},
+		/* issue 12: PROGRAM must be an executable regular file */
+		{{"torusrun", "--torus", "2", "--", "/tmp", NULL}, "directory"},
+		{{"torusrun", "--torus", "2", "--", "", NULL}, "empty"},
+		{{"torusrun", "--torus", "2", "--", "/dev/null", NULL}, "regular"},
+		/* issue 12: --report and --trace are checked before the job */
+		{{"torusrun", "--torus", "2", "--report", "", "--", "/bin/true", NULL}, "--report"},
+		{{"torusrun", "--torus", "2", "--report", "/nonexistent/r.json", "--", "/bin/true", NULL},
+		 "/nonexistent/r.json"},
+		{{"torusrun", "--torus", "2", "--report", "/tmp", "--", "/bin/true", NULL}, "directory"},
+		{{"torusrun", "--torus", "2", "--report", "/tmp/", "--", "/bin/true", NULL}, "directory"},
+		{{"torusrun", "--torus", "2", "--report", "/etc/passwd/r.json", "--", "/bin/true", NULL}, "passwd"},
+		{{"torusrun", "--torus", "2", "--trace", "", "--", "/bin/true", NULL}, "--trace"},
+		{{"torusrun", "--torus", "2", "--trace", "/nonexistent/t", "--", "/bin/true", NULL}, "/nonexistent/t"},
+		{{"torusrun", "--torus", "2", "--trace", "/tmp", "--", "/bin/true", NULL}, "directory"},
+		/* issue 12: config files that are not files */
+		{{"torusrun", "--torus", "2", "--config", "", "--", "/bin/true", NULL}, "--config"},
+		{{"torusrun", "--torus", "2", "--config", "/tmp", "--", "/bin/true", NULL}, "directory"},
+		{{"torusrun", "--torus", "2", "--config", "/dev/zero", "--", "/bin/true", NULL}, "/dev/zero"},
+		/* issue 12: sizes overflow before the shift, units exact */
+		{{"torusrun", "--torus", "2", "--trace", "/tmp/t.trace", "--trace-buffer", "18014398509482048K", "--",
+		  "/bin/true", NULL},
+		 "18014398509482048K"},
+		{{"torusrun", "--torus", "2", "--trace", "/tmp/t.trace", "--trace-buffer", "17592186044417M", "--",
+		  "/bin/true", NULL},
+		 "17592186044417M"},
+		{{"torusrun", "--torus", "2", "--trace", "/tmp/t.trace", "--trace-buffer", "64k", "--", "/bin/true", NULL},
+		 "64k"},
+		{{"torusrun", "--torus", "2", "--trace", "/tmp/t.trace", "--trace-buffer", "0x10000", "--", "/bin/true",
+		  NULL},
+		 "0x10000"},
+		/* issue 12: decimal only */
+		{{"torusrun", "--torus", "2", "--timeout", "0x10", "--", "/bin/true", NULL}, "0x10"},
+		{{"torusrun", "--torus", "2", "--timeout", " 5", "--", "/bin/true", NULL}, "timeout"},
+		{{"torusrun", "--torus", "2", "--timeout", "+5", "--", "/bin/true", NULL}, "+5"},
+		{{"torusrun", "--torus", "2", "--timeout", "5e2", "--", "/bin/true", NULL}, "5e2"},
+		{{"torusrun", "--torus", "2", "--timeout", "5.", "--", "/bin/true", NULL}, "timeout"},
+		{{"torusrun", "--torus", "2", "--cores", "99999999999999999999", "--", "/bin/true", NULL}, "cores"},
+		{{"torusrun", "--torus", "2", "--cores-map", "1,99999999999999999999", "--", "/bin/true", NULL},
+		 "cores-map"},
+		{{"torusrun", "--torus", "2", "--param", "fifo_slots=0x10", "--", "/bin/true", NULL}, "0x10"},
+		{{"torusrun", "--torus", "2", "--param", "hop_latency=0x32ns", "--", "/bin/true", NULL}, "hop_latency"},
+		{{"torusrun", "--torus", "2", "--param", "hop_latency=50NS", "--", "/bin/true", NULL}, "NS"},
+		/* issue 12 (fuzz_cli invariant): the message stays one line whatever bytes it quotes */
+		{{"torusrun", "--torus", "4\n5", "--", "/bin/true", NULL}, "'4?5'"},
+		{{"torusrun", "--torus", "2", "--report", "/nonexistent/a\nb", "--", "/bin/true", NULL}, "a?b"},
 	};
 	run_bad(bad, CUNIT_COUNT(bad));
 }
@@ -995,10 +1130,52 @@ static void test_config_file_bad(void)
 		"torus = 3x3\ncores = 0\n",
 		"torus = 3x3\ncores-map = 1,2\n",
 		"torus = 3x3\ntimeout = soon\n",
+		/* issue 12: one rule for duplicates, whatever the key */
+		"torus = 3x3\ntorus = 0\n",
+		"torus = 3x3\ncores = 2\n\ncores = 64\n",
+		"torus = 3x3\nreport = /tmp/a\nreport = /tmp/b\n",
+		"torus = 3x3\nfifo_slots = 4\nfifo_slots = 8\n",
+		/* issue 12: empty values, numbers and units */
+		"torus = 2\nreport =\n",
+		"torus = 2\nreport = # nothing\n",
+		"torus = 2\nhop_latency =\n",
+		"torus = 2\nfifo_slots = 0x10\n",
+		"torus = 2\nhop_latency = 1Ms\n",
+		"torus = 2\ntimeout = 1e3\n",
+		"= 2\n",
+		/* issue 12: a long comment stays a comment, and later lines keep their numbers */
+		"#                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                      torus = 8\n",
+		"torus = 2\n# a long comment                                                                         "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"                                                                                                    "
+		"\nnosuch = 1\n",
 	};
 	static const char *culprits[] = {
 		NULL /* path */, "nosuch", "hop_latency", "fifo_slots", "3xz", "cores", "cores-map", "soon",
+		"lines 1 and 2", "lines 2 and 4", "lines 2 and 3", "lines 2 and 3",
+		":2: 'report' has no value", ":2: 'report' has no value", ":2: 'hop_latency' has no value",
+		":2: parameter fifo_slots", ":2: parameter hop_latency: unknown unit 'Ms'", ":2: bad timeout '1e3'",
+		":1: expected 'key = value'", "no torus shape", ":3: unknown parameter 'nosuch'",
 	};
+	_Static_assert(sizeof(files) == sizeof(culprits), "one culprit per file");
 	for (size_t i = 0; i < CUNIT_COUNT(files); i++) {
 		if (!EXPECT(write_config(files[i]), "cannot write config"))
 			continue;
@@ -1050,13 +1227,222 @@ static void test_config_help(void)
 	}
 }
 
+/* Issue 12: lines of any length are read whole, and the file's rules. */
+static void test_config_file_rules(void)
+{
+	struct emu_job_config cfg;
+	struct args a;
+	char err[512];
+	/* a comment of 1,023 bytes, then a line the old reader saw twice */
+	char text[4096];
+	int n = snprintf(text, sizeof(text), "#%1022storus = 8\ntorus = 2\ncores = 3\r\nlink_bw = 425Mb/s\ntimeout = 2.5\n", "");
+	if (!EXPECT(n > 0 && (size_t)n < sizeof(text) && write_config(text), "cannot write config"))
+		return;
+	const char *l[] = {"torusrun", "--config", config_path, "--", "/bin/true", NULL};
+	int rc = parse(l, &cfg, &a, err, sizeof(err));
+	if (EXPECT(rc == 0, "long-comment config = %d (%s)", rc, err)) {
+		EXPECT(cfg.shape.nnodes == 2, "the tail of a comment became a setting: %u nodes", cfg.shape.nnodes);
+		EXPECT(all_cores(&cfg, 3), "cores with a CRLF line ending");
+		EXPECT(cfg.params.link_bw == 425000000ull / 8, "425Mb/s is megabits: link_bw %llu",
+		       (unsigned long long)cfg.params.link_bw);
+		EXPECT(cfg.timeout_s == 2.5, "timeout %g", cfg.timeout_s);
+		emu_config_free(&cfg);
+	}
+	unlink(config_path);
+
+	/* a NUL byte names its line instead of cutting it short */
+	static const char nul[] = "torus = 2\ncores = 1\nfifo_slots = 4\0 # x\n";
+	if (EXPECT(write_config_bytes(nul, sizeof(nul) - 1), "cannot write config")) {
+		struct bad_case bc = {{"torusrun", "--config", config_path, "--", "/bin/true", NULL}, ":3: NUL"};
+		run_bad(&bc, 1);
+		unlink(config_path);
+	}
+
+	/* at most 1 MiB: the reader never runs away with a huge or endless file */
+	size_t big = EMU_CONFIG_MAX_BYTES + 1;
+	char *huge = malloc(big);
+	if (EXPECT(huge != NULL, "malloc")) {
+		memset(huge, '#', big);
+		if (EXPECT(write_config_bytes(huge, big), "cannot write config")) {
+			struct bad_case bc = {{"torusrun", "--torus", "2", "--config", config_path, "--", "/bin/true", NULL},
+					      "larger than"};
+			run_bad(&bc, 1);
+			unlink(config_path);
+		}
+		free(huge);
+	}
+
+	/* the command line still wins over a key the file gives once */
+	if (EXPECT(write_config("torus = 3\nfifo_slots = 8\n"), "cannot write config")) {
+		const char *o[] = {"torusrun", "--config", config_path, "--torus", "2", "--param", "fifo_slots=4",
+				   "--torus", "4", "--", "/bin/true", NULL};
+		rc = parse(o, &cfg, &a, err, sizeof(err));
+		if (EXPECT(rc == 0, "override = %d (%s)", rc, err)) {
+			EXPECT(cfg.shape.nnodes == 4, "the last --torus did not win: %u nodes", cfg.shape.nnodes);
+			EXPECT(cfg.params.fifo_slots == 4, "--param did not win over the file: %u", cfg.params.fifo_slots);
+			emu_config_free(&cfg);
+		}
+		unlink(config_path);
+	}
+}
+
+/* emu_config_read_buf: errors name the right line; a failure changes nothing. */
+static void test_config_read_buf(void)
+{
+	static const struct {
+		const char *text;
+		size_t len;
+		const char *want; /* in the message; NULL: accepted */
+	} cases[] = {
+		{"torus = 2\n\n\nfifo_slots = 3x\n", 0, "cfg:4:"},
+		{"torus = 2\nfifo_slots = 8\n#\nfifo_slots = 16\n", 0, "cfg:4: key 'fifo_slots' set twice (lines 2 and 4)"},
+		{"cores = 2\ncores-map = 1,,2\n", 0, "cfg:2:"},
+		{"a\0b\n", 4, "cfg:1: NUL"},
+		{"torus = 2\n\0", 11, "cfg:2: NUL"},
+		{"torus = 2", 0, NULL},     /* no final newline */
+		{"torus = 2\n\n", 0, NULL}, /* blank last line */
+		{"report = /x#y\n", 0, NULL},
+		{"", 0, NULL},
+	};
+	for (size_t i = 0; i < CUNIT_COUNT(cases); i++) {
+		struct torus_params p, before;
+		struct emu_settings st;
+		char err[256] = "";
+		size_t len = cases[i].len ? cases[i].len : strlen(cases[i].text);
+		torus_params_default(&p);
+		before = p;
+		int rc = emu_config_read_buf("cfg", cases[i].text, len, &st, &p, err, sizeof(err));
+		if (!cases[i].want) {
+			if (EXPECT(rc == 0, "case %zu = %d (%s)", i, rc, err))
+				emu_settings_free(&st);
+			continue;
+		}
+		EXPECT(rc < 0 && strstr(err, cases[i].want), "case %zu = %d (%s), want \"%s\"", i, rc, err, cases[i].want);
+		EXPECT(memcmp(&p, &before, sizeof(p)) == 0, "case %zu: a failed file changed the parameters", i);
+		EXPECT(st.given == 0 && st.cores_map == NULL && st.report == NULL, "case %zu: settings left behind", i);
+	}
+	/* the comment ends the value */
+	{
+		struct torus_params p;
+		struct emu_settings st;
+		char err[256] = "";
+		torus_params_default(&p);
+		int rc = emu_config_read_buf("cfg", "report = /x#y\n", 14, &st, &p, err, sizeof(err));
+		if (EXPECT(rc == 0, "comment in a value = %d (%s)", rc, err)) {
+			EXPECT(st.report && !strcmp(st.report, "/x") && st.line[EMU_SET_REPORT] == 1, "report \"%s\"",
+			       st.report ? st.report : "(null)");
+			emu_settings_free(&st);
+		}
+	}
+}
+
+/* A name without '/' is searched in PATH like execvp: directories and files
+ * that cannot run are skipped. */
+static void test_config_program_path(void)
+{
+	char dir[] = "/tmp/test_emu_path_XXXXXX", a[128], b[128], prog[160], sub[160], plain[160], path[512];
+	struct emu_job_config cfg;
+	struct args ar;
+	char err[512];
+	const char *old = getenv("PATH");
+	char *saved = old ? strdup(old) : NULL;
+	if (!EXPECT(mkdtemp(dir) != NULL, "mkdtemp"))
+		return;
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(sub, sizeof(sub), "%s/prog", a);    /* a directory named prog */
+	snprintf(plain, sizeof(plain), "%s/prog", b); /* not executable */
+	snprintf(prog, sizeof(prog), "%s/c", dir);
+	mkdir(a, 0755);
+	mkdir(b, 0755);
+	mkdir(prog, 0755);
+	mkdir(sub, 0755);
+	FILE *f = fopen(plain, "w");
+	if (f)
+		fclose(f);
+	snprintf(prog, sizeof(prog), "%s/c/prog", dir);
+	f = fopen(prog, "w");
+	if (f) {
+		fputs("#!/bin/sh\n", f);
+		fclose(f);
+	}
+	chmod(plain, 0644);
+	chmod(prog, 0755);
+
+	snprintf(path, sizeof(path), "%s:%s:%s/c", a, b, dir);
+	setenv("PATH", path, 1);
+	const char *l[] = {"torusrun", "--torus", "2", "--", "prog", NULL};
+	int rc = parse(l, &cfg, &ar, err, sizeof(err));
+	if (EXPECT(rc == 0, "PATH with a directory first = %d (%s)", rc, err)) {
+		EXPECT(!strcmp(cfg.program_path, prog), "found \"%s\", not %s", cfg.program_path, prog);
+		emu_config_free(&cfg);
+	}
+	/* only the directory and the plain file: refused before anything starts */
+	snprintf(path, sizeof(path), "%s:%s", a, b);
+	setenv("PATH", path, 1);
+	struct bad_case bc = {{"torusrun", "--torus", "2", "--", "prog", NULL}, "prog"};
+	run_bad(&bc, 1);
+	snprintf(path, sizeof(path), "%s", a);
+	setenv("PATH", path, 1);
+	struct bad_case bd = {{"torusrun", "--torus", "2", "--", "prog", NULL}, "prog"};
+	run_bad(&bd, 1);
+	if (saved)
+		setenv("PATH", saved, 1);
+	else
+		unsetenv("PATH");
+	free(saved);
+	unlink(prog);
+	unlink(plain);
+	rmdir(sub);
+	snprintf(path, sizeof(path), "%s/c", dir);
+	rmdir(path);
+	rmdir(a);
+	rmdir(b);
+	rmdir(dir);
+}
+
+/* Checking --report and --trace creates, opens and truncates nothing. */
+static void test_config_outputs_untouched(void)
+{
+	struct emu_job_config cfg;
+	struct args a;
+	char err[512], fresh[96], kept[64], trace[96];
+	if (!EXPECT(write_config("keep me\n"), "cannot write file"))
+		return;
+	snprintf(kept, sizeof(kept), "%s", config_path);
+	snprintf(fresh, sizeof(fresh), "%s.new", kept);
+	snprintf(trace, sizeof(trace), "%s.trace", kept);
+	unlink(fresh);
+	const char *l[] = {"torusrun", "--torus", "2", "--report", kept, "--trace", trace, "--", "/bin/true", NULL};
+	int rc = parse(l, &cfg, &a, err, sizeof(err));
+	if (EXPECT(rc == 0, "existing report = %d (%s)", rc, err))
+		emu_config_free(&cfg);
+	FILE *f = fopen(kept, "r");
+	char buf[32] = "";
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	EXPECT(!strcmp(buf, "keep me\n"), "validation changed the existing report: \"%s\"", buf);
+	EXPECT(access(trace, F_OK) != 0, "validation created the trace file");
+	const char *m[] = {"torusrun", "--torus", "2", "--report", fresh, "--", "/bin/true", NULL};
+	rc = parse(m, &cfg, &a, err, sizeof(err));
+	if (EXPECT(rc == 0, "new report = %d (%s)", rc, err))
+		emu_config_free(&cfg);
+	EXPECT(access(fresh, F_OK) != 0, "validation created the report file");
+	unlink(fresh);
+	unlink(trace);
+	unlink(kept);
+}
+
 /* ---------------------------------------------------------------- main */
 
 static const struct cunit_case layout_cases[] = {
 	CUNIT_CASE(test_numa_plan),
 	CUNIT_CASE(test_shm_layout),
 	CUNIT_CASE(test_shm_create_attach),
-	CUNIT_CASE(test_shm_attach_bad),
+	CUNIT_CASE(test_shm_attach_bad), CUNIT_CASE(test_shm_attach_truncated), CUNIT_CASE(test_stall_classify),
 };
 
 static const struct cunit_case bell_cases[] = {
@@ -1073,6 +1459,10 @@ static const struct cunit_case config_cases[] = {
 	CUNIT_CASE(test_config_file_bad),
 	CUNIT_CASE(test_config_timeout_nan),
 	CUNIT_CASE(test_config_help),
+	CUNIT_CASE(test_config_file_rules),
+	CUNIT_CASE(test_config_read_buf),
+	CUNIT_CASE(test_config_program_path),
+	CUNIT_CASE(test_config_outputs_untouched),
 };
 
 static const struct cunit_suite suites[] = {

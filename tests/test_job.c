@@ -324,6 +324,70 @@ static void test_hang_detector(void)
 	result_free(&r);
 }
 
+/* A node that exits 0 before the job is done is a failed node at once:
+ * the program itself, or a wrapper script that hides its child's death. */
+static void test_fault_early_exit(void)
+{
+	struct result r = run("$B/torusrun --torus 2x2 --timeout 600 -- $B/torus-stress --packets 1000 --fault exit0 "
+			      "--fault-rank 2");
+	CU_ASSERT_EQUAL(r.status, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "node 2 (0,1) exited with status 0 before the job was done"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "stopping the job"));
+	result_free(&r);
+	r = run("$B/torusrun --torus 2x2 --timeout 600 -- sh -c "
+		"'$B/torus-stress --packets 1000 --fault crash --fault-rank 1 2>/dev/null; true'");
+	CU_ASSERT_EQUAL(r.status, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "node 1 (1,0) exited with status 0 before the job was done"));
+	result_free(&r);
+	/* a program that never joins the machine */
+	r = run("$B/torusrun --torus 2 --timeout 600 -- sh -c 'exit 0'");
+	CU_ASSERT_EQUAL(r.status, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "never joined the machine"));
+	result_free(&r);
+}
+
+/* The hang detector says what it saw: threads asleep (a lost wake-up or a
+ * deadlock) or running without moving anything (a livelock). */
+static void test_hang_verdicts(void)
+{
+	struct result r = run("$B/torusrun --torus 2x2 --timeout 1 -- $B/torus-stress --packets 1000 --fault hang "
+			      "--fault-rank 1");
+	CU_ASSERT_EQUAL(r.status, 3);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "threads are asleep"));
+	CU_ASSERT_PTR_NULL(strstr(r.err, "starved"));
+	result_free(&r);
+	r = run("$B/torusrun --torus 2x2 --timeout 1 -- $B/torus-stress --packets 1000 --fault spin --fault-rank 3");
+	CU_ASSERT_EQUAL(r.status, 3);
+	/* (on a host loaded by other programs, the spinning core gets less than
+	 * half a CPU: first taken for starvation, then, once it has had its
+	 * share, for what it is) */
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "running without moving anything"));
+	result_free(&r);
+}
+
+/*
+ * Starvation is not a hang. The job's nodes run on CPU 0 only, where a
+ * real-time busy loop takes 95% of the time for 3 s (the kernel's RT
+ * throttling leaves 50 ms of every second to others; a higher-priority
+ * timeout ends the loop): nothing moves for most of each second, far past
+ * --timeout 0.1. The detector must see the threads waiting for a CPU,
+ * say so, and wait; the job then completes.
+ */
+static void test_starved_not_hung(void)
+{
+	struct result r = run("taskset -c 0 chrt -f 20 timeout 3 chrt -f 10 sh -c 'while :; do :; done # starve12' & "
+			      "sleep 0.2; $B/torusrun --torus 2x2 --timeout 0.1 -- taskset -c 0 $B/torus-stress "
+			      "--packets 20000; st=$?; wait; exit $st");
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "runnable and waiting for a CPU"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "the job moves again"));
+	CU_ASSERT_PTR_NULL(strstr(r.err, "the job is hung"));
+	if (r.status != 0 || !strstr(r.err, "waiting for a CPU"))
+		fprintf(stderr, "starved job gave %d:\n%s\n", r.status, r.err);
+	CU_ASSERT_EQUAL(survivors("starve12"), 0);
+	result_free(&r);
+}
+
 /* --------------------------------------------------------- bad input */
 
 static void check_bad(const char *args, const char *word)
@@ -367,6 +431,46 @@ static void test_bad_input(void)
 	check_bad("--cores 2 " STARTS, "torus");
 	check_bad("--torus 64x64x16 --cores 64 " STARTS, "threads");
 	check_bad("--torus 2x2 --config /nonexistent.cfg " STARTS, "nonexistent.cfg");
+}
+
+static void write_tmp(const char *name, const char *text)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	FILE *f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Issue 12: paths and files that only failed once the job ran (or never). */
+static void test_bad_input_issue12(void)
+{
+	/* PROGRAM: an executable regular file */
+	check_bad("--torus 2 -- /tmp", "directory");
+	check_bad("--torus 2 -- ''", "empty name");
+	/* outputs: checked before anything starts */
+	check_bad("--torus 2 --trace /nonexistent/t " STARTS, "/nonexistent/t");
+	check_bad("--torus 2 --trace $T " STARTS, "directory");
+	check_bad("--torus 2 --trace /dev/full " STARTS, "/dev/full");
+	check_bad("--torus 2 --report /nonexistent/r.json " STARTS, "/nonexistent/r.json");
+	check_bad("--torus 2 --report '' " STARTS, "--report");
+	write_tmp("empty-report.cfg", "torus = 2\nreport =\n");
+	check_bad("--config $T/empty-report.cfg " STARTS, "empty-report.cfg:2");
+	/* config files: whole lines, regular files, one value per key */
+	char comment[1100];
+	snprintf(comment, sizeof(comment), "#%1022storus = 8\n", "");
+	write_tmp("long-comment.cfg", comment);
+	check_bad("--config $T/long-comment.cfg " STARTS, "no torus shape");
+	check_bad("--torus 2 --config $T " STARTS, "directory");
+	check_bad("--torus 2 --config /dev/zero " STARTS, "/dev/zero");
+	write_tmp("twice.cfg", "torus = 2\ncores = 1\ntorus = 8\n");
+	check_bad("--config $T/twice.cfg " STARTS, "lines 1 and 3");
+	/* numbers: decimal, no overflow, units in their case */
+	check_bad("--torus 2 --trace $T/t.trace --trace-buffer 18014398509482048K " STARTS, "trace-buffer");
+	check_bad("--torus 2 --param fifo_slots=0x10 " STARTS, "fifo_slots");
+	check_bad("--torus 2 --param hop_latency=50NS " STARTS, "hop_latency");
+	check_bad("--torus 2 --timeout 0x10 " STARTS, "timeout");
 }
 
 static void test_config_file(void)
@@ -459,7 +563,9 @@ int main(int argc, char **argv)
 	static const struct cunit_case faults[] = {
 		CUNIT_CASE(test_fault_crash), CUNIT_CASE(test_fault_exit_status), CUNIT_CASE(test_fault_core_error),
 		CUNIT_CASE(test_fault_shell_kills_itself), CUNIT_CASE(test_fault_external_kill),
-		CUNIT_CASE(test_hang_detector), CUNIT_CASE(test_launcher_killed), CUNIT_CASE(test_bad_input)};
+		CUNIT_CASE(test_hang_detector), CUNIT_CASE(test_fault_early_exit), CUNIT_CASE(test_hang_verdicts),
+		CUNIT_CASE(test_starved_not_hung), CUNIT_CASE(test_launcher_killed), CUNIT_CASE(test_bad_input),
+		CUNIT_CASE(test_bad_input_issue12)};
 	static const struct cunit_case large[] = {CUNIT_CASE(test_large_stress)};
 	static const struct cunit_suite all[] = {
 		{"job.hello", hello, CUNIT_COUNT(hello)},
