@@ -487,8 +487,8 @@ static int job_check(emu_core_t *c, char *msg, size_t len, uint32_t *k)
 
 /* The algorithm that the collective runs: --algo, $TORUS_COLL_<KIND>, or
  * the catalogue's first entry. A team of every node in node order meets
- * every restriction coll_team_fits() checks (COLL_F_TORUS), so the default
- * is the first entry. *deflt: not chosen by --algo. */
+ * every restriction coll_team_fits() checks, so the default is the first
+ * entry. *deflt: not chosen by --algo. */
 static const char *algo_used(int *deflt, char *env, size_t len)
 {
 	snprintf(env, len, "TORUS_COLL_%s", coll_kind_name(opt.kind));

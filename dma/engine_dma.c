@@ -5,10 +5,10 @@
  * core's reception FIFO, puts into registered memory with their counter).
  *
  * Virtual time: a descriptor is ready at the poster's clock plus the
- * injection overhead; all its packets are ready then and the links
- * serialise them (torus_link_charge). An injection counter moves when a
- * packet has left the node; a reception counter when a packet is deposited
- * (its arrival time). A remote get's data is ready when the request arrives.
+ * injection overhead; its first packet is ready then, each next one when
+ * the previous one has left, and the links serialise them (emu_route_send).
+ * An injection counter moves when a packet has left the node; a reception
+ * counter when a packet is deposited (its arrival time). A remote get's data is ready when the request arrives.
  * A local copy completes copy_bw later.
  *
  * Puts, get requests and refused deposits never wait on the network: a get

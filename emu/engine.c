@@ -12,7 +12,8 @@
  * that cannot move stays at the head of its FIFO (back-pressure); the engine
  * never blocks on one FIFO while others can move.
  *
- * Time model (ARCHITECTURE.md, decision 5): see torus_link_charge. The engine
+ * Time model (ARCHITECTURE.md, decision 5): emu_route_send charges each hop
+ * to the link's busy calendar (torus_link_charge_cal). The engine
  * serves FIFOs in wall-clock order, so when two flows share a link, which
  * packet goes first follows the host's scheduling, not virtual time: the
  * approximation documented in the README.
