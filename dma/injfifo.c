@@ -204,6 +204,7 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	emu_core_t *c = f->core;
 	if ((rc = validate(c, d)))
 		return rc;
+	emu_chaos(&c->chaos);
 	struct torus_packet *slot;
 	while (!(slot = torus_ring_reserve(&f->view, &side))) {
 		if (!(flags & DMA_POST_WAIT))

@@ -45,8 +45,13 @@ static void usage(FILE *out)
 	      "  --trace-buffer SIZE  trace memory per node, 64KiB..64MiB (default 256KiB); units\n"
 	      "                       K or KiB, M or MiB\n"
 	      "  --trace-packets      one trace record per packet (default: back-to-back runs)\n"
-	      "  --timeout S          hang detector: stop the job if no packet moved and no core\n"
-	      "                       advanced for S seconds (default 60; 0 disables)\n"
+	      "  --timeout S          hang detector: if no packet moved and no core advanced for\n"
+	      "                       S seconds (default 60; 0 disables), stop the job, unless\n"
+	      "                       its threads are waiting for a CPU (starved: it says so\n"
+	      "                       and waits)\n"
+	      "  --chaos SEED         perturb the host's scheduling (random yields and short\n"
+	      "                       sleeps in engines and cores, from SEED); emulated results\n"
+	      "                       must not move (0, the default: off)\n"
 	      "  --quiet              no summary line at the end\n"
 	      "  -h, --help           this text\n"
 	      "\n"
@@ -544,7 +549,7 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	/* command line: the last of a repeated option wins */
 	const char *opt[EMU_SET_COUNT] = {0};
 	struct emu_settings cli, file;
-	const char *config_path = NULL, *trace_buffer = NULL;
+	const char *config_path = NULL, *trace_buffer = NULL, *chaos = NULL;
 	char perr[256];
 	int i, rc = -EINVAL;
 	/* parameters: config file first, then --param in order */
@@ -582,6 +587,7 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 				    : !strcmp(a, "--param")	   ? &param_args[nparam]
 				    : !strcmp(a, "--trace")	   ? &cfg->trace_path
 				    : !strcmp(a, "--trace-buffer") ? &trace_buffer
+				    : !strcmp(a, "--chaos")	   ? &chaos
 								   : NULL;
 		for (int k = 0; k < EMU_SET_COUNT && !slot; k++)
 			if (!strcmp(a, setting_opts[k]))
@@ -634,6 +640,10 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	if (trace_buffer && parse_size(trace_buffer, 64u << 10, 64u << 20, &cfg->trace_buf_bytes)) {
 		snprintf(err, errlen, "bad --trace-buffer '%s': bytes per node, 64KiB..64MiB (units K, KiB, M, MiB)",
 			 trace_buffer);
+		goto out;
+	}
+	if (chaos && parse_u32(chaos, strlen(chaos), 0, UINT32_MAX, &cfg->chaos_seed)) {
+		snprintf(err, errlen, "bad --chaos '%s': a seed, 1..4294967295 (0: off)", chaos);
 		goto out;
 	}
 	if ((trace_buffer || cfg->trace_packets) && !cfg->trace_path) {

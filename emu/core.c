@@ -66,6 +66,7 @@ int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, s
 	if (!c || (len && !buf) || len > torus_params_payload(c->node->params) ||
 	    node >= c->node->hdr->nnodes || core >= emu_cores_of(c, node))
 		return -EINVAL;
+	emu_chaos(&c->chaos);
 	for (uint32_t d = 0; d < TORUS_MAX_DIMS; d++) {
 		uint32_t h = (hints >> (2 * d)) & 3u;
 		if (h == 3 || (h && d >= c->node->hdr->shape.ndims))
@@ -103,6 +104,7 @@ int emu_pkt_recv(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap
 
 	if (!c || !info || (cap && !buf))
 		return -EINVAL;
+	emu_chaos(&c->chaos);
 	struct torus_packet *pkt = torus_ring_peek(&c->rx, &side);
 	if (!pkt)
 		return 0;
@@ -154,6 +156,7 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 		emu_idle_poll(spin);
 	}
 	for (;;) {
+		emu_chaos(&c->chaos);
 		if ((r = w->ready(w->arg)))
 			return r;
 		if (emu_job_aborting(c->node))

@@ -94,6 +94,7 @@ struct emu_shm_hdr {
 	/* --trace: the file's end, where the next chunk goes; buffers per node */
 	alignas(64) _Atomic uint64_t trace_off;
 	uint32_t trace_nbuf, trace_buf_bytes, trace_flags;
+	uint32_t chaos_seed;                   /* --chaos: 0 off */
 	struct emu_barrier_shm barrier[EMU_BARRIER_SLOTS];
 };
 
@@ -128,6 +129,7 @@ struct emu_node_shm {
 	_Atomic uint32_t state;
 	_Atomic int32_t pid;
 	_Atomic int32_t engine_tid;            /* the engine's thread (the hang detector looks at it) */
+	_Atomic uint64_t chaos_yields, chaos_sleeps; /* --chaos: what its threads did */
 	uint32_t rank;
 	uint32_t ncores;
 	uint64_t off_cores;                    /* emu_core_shm[ncores] */
@@ -208,6 +210,7 @@ struct emu_job_config {
 	const char *trace_path;     /* --trace */
 	uint32_t trace_buf_bytes;   /* per node */
 	int trace_packets;
+	uint32_t chaos_seed;        /* --chaos SEED: perturb host scheduling; 0 off */
 	char **argv;                /* program and its arguments */
 	int argc;
 	int quiet;

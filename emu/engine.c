@@ -247,6 +247,7 @@ void *emu_engine_main(void *arg)
 
 	atomic_store_explicit(&rt->me->engine_tid, (int32_t)syscall(SYS_gettid), memory_order_relaxed);
 	for (;;) {
+		emu_chaos(&rt->chaos);
 		/* partner: emu_engine_quiesce (seq_cst, like the flags it orders) */
 		atomic_fetch_add(&rt->epoch, 1);
 		uint32_t moved = engine_pass(rt);

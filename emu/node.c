@@ -124,6 +124,9 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 			return -ESRCH;
 		}
 	}
+	emu_chaos_init(&rt->chaos, rt, rt->hdr->chaos_seed, 0);
+	for (uint32_t c = 0; c < rt->ncores; c++)
+		emu_chaos_init(&rt->cores[c]->chaos, rt, rt->hdr->chaos_seed, 1 + c);
 	int rc2 = dma_node_setup(rt, err, errlen);
 	if (rc2)
 		return rc2;
@@ -134,6 +137,37 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 	pthread_cond_init(&rt->cond, NULL);
 	rt->failed_core = -1;
 	return 0;
+}
+
+void emu_chaos_init(struct emu_chaos *c, const struct emu_node_rt *rt, uint32_t seed, uint32_t stream)
+{
+	memset(c, 0, sizeof(*c));
+	if (!seed)
+		return;
+	/* splitmix64 of (seed, node, stream): distinct, never-zero streams */
+	uint64_t z = ((uint64_t)seed << 32) ^ ((uint64_t)rt->rank << 12) ^ stream;
+	z += 0x9E3779B97F4A7C15ull;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	c->state = (z ^ (z >> 31)) | 1;
+	c->yields = &rt->me->chaos_yields;
+	c->sleeps = &rt->me->chaos_sleeps;
+}
+
+void emu_chaos_slow(struct emu_chaos *c)
+{
+	c->state ^= c->state >> 12;
+	c->state ^= c->state << 25;
+	c->state ^= c->state >> 27;
+	uint64_t r = c->state * 0x2545F4914F6CDD1Dull;
+	if ((r >> 32) % 64 == 0) {
+		struct timespec ts = {0, (long)(1000 + (r >> 8) % 200000)};
+		nanosleep(&ts, NULL);
+		atomic_fetch_add_explicit(c->sleeps, 1, memory_order_relaxed);
+	} else if ((r >> 32) % 8 == 0) {
+		sched_yield();
+		atomic_fetch_add_explicit(c->yields, 1, memory_order_relaxed);
+	}
 }
 
 int emu_launcher_check(struct emu_node_rt *rt)

@@ -60,6 +60,26 @@ struct emu_node_rt;
 struct dma_core_local;
 struct dma_engine;
 
+/*
+ * --chaos SEED: every engine and core thread perturbs the host's
+ * scheduling at the points where it moves or observes something (an
+ * engine iteration, a send, a receive, a post, a wait): now and then a
+ * yield, rarely a sleep of up to 200 us, drawn from its own generator
+ * seeded by the job's seed, the node and the core. Nothing in virtual time
+ * may depend on it; the tests run jobs with and without it.
+ */
+struct emu_chaos {
+	uint64_t state;      /* xorshift64*; 0: off */
+	_Atomic uint64_t *yields, *sleeps; /* the node's counters in shared memory */
+};
+void emu_chaos_init(struct emu_chaos *c, const struct emu_node_rt *rt, uint32_t seed, uint32_t stream);
+void emu_chaos_slow(struct emu_chaos *c);
+static inline void emu_chaos(struct emu_chaos *c)
+{
+	if (__builtin_expect(c->state != 0, 0))
+		emu_chaos_slow(c);
+}
+
 struct emu_core {
 	alignas(64) struct emu_node_rt *node;
 	struct emu_core_shm *shm;
@@ -74,6 +94,7 @@ struct emu_core {
 	pthread_t thread;
 	struct dma_core_local *dma;
 	uint32_t global;            /* rank among all cores of the job */
+	struct emu_chaos chaos;
 };
 
 struct emu_engine_in {
@@ -129,6 +150,7 @@ struct emu_node_rt {
 	int64_t launcher_checked_ms; /* CLOCK_MONOTONIC_COARSE of the engine's last look */
 	_Atomic int launcher_gone;  /* torusrun died: tear this node down */
 	struct dma_engine *dma;
+	struct emu_chaos chaos;     /* the engine's */
 	struct emu_trace *trace;    /* --trace, else NULL */
 	struct torus_trace_rec *trace_open; /* its open run per out link (the engine's fast path) */
 	int trace_merge;            /* runs, not one record per packet */

@@ -291,6 +291,7 @@ int emu_job_run(struct emu_job_config *cfg)
 		free(j.exited);
 		return 1;
 	}
+	j.shm.hdr->chaos_seed = cfg->chaos_seed;
 	if (cfg->trace_path && emu_trace_create(cfg, &j.shm, &trace_fd, err, sizeof(err))) {
 		fprintf(stderr, "torusrun: %s\n", err);
 		emu_shm_detach(&j.shm);
@@ -425,6 +426,15 @@ done:;
 	uint64_t orphans = 0;
 	for (uint32_t r = 0; r < n; r++)
 		orphans += atomic_load(&emu_shm_node(&j.shm, r)->orphaned);
+	if (cfg->chaos_seed) {
+		uint64_t yields = 0, sleeps = 0;
+		for (uint32_t r = 0; r < n; r++) {
+			yields += atomic_load(&emu_shm_node(&j.shm, r)->chaos_yields);
+			sleeps += atomic_load(&emu_shm_node(&j.shm, r)->chaos_sleeps);
+		}
+		fprintf(stderr, "torusrun: chaos seed %u: %llu yields, %llu sleeps\n", cfg->chaos_seed,
+			(unsigned long long)yields, (unsigned long long)sleeps);
+	}
 	if (orphans && !status)
 		fprintf(stderr, "torusrun: warning: %llu packets arrived at cores that had already finished\n",
 			(unsigned long long)orphans);

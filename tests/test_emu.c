@@ -1112,6 +1112,11 @@ static void test_config_bad(void)
 		{{"torusrun", "--torus", "2", "--param", "fifo_slots=0x10", "--", "/bin/true", NULL}, "0x10"},
 		{{"torusrun", "--torus", "2", "--param", "hop_latency=0x32ns", "--", "/bin/true", NULL}, "hop_latency"},
 		{{"torusrun", "--torus", "2", "--param", "hop_latency=50NS", "--", "/bin/true", NULL}, "NS"},
+		/* --chaos takes a decimal seed that fits 32 bits */
+		{{"torusrun", "--torus", "2", "--chaos", "0x10", "--", "/bin/true", NULL}, "--chaos"},
+		{{"torusrun", "--torus", "2", "--chaos", "-1", "--", "/bin/true", NULL}, "--chaos"},
+		{{"torusrun", "--torus", "2", "--chaos", "4294967296", "--", "/bin/true", NULL}, "--chaos"},
+		{{"torusrun", "--torus", "2", "--chaos", "", "--", "/bin/true", NULL}, "--chaos"},
 		/* issue 12 (fuzz_cli invariant): the message stays one line whatever bytes it quotes */
 		{{"torusrun", "--torus", "4\n5", "--", "/bin/true", NULL}, "'4?5'"},
 		{{"torusrun", "--torus", "2", "--report", "/nonexistent/a\nb", "--", "/bin/true", NULL}, "a?b"},
