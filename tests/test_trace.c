@@ -371,6 +371,19 @@ static unsigned char *file_bytes(const char *path, size_t *n)
 	return b;
 }
 
+/* Trace torus-hello on `torus` into $T/NAME; its bytes (*n of them), and
+ * the file's path in path[len]. Fails the test if either goes wrong. */
+static unsigned char *hello_trace(const char *torus, const char *name, char *path, size_t len, size_t *n)
+{
+	struct result r = run("$B/torusrun --torus %s --quiet --timeout 60 --trace $T/%s -- $B/torus-hello", torus, name);
+	CU_ASSERT_FATAL(r.status == 0);
+	result_free(&r);
+	snprintf(path, len, "%s/%s", tmpdir, name);
+	unsigned char *b = file_bytes(path, n);
+	CU_ASSERT_FATAL(b != NULL && *n > sizeof(struct torus_trace_header));
+	return b;
+}
+
 static void write_bytes(const char *path, const void *b, size_t n)
 {
 	FILE *f = fopen(path, "wb");
@@ -572,15 +585,11 @@ static void test_hostile_records(void)
 		{"no cores", HDR_CORES, 0, "cores"},
 		{"records after the end chunk", AFTER_END, 0, "after the end chunk"},
 	};
-	struct result r = run("$B/torusrun --torus 2x2 --quiet --timeout 60 --trace $T/hostile.trace -- $B/torus-hello");
-	CU_ASSERT_FATAL(r.status == 0);
-	result_free(&r);
+	struct result r;
 	char good[600], bad[600];
-	snprintf(good, sizeof(good), "%s/hostile.trace", tmpdir);
-	snprintf(bad, sizeof(bad), "%s/hostile-bad.trace", tmpdir);
 	size_t n = 0;
-	unsigned char *b = file_bytes(good, &n);
-	CU_ASSERT_FATAL(b != NULL);
+	unsigned char *b = hello_trace("2x2", "hostile.trace", good, sizeof(good), &n);
+	snprintf(bad, sizeof(bad), "%s/hostile-bad.trace", tmpdir);
 	unsigned char *m = malloc(n + 4096);
 	CU_ASSERT_FATAL(m != NULL);
 	size_t rec_at = find_chunk(b, n, TORUS_TRACE_CHUNK_RECORDS), end_at = find_chunk(b, n, TORUS_TRACE_CHUNK_END);
@@ -659,14 +668,9 @@ static void test_hostile_records(void)
  */
 static void test_summary_program_escaped(void)
 {
-	struct result r = run("$B/torusrun --torus 2 --quiet --timeout 60 --trace $T/prog.trace -- $B/torus-hello");
-	CU_ASSERT_FATAL(r.status == 0);
-	result_free(&r);
 	char path[600];
-	snprintf(path, sizeof(path), "%s/prog.trace", tmpdir);
 	size_t n = 0;
-	unsigned char *b = file_bytes(path, &n);
-	CU_ASSERT_FATAL(b != NULL && n > sizeof(struct torus_trace_header));
+	unsigned char *b = hello_trace("2", "prog.trace", path, sizeof(path), &n);
 	struct torus_trace_header h;
 	memcpy(&h, b, sizeof(h));
 	memset(h.program, 0, sizeof(h.program));
@@ -674,7 +678,7 @@ static void test_summary_program_escaped(void)
 	memcpy(b, &h, sizeof(h));
 	fix_checksums(b, n);
 	write_bytes(path, b, n);
-	r = run("$B/torus-trace $T/prog.trace");
+	struct result r = run("$B/torus-trace $T/prog.trace");
 	EXPECT(r.status == 0 && strstr(r.out, "program: hello? total 1 2 3??[2J?\n") && !strchr(r.out, '\033') &&
 		       !strchr(r.out, '\r') && !strstr(r.out, "\n total 1 2 3"),
 	       "%d %.300s %.1000s", r.status, r.err, r.out);
@@ -691,14 +695,9 @@ static void test_summary_program_escaped(void)
  */
 static void test_svg_late_short_trace(void)
 {
-	struct result r = run("$B/torusrun --torus 2 --quiet --timeout 60 --trace $T/late0.trace -- $B/torus-hello");
-	CU_ASSERT_FATAL(r.status == 0);
-	result_free(&r);
 	char path[600];
-	snprintf(path, sizeof(path), "%s/late0.trace", tmpdir);
 	size_t n = 0;
-	unsigned char *b = file_bytes(path, &n);
-	CU_ASSERT_FATAL(b != NULL && n > sizeof(struct torus_trace_header));
+	unsigned char *b = hello_trace("2", "late0.trace", path, sizeof(path), &n);
 	struct torus_trace_header h;
 	memcpy(&h, b, sizeof(h));
 	h.link_bw = 1000000000000ull; /* 1 byte per ps: a packet of 46 wire bytes takes 46 ps */
@@ -721,7 +720,7 @@ static void test_svg_late_short_trace(void)
 		memcpy(f + sizeof(h) + sizeof(c), &x, sizeof(x));
 		fix_checksums(f, sizeof(f));
 		write_bytes(path, f, sizeof(f));
-		r = run("timeout 20 $B/torus-trace $T/late.trace --svg $T/late.svg --html $T/late.html && "
+		struct result r = run("timeout 20 $B/torus-trace $T/late.trace --svg $T/late.svg --html $T/late.html && "
 			"test $(stat -c %%s $T/late.svg) -lt 1000000 && ! grep -q nan $T/late.svg");
 		ok += r.status == 0;
 		EXPECT(r.status == 0, "record at %lu ps: status %d %.300s", (unsigned long)x.start_ps, r.status, r.err);
