@@ -1,7 +1,8 @@
 /*
  * torus-trace: read a trace written by `torusrun --trace FILE` and turn it
- * into a per-link summary, a CSV time series, a Perfetto timeline, an SVG
- * heat map, or a self-contained HTML animation.
+ * into a per-link summary, a CSV time series, a CSV list of the records on
+ * a link, a Perfetto timeline, an SVG heat map, or a self-contained HTML
+ * animation.
  */
 #include "trace/trace_tool.h"
 
@@ -58,6 +59,11 @@ static void usage(FILE *out)
 	      "  --csv                the per-link time series on stdout, one row per bin and link\n"
 	      "  --bin NS             CSV bin width in nanoseconds of virtual time\n"
 	      "                       (default: 1/100 of the trace; at most 2^20 bins)\n"
+	      "  --packets LINKSPEC   every record on the link direction(s) as CSV on stdout,\n"
+	      "                       sorted by link then start (node,coords,link,to,start_ps,\n"
+	      "                       end_ps,packets,payload_bytes,wire_bytes,kind,tag,tag_name);\n"
+	      "                       LINKSPEC: all, or NODE:LINK such as 5:x+ or 0:y-. With\n"
+	      "                       torusrun --trace-packets each record is one packet\n"
 	      "  --perfetto OUT.json  Chrome trace-event JSON, one track per link direction\n"
 	      "                       (open it at https://ui.perfetto.dev or chrome://tracing)\n"
 	      "  --svg OUT.svg        heat map of link utilisation, one panel per phase, and\n"
@@ -89,9 +95,65 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 	return 0;
 }
 
+/* --packets LINKSPEC: "all", or NODE:LINK ("5:x+"). The node and the
+ * dimension are checked against the torus once the trace is read. */
+struct linkspec {
+	int all;
+	uint64_t node;
+	uint32_t dim, dir;
+};
+
+static int parse_linkspec(const char *s, struct linkspec *ls)
+{
+	static const char dims[] = "xyzwvu"; /* tt_dim_name's letters */
+	char node[24];
+	const char *colon = strchr(s, ':');
+	*ls = (struct linkspec){0};
+	if (!strcmp(s, "all")) {
+		ls->all = 1;
+		return 0;
+	}
+	if (!colon || (size_t)(colon - s) >= sizeof(node) || !colon[1] || !strchr(dims, colon[1]) ||
+	    (colon[2] != '+' && colon[2] != '-') || colon[3])
+		return -1;
+	memcpy(node, s, (size_t)(colon - s));
+	node[colon - s] = '\0';
+	ls->dim = (uint32_t)(strchr(dims, colon[1]) - dims);
+	ls->dir = colon[2] == '-';
+	return parse_u64(node, 0, UINT32_MAX, &ls->node);
+}
+
+/* The link-direction id the spec names in this trace (UINT32_MAX: all), or
+ * a one-line reason it names none. */
+static int linkspec_id(const struct tt_trace *t, const struct linkspec *ls, uint32_t *id, char *err, size_t errlen)
+{
+	char shape[64];
+	torus_shape_format(&t->shape, shape, sizeof(shape));
+	if (ls->all) {
+		*id = UINT32_MAX;
+		return 0;
+	}
+	if (ls->node >= t->shape.nnodes) {
+		snprintf(err, errlen, "no node %llu in the torus %s (nodes 0..%u)", (unsigned long long)ls->node, shape,
+			 t->shape.nnodes - 1);
+		return -1;
+	}
+	if (ls->dim >= t->shape.ndims) {
+		snprintf(err, errlen, "the torus %s has no dimension %s", shape, tt_dim_name(ls->dim));
+		return -1;
+	}
+	if (!torus_dim_has_links(&t->shape, ls->dim)) {
+		snprintf(err, errlen, "dimension %s of the torus %s has size 1: no links", tt_dim_name(ls->dim), shape);
+		return -1;
+	}
+	*id = tt_link_id(t, (uint32_t)ls->node, ls->dim, ls->dir);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *file = NULL, *perfetto = NULL, *svg = NULL, *png = NULL, *html = NULL;
+	const char *file = NULL, *perfetto = NULL, *svg = NULL, *png = NULL, *html = NULL, *packets = NULL;
+	struct linkspec ls = {0};
 	int summary = 0, csv = 0;
 	uint64_t bin_ns = 0, windows = 0, color = UINT64_MAX;
 	char err[512];
@@ -107,7 +169,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--csv")) {
 			csv = 1;
 		} else if (!strcmp(a, "--bin") || !strcmp(a, "--windows") || !strcmp(a, "--color") ||
-			   !strcmp(a, "--perfetto") ||
+			   !strcmp(a, "--perfetto") || !strcmp(a, "--packets") ||
 			   !strcmp(a, "--svg") || !strcmp(a, "--png") || !strcmp(a, "--html")) {
 			if (!next) {
 				fprintf(stderr, "torus-trace: %s needs a value (see --help)\n", a);
@@ -126,6 +188,14 @@ int main(int argc, char **argv)
 			if (!strcmp(a, "--windows") && parse_u64(next, 1, 64, &windows)) {
 				fprintf(stderr, "torus-trace: bad --windows '%s': 1..64\n", next);
 				return 2;
+			}
+			if (!strcmp(a, "--packets")) {
+				if (parse_linkspec(next, &ls)) {
+					fprintf(stderr, "torus-trace: bad --packets '%s': all, or NODE:LINK such as 5:x+\n",
+						next);
+					return 2;
+				}
+				packets = next;
 			}
 			if (!strcmp(a, "--perfetto"))
 				perfetto = next;
@@ -149,7 +219,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "torus-trace: no trace file given (see --help)\n");
 		return 2;
 	}
-	if (!summary && !csv && !perfetto && !svg && !png && !html)
+	/* two kinds of CSV, or a table, on one stdout would not parse */
+	if (packets && (summary || csv)) {
+		fprintf(stderr, "torus-trace: --packets writes CSV to stdout: not with %s\n",
+			summary ? "--summary" : "--csv");
+		return 2;
+	}
+	if (!summary && !csv && !perfetto && !svg && !png && !html && !packets)
 		summary = 1;
 
 	struct tt_trace t;
@@ -165,6 +241,12 @@ int main(int argc, char **argv)
 				"at most %u bins and %u rows: give a wider --bin\n",
 			(unsigned long long)bin_ns, t.t_end / 1e6, (unsigned long long)nbins, t.nlinks, TT_CSV_MAX_BINS,
 			TT_CSV_MAX_ROWS);
+		tt_free(&t);
+		return 2;
+	}
+	uint32_t link = UINT32_MAX;
+	if (packets && linkspec_id(&t, &ls, &link, err, sizeof(err))) {
+		fprintf(stderr, "torus-trace: bad --packets '%s': %s\n", packets, err);
 		tt_free(&t);
 		return 2;
 	}
@@ -186,6 +268,10 @@ int main(int argc, char **argv)
 	if (csv && (rc = tt_write_csv(&t, bin_ns * 1000, stdout))) {
 		fprintf(stderr, "torus-trace: csv: %s%s\n", strerror(-rc),
 			rc == -E2BIG ? " (too many bins: give a wider --bin)" : "");
+		status = 1;
+	}
+	if (packets && (rc = tt_write_packets(&t, link, stdout))) {
+		fprintf(stderr, "torus-trace: packets: %s\n", strerror(-rc));
 		status = 1;
 	}
 	if (perfetto && tt_write_perfetto(&t, perfetto, err, sizeof(err))) {

@@ -5,8 +5,10 @@
  * section 4), every link direction carrying one stream per phase; the
  * trace's totals equal the report's link counters, link by link, with
  * io_uring and with plain writes, in runs and per packet; trace memory is
- * fixed while the file grows; and corrupt, truncated, fuzzed or foreign
- * files end in one clear line and exit status 2.
+ * fixed while the file grows; corrupt, truncated, fuzzed or foreign
+ * files end in one clear line and exit status 2; and records that overlap
+ * on a link direction are counted, their utilisation shown over 100%, and
+ * --packets lists a link's records (issue 13, point 8).
  */
 #include "cunit_main.h"
 #include "job_util.h"
@@ -754,6 +756,340 @@ static void test_links_drain_after_cores(void)
 	result_free(&r);
 }
 
+/* ------------------------------------------------------- overlaps, --packets */
+
+/* One packet of a synthetic trace: on link direction x+ (dir 0) or x-
+ * (dir 1) of node `node`, starting at `start` ps. */
+struct syn_pkt {
+	uint32_t node, dir;
+	uint64_t start;
+	uint32_t payload;
+};
+
+/* Wire bytes of a packet of `payload` bytes in header h's link model. */
+static uint32_t syn_wire(const struct torus_trace_header *h, uint32_t payload)
+{
+	struct torus_params p;
+	torus_params_default(&p);
+	p.header_bytes = h->pkt_header_bytes;
+	p.chunk_bytes = h->chunk_bytes;
+	p.ack_overhead = h->ack_overhead;
+	return torus_wire_bytes(&p, payload);
+}
+
+/*
+ * $T/NAME: a per-packet trace of the packets pk[0..n) on a ring of 2, with
+ * the header of a real one (h, from hello_trace) at 1 byte per ps, so a
+ * packet's busy time is its wire bytes; one chunk per node, no end chunk
+ * (so no counters to agree with and no job end to stay within). The
+ * records are whatever the test says: nothing keeps them from overlapping
+ * but the check under test.
+ */
+static void write_synthetic(const char *name, struct torus_trace_header h, const struct syn_pkt *pk, size_t n)
+{
+	h.link_bw = 1000000000000ull;
+	h.flags = TORUS_TRACE_F_PACKETS;
+	size_t cap = sizeof(h) + 2 * sizeof(struct torus_trace_chunk) + n * sizeof(struct torus_trace_rec), len = 0;
+	unsigned char *f = calloc(1, cap);
+	CU_ASSERT_FATAL(f != NULL);
+	memcpy(f, &h, sizeof(h));
+	len = sizeof(h);
+	for (uint32_t node = 0; node < 2; node++) {
+		struct torus_trace_chunk c = {TORUS_TRACE_CHUNK_RECORDS, node, 0, 0, 0, 0, 0};
+		size_t at = len;
+		len += sizeof(c);
+		for (size_t i = 0; i < n; i++) {
+			if (pk[i].node != node)
+				continue;
+			uint32_t wire = syn_wire(&h, pk[i].payload);
+			struct torus_trace_rec x = {.start_ps = pk[i].start, .end_ps = pk[i].start + wire, .busy_ps = wire,
+						    .packets = 1, .payload_bytes = pk[i].payload, .wire_bytes = wire,
+						    .dim = 0, .dir = (uint8_t)pk[i].dir, .kind = 1};
+			memcpy(f + len, &x, sizeof(x));
+			len += sizeof(x);
+			c.count++;
+		}
+		if (!c.count) {
+			len = at;
+			continue;
+		}
+		c.bytes = c.count * (uint32_t)sizeof(struct torus_trace_rec);
+		memcpy(f + at, &c, sizeof(c));
+	}
+	fix_checksums(f, len);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	write_bytes(path, f, len);
+	free(f);
+}
+
+/* The header of a real trace of a ring of 2. */
+static struct torus_trace_header ring2_header(void)
+{
+	char path[600];
+	size_t n = 0;
+	struct torus_trace_header h;
+	unsigned char *b = hello_trace("2", "ring2.trace", path, sizeof(path), &n);
+	memcpy(&h, b, sizeof(h));
+	free(b);
+	return h;
+}
+
+/* The summary's peak % of node `node`'s link `link`, and the largest of
+ * every row (*all); -1 if the row is not there. */
+static double summary_peak(const char *out, unsigned node, const char *link, double *all)
+{
+	double want = -1;
+	*all = -1;
+	for (const char *line = out; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		unsigned nd, to;
+		unsigned long long pk, pay, wire;
+		char cs[48], ln[8];
+		double busy, peak;
+		if (sscanf(line, "%u %47s %7s %u %llu %llu %llu %lf %lf", &nd, cs, ln, &to, &pk, &pay, &wire, &busy,
+			   &peak) != 9)
+			continue;
+		*all = peak > *all ? peak : *all;
+		if (nd == node && !strcmp(ln, link))
+			want = peak;
+	}
+	return want;
+}
+
+/*
+ * Two packets that share a link direction's time: tt_overlaps counts each
+ * record that starts before an earlier one on its link has ended (also one
+ * inside a long packet after a short one there has ended, which a look at
+ * only the previous record would miss), and the time counted twice; the
+ * utilisation is not capped at 1 in the summary's peak, the CSV, the SVG
+ * or the HTML page.
+ */
+static void test_overlap_counted(void)
+{
+	struct torus_trace_header h = ring2_header();
+	uint64_t wa = syn_wire(&h, 240), wb = syn_wire(&h, 0);
+	CU_ASSERT_FATAL(wa > 2 * wb + 30);
+	const struct syn_pkt pk[] = {
+		{0, 0, 1000, 240},               /* A, a long packet on node 0 x+ */
+		{0, 0, 1010, 0},                 /* B, inside A */
+		{0, 0, 1010 + wb + 5, 0},        /* C, after B, still inside A */
+		{0, 0, 1000 + wa - 10, 0},       /* D, over A's last 10 ps */
+		{0, 1, 1000, 0},                 /* node 0 x-: another link, at A's time */
+		{1, 0, 1000, 0},                 /* node 1 x+: back to back, touching */
+		{1, 0, 1000 + wb, 0},
+	};
+	write_synthetic("lap.trace", h, pk, sizeof(pk) / sizeof(pk[0]));
+	struct tt_trace t;
+	load("lap.trace", &t);
+	struct tt_overlap_stats ov;
+	CU_ASSERT_FATAL(tt_overlaps(&t, &ov) == 0);
+	EXPECT(ov.records == 3 && ov.links == 1 && ov.overlap_ps == 2 * wb + 10 && ov.max_overlap_ps == wb,
+	       "%zu records on %u links, %lu ps (at most %lu); want 3 on 1, %lu ps (at most %lu)", ov.records, ov.links,
+	       (unsigned long)ov.overlap_ps, (unsigned long)ov.max_overlap_ps, (unsigned long)(2 * wb + 10),
+	       (unsigned long)wb);
+	EXPECT(ov.records && t.rec[ov.first].node == 0 && t.rec[ov.first].dir == 0 && t.rec[ov.first].start == 1010,
+	       "first overlap: node %u dir %u at %lu ps", t.rec[ov.first].node, t.rec[ov.first].dir,
+	       (unsigned long)t.rec[ov.first].start);
+	/* 10 ps bins over A: the ones inside B carry A and B, twice the link */
+	double util[2 * 2 * 40], umax = 0;
+	CU_ASSERT_FATAL(t.nlinks == 4);
+	CU_ASSERT_FATAL(tt_bin(&t, 1000, 10, 40, NULL, NULL, util) == 0);
+	for (uint32_t b = 0; b < 40; b++)
+		umax = util[tt_link_id(&t, 0, 0, 0) * 40 + b] > umax ? util[tt_link_id(&t, 0, 0, 0) * 40 + b] : umax;
+	EXPECT(umax == 2.0, "node 0 x+: busiest 10 ps bin %.6f, want 2 (A and B)", umax);
+	tt_free(&t);
+
+	struct result r = run("$B/torus-trace $T/lap.trace --summary");
+	double all, peak = summary_peak(r.out, 0, "x+", &all);
+	char want[200];
+	snprintf(want, sizeof(want),
+		 "overlaps: 3 records on 1 link directions overlap an earlier one on their link direction, %.6f us of "
+		 "busy time in all (at most %.6f us at once; the first: node 0 x+ at 0.001010 us)\n",
+		 (2 * wb + 10) / 1e6, wb / 1e6);
+	EXPECT(r.status == 0 && strstr(r.out, want) && peak == 200.0,
+	       "status %d, node 0 x+ peak %.1f%% (want 200.0); want '%s'\n%.3000s", r.status, peak, want, r.out);
+	result_free(&r);
+	/* the CSV's utilisation too (bins of 1/100 of the trace, 13 ps) */
+	r = run("$B/torus-trace $T/lap.trace --csv");
+	umax = 0;
+	for (const char *line = strchr(r.out, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+		double u;
+		if (sscanf(line + 1, "%*f,%*f,%*u,%*u,%*[xyz],%*[+-],%*f,%lf", &u) == 1)
+			umax = u > umax ? u : umax;
+	}
+	EXPECT(r.status == 0 && umax > 1.5, "CSV: status %d, utilisation at most %.4f; an overlap makes it 2", r.status,
+	       umax);
+	result_free(&r);
+	/* the SVG's panel (one window over all of it: A alone fills it, the
+	 * rest is on top) and tooltips say more than 100% */
+	r = run("$B/torus-trace $T/lap.trace --svg $T/lap.svg --windows 1 --html $T/lap.html && cat $T/lap.svg");
+	const char *mx = strstr(r.out, "links: max ");
+	double pct = 0;
+	EXPECT(r.status == 0 && mx && sscanf(mx, "links: max %lf%%", &pct) == 1 && pct > 100,
+	       "status %d, SVG panel: %.40s", r.status, mx ? mx : "(none)");
+	result_free(&r);
+	/* the HTML page: bins over 1 go in D.over, as they are */
+	char path[600];
+	snprintf(path, sizeof(path), "%s/lap.html", tmpdir);
+	char *html = slurp(path);
+	const char *over = strstr(html, "\"over\": [");
+	EXPECT(over && over[9] == '\n' && over[10] == '[', "HTML: %.60s", over ? over : "no \"over\"");
+	free(html);
+	/* --packets lists node 0 x+'s four, in order of start */
+	r = run("$B/torus-trace $T/lap.trace --packets 0:x+");
+	unsigned long long start[5] = {0};
+	int n = 0;
+	for (const char *line = strchr(r.out, '\n'); line && line[1] && n < 5; line = strchr(line + 1, '\n'))
+		n += sscanf(line + 1, "0,\"(0)\",x+,1,%llu,", &start[n]) == 1;
+	EXPECT(r.status == 0 && count_lines(r.out, NULL) == 5 && n == 4 && start[0] == 1000 && start[1] == 1010 &&
+		       start[2] == 1010 + wb + 5 && start[3] == 1000 + wa - 10,
+	       "status %d\n%.1000s", r.status, r.out);
+	result_free(&r);
+}
+
+/* The same packets, none starting before the one before it on its link
+ * has left (touching is fine): no overlap, and no bin over 100%. */
+static void test_overlap_none(void)
+{
+	struct torus_trace_header h = ring2_header();
+	uint64_t wa = syn_wire(&h, 240), wb = syn_wire(&h, 0);
+	const struct syn_pkt pk[] = {
+		{0, 0, 1000, 240}, {0, 0, 1000 + wa, 0}, {0, 0, 1000 + wa + wb + 100, 0},
+		{0, 1, 1000, 0},   {1, 0, 1000, 0},      {1, 0, 1000 + wb, 0},
+	};
+	write_synthetic("nolap.trace", h, pk, sizeof(pk) / sizeof(pk[0]));
+	struct tt_trace t;
+	load("nolap.trace", &t);
+	struct tt_overlap_stats ov;
+	CU_ASSERT_FATAL(tt_overlaps(&t, &ov) == 0);
+	EXPECT(ov.records == 0 && ov.links == 0 && ov.overlap_ps == 0, "%zu records on %u links, %lu ps", ov.records,
+	       ov.links, (unsigned long)ov.overlap_ps);
+	CU_ASSERT_EQUAL(t.nrec, 6);
+	tt_free(&t);
+	struct result r = run("$B/torus-trace $T/nolap.trace");
+	double all, peak = summary_peak(r.out, 0, "x+", &all);
+	EXPECT(r.status == 0 && strstr(r.out, "overlaps: none (no packet starts before the previous one") &&
+		       peak == 100.0 && all == 100.0,
+	       "status %d, node 0 x+ peak %.1f%%, all %.1f%% (want 100.0)\n%.3000s", r.status, peak, all, r.out);
+	result_free(&r);
+}
+
+/*
+ * A real per-packet trace of a job without contention (torus-hello on 2x2,
+ * each node's packets on its links one after another): no overlap, and
+ * --packets lists exactly the packets the link counters counted, link by
+ * link.
+ */
+static void test_packets_real_job(void)
+{
+	struct result r = run("$B/torusrun --torus 2x2 --quiet --timeout 60 --trace $T/hp.trace --trace-packets -- "
+			      "$B/torus-hello");
+	EXPECT(r.status == 0, "status %d %.500s", r.status, r.err);
+	result_free(&r);
+	struct tt_trace t;
+	load("hp.trace", &t);
+	CU_ASSERT_FATAL(t.has_end && (t.hdr.flags & TORUS_TRACE_F_PACKETS));
+	struct tt_overlap_stats ov;
+	CU_ASSERT_FATAL(tt_overlaps(&t, &ov) == 0);
+	EXPECT(ov.records == 0 && ov.overlap_ps == 0, "%zu records overlap, %lu ps", ov.records,
+	       (unsigned long)ov.overlap_ps);
+	uint64_t counted = 0;
+	for (size_t i = 0; i < t.ncounters; i++)
+		counted += t.counters[i].packets;
+	EXPECT(counted > 0 && counted == t.nrec && t.end.records == t.nrec, "counters %lu packets, %zu records, end %lu",
+	       (unsigned long)counted, t.nrec, (unsigned long)t.end.records);
+
+	r = run("$B/torus-trace $T/hp.trace");
+	EXPECT(r.status == 0 && strstr(r.out, "overlaps: none (no packet starts") &&
+		       strstr(r.out, "equal the link counters"),
+	       "%d %.3000s", r.status, r.out);
+	result_free(&r);
+	r = run("$B/torus-trace $T/hp.trace --packets all");
+	EXPECT(r.status == 0 && (uint64_t)count_lines(r.out, NULL) == 1 + counted &&
+		       !strncmp(r.out, "node,coords,link,to,start_ps,end_ps,packets,payload_bytes,wire_bytes,kind,tag,"
+				       "tag_name\n", 84),
+	       "status %d: %d lines for %lu packets\n%.500s", r.status, count_lines(r.out, NULL),
+	       (unsigned long)counted, r.out);
+	result_free(&r);
+	/* each link direction: as many lines as its counter, each a packet of it */
+	size_t bad = 0;
+	for (size_t i = 0; i < t.ncounters; i++) {
+		const struct torus_trace_counters *k = &t.counters[i];
+		char dn[8], want[32];
+		tt_dir_name(k->dim, k->dir, dn, sizeof(dn));
+		r = run("$B/torus-trace $T/hp.trace --packets %u:%s", k->node, dn);
+		snprintf(want, sizeof(want), ",%s,%u,", dn, k->to);
+		bool ok = r.status == 0 && (uint64_t)count_lines(r.out, NULL) == 1 + k->packets &&
+			  (uint64_t)count_lines(r.out, want) == k->packets;
+		if (!ok && bad++ < 3)
+			EXPECT(0, "node %u %s: status %d, %d lines for %lu packets\n%.500s", k->node, dn, r.status,
+			       count_lines(r.out, NULL), (unsigned long)k->packets, r.out);
+		result_free(&r);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	tt_free(&t);
+}
+
+/* --packets LINKSPEC: a node or a link the torus does not have, or no
+ * spec at all, is refused in one line with status 2 and nothing on stdout. */
+static void test_packets_bad_linkspec(void)
+{
+	static const struct {
+		const char *spec, *msg;
+	} cases[] = {
+		{"4:x+", "no node 4 in the torus 2x2 (nodes 0..3)"},
+		{"0:z+", "the torus 2x2 has no dimension z"},
+		{"0:u-", "no dimension u"},
+		{"x+", "all, or NODE:LINK"},
+		{"0:x", "all, or NODE:LINK"},
+		{"0:x+y", "all, or NODE:LINK"},
+		{"0:q+", "all, or NODE:LINK"},
+		{"-1:x+", "all, or NODE:LINK"},
+		{"all:x+", "all, or NODE:LINK"},
+		{"ALL", "all, or NODE:LINK"},
+		{"", "all, or NODE:LINK"},
+		{"99999999999:x+", "all, or NODE:LINK"},
+	};
+	char path[600];
+	size_t n = 0;
+	free(hello_trace("2x2", "spec.trace", path, sizeof(path), &n));
+	struct result r = run("$B/torus-trace $T/spec.trace --packets 3:y-");
+	EXPECT(r.status == 0 && count_lines(r.out, NULL) > 1, "a good spec: %d %.300s", r.status, r.err);
+	result_free(&r);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = run("$B/torus-trace $T/spec.trace --packets '%s'", cases[i].spec);
+		EXPECT(r.status == 2 && !strncmp(r.err, "torus-trace: bad --packets ", 27) &&
+			       count_lines(r.err, NULL) == 1 && strstr(r.err, cases[i].msg) && !r.out[0],
+		       "'%s': status %d, stderr: %.300s, stdout: %.100s", cases[i].spec, r.status, r.err, r.out);
+		result_free(&r);
+	}
+	/* a dimension of size 1 has no links: a 2x1 torus, its records on x */
+	struct torus_trace_header h = ring2_header();
+	h.ndims = 2;
+	h.dims[1] = 1;
+	const struct syn_pkt pk[] = {{0, 0, 1000, 0}};
+	write_synthetic("2x1.trace", h, pk, 1);
+	r = run("$B/torus-trace $T/2x1.trace --packets 0:y+");
+	EXPECT(r.status == 2 && strstr(r.err, "bad --packets '0:y+': dimension y of the torus 2x1 has size 1: no links") &&
+		       count_lines(r.err, NULL) == 1 && !r.out[0],
+	       "%d %.300s %.300s", r.status, r.err, r.out);
+	result_free(&r);
+	r = run("$B/torus-trace $T/2x1.trace --packets 0:x+");
+	EXPECT(r.status == 0 && count_lines(r.out, ",x+,") == 1, "%d %.300s %.300s", r.status, r.err, r.out);
+	result_free(&r);
+	/* no value; two CSVs on one stdout */
+	static const char *const other[] = {"--packets", "--packets all --csv", "--packets all --summary"};
+	for (size_t i = 0; i < 3; i++) {
+		r = run("$B/torus-trace $T/spec.trace %s", other[i]);
+		EXPECT(r.status == 2 && count_lines(r.err, NULL) == 1 && strstr(r.err, "--packets") && !r.out[0],
+		       "%s: %d %.300s", other[i], r.status, r.err);
+		result_free(&r);
+	}
+	r = run("$B/torus-trace --help");
+	EXPECT(r.status == 0 && strstr(r.out, "--packets LINKSPEC"), "%.300s", r.out);
+	result_free(&r);
+}
+
 int main(void)
 {
 	if (job_util_init())
@@ -764,8 +1100,12 @@ int main(void)
 	static const struct cunit_case files[] = {CUNIT_CASE(test_bad_files), CUNIT_CASE(test_hostile_records),
 						  CUNIT_CASE(test_summary_program_escaped), CUNIT_CASE(test_svg_late_short_trace),
 						  CUNIT_CASE(test_links_drain_after_cores)};
+	static const struct cunit_case overlaps[] = {CUNIT_CASE(test_overlap_counted), CUNIT_CASE(test_overlap_none),
+						     CUNIT_CASE(test_packets_real_job),
+						     CUNIT_CASE(test_packets_bad_linkspec)};
 	static const struct cunit_suite all[] = {{"trace.capture", capture, CUNIT_COUNT(capture)},
-						 {"trace.files", files, CUNIT_COUNT(files)}};
+						 {"trace.files", files, CUNIT_COUNT(files)},
+						 {"trace.overlaps", overlaps, CUNIT_COUNT(overlaps)}};
 	int rc = cunit_main(all, CUNIT_COUNT(all));
 	job_util_cleanup();
 	return rc;

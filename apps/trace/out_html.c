@@ -7,7 +7,11 @@
  *   dims, nnodes, nbins, bin_ps, t_end_ps
  *   links   [node, dim, dir, to] of every real link direction, in id order
  *   u       per link: its utilisation in each bin, two hex digits per bin
- *           (0..255; "" = idle throughout), from tt_bin
+ *           (0..255; "" = idle throughout), from tt_bin; for the colour,
+ *           so it stops at 255 = fully busy
+ *   over    [link, bin, utilisation] of every bin where a link was more
+ *           than fully busy (records overlap on it): the numbers the page
+ *           shows are these, as they are, not the colour's 100%
  *   bytes   per link: payload bytes over the run
  *   phases  [{name, start, end}] from tt_phases
  * The script draws the torus as SVG (x across, y down; one grid per slice
@@ -156,7 +160,12 @@ static const char *const page_script[] = {
 	"  const PAL = [IDLE];\n",
 	"  for (let q = 1; q < 256; q++)\n",
 	"    PAL.push(ramp(q / 255));\n",
-	"  const pct = function (q) { return Math.round(q * 100 / 255) + \"%\"; };\n",
+	"  /* utilisation as a number: D.over where a link was more than fully busy (overlapping records), else U */\n",
+	"  const OVER = new Map();\n",
+	"  for (const o of D.over)\n",
+	"    OVER.set(o[0] * nb + o[1], o[2]);\n",
+	"  const util = function (i, b) { const x = OVER.get(i * nb + b); return x === undefined ? U[i][b] / 255 : x; };\n",
+	"  const pct = function (x) { return Math.round(x * 100) + \"%\"; };\n",
 	"\n",
 	"  const DIM = [\"x\", \"y\", \"z\", \"w\", \"v\", \"u\"];\n",
 	"  const dname = function (d, dir) { return DIM[d] + (dir ? \"\\u2212\" : \"+\"); };\n",
@@ -299,14 +308,14 @@ static const char *const page_script[] = {
 	"      const avg = new Float32Array(nb);\n",
 	"      for (const i of mine)\n",
 	"        for (let b = 0; b < nb; b++)\n",
-	"          avg[b] += U[i][b] / 255 / mine.length;\n",
+	"          avg[b] += util(i, b) / mine.length;\n",
 	"      const box = document.createElement(\"div\");\n",
 	"      $(\"plots\").appendChild(box);\n",
 	"      const svg = el(\"svg\", {width: PW, height: PH + 14}, box);\n",
 	"      el(\"rect\", {x: 0, y: 14, width: PW, height: PH, fill: \"#f6f6f6\"}, svg);\n",
 	"      let pts = \"0,\" + (14 + PH);\n",
 	"      for (let b = 0; b < nb; b++)\n",
-	"        pts += \" \" + ((b + 0.5) * PW / nb).toFixed(1) + \",\" + (14 + PH * (1 - avg[b])).toFixed(1);\n",
+	"        pts += \" \" + ((b + 0.5) * PW / nb).toFixed(1) + \",\" + (14 + PH * (1 - Math.min(1, avg[b]))).toFixed(1);\n",
 	"      pts += \" \" + PW + \",\" + (14 + PH);\n",
 	"      el(\"polygon\", {points: pts, fill: \"rgb(240,59,32)\", \"fill-opacity\": 0.75}, svg);\n",
 	"      const cur = el(\"line\", {y1: 14, y2: 14 + PH, stroke: \"#000\", \"stroke-width\": 1.5}, svg);\n",
@@ -386,7 +395,7 @@ static const char *const page_script[] = {
 	"    $(\"info\").textContent = dname(l[1], l[2]) + \" link of node \" + l[0] + \" (\" + coords(l[0]).join(\",\") +\n",
 	"      \") to node \" + l[3] + \" (\" + coords(l[3]).join(\",\") + \")\" +\n",
 	"      (WRAP[hover] ? \", wrap-around\" : \"\") + \": \" +\n",
-	"      pct(U[hover][cur]) + \" busy in this bin; \" + mib(D.bytes[hover]) + \" of payload over the run.\";\n",
+	"      pct(util(hover, cur)) + \" busy in this bin; \" + mib(D.bytes[hover]) + \" of payload over the run.\";\n",
 	"  }\n",
 	"\n",
 	"  /* show bin b */\n",
@@ -678,7 +687,8 @@ static void put_header(FILE *f, const struct tt_trace *t, const char *shape)
 }
 
 /* Quantise one link's bins to 0..255, two hex digits each; "" if idle
- * throughout. Any traffic at all stays visible (at least 1). */
+ * throughout. Any traffic at all stays visible (at least 1). This is the
+ * colour's scale: a bin over 1 is 255 here and its number goes in "over". */
 static void hex_bins(const double *u, uint32_t nbins, char *line)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -724,6 +734,20 @@ static void put_data(FILE *f, const struct tt_trace *t, uint32_t nbins, uint64_t
 		hex_bins(util + (size_t)id * nbins, nbins, line);
 		fprintf(f, "%s\n\"%s\"", sep, line);
 		sep = ",";
+	}
+	/* what u cannot hold: bins over 1, as they are */
+	fputs("],\n\"over\": [", f);
+	sep = "";
+	k = 0;
+	for (uint32_t id = 0, i = 0; id < t->nlinks; id++) {
+		if (!tt_link_exists(t, id))
+			continue;
+		for (uint32_t b = 0; b < nbins; b++)
+			if (util[(size_t)id * nbins + b] > 1) {
+				fprintf(f, "%s%s[%u,%u,%.4g]", sep, k++ % 8 ? "" : "\n", i, b, util[(size_t)id * nbins + b]);
+				sep = ",";
+			}
+		i++;
 	}
 	fputs("],\n\"bytes\": [", f);
 	sep = "";

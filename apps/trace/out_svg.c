@@ -15,7 +15,10 @@
  *
  * Colour: utilisation = busy time in the panel's span / the span, in 20 steps
  * of 5% from pale yellow through orange and red to dark red; an idle link is
- * grey. A phase's panel counts that phase's traffic only, a window all of it.
+ * grey. A phase's panel counts that phase's traffic only, a window all of
+ * it. Where records overlap on a link its utilisation passes 1: the colour
+ * stays the darkest, the numbers (tooltips, panel maximum, the plot's axis)
+ * show it as it is.
  *
  * Size: at most SVG_MAX_PANELS panels (more phases are merged, consecutive
  * ones together, and the title says which), at most SVG_PLOT_BINS points per
@@ -143,6 +146,8 @@ static int heat_level(double u)
 {
 	if (!(u > 0))
 		return 0;
+	if (u >= 1) /* more than fully busy (overlapping records): the darkest */
+		return SVG_LEVELS;
 	int k = (int)ceil(u * SVG_LEVELS);
 	return k < 1 ? 1 : k > SVG_LEVELS ? SVG_LEVELS : k;
 }
@@ -259,7 +264,9 @@ static int svg_prepare(struct svg_ctx *c, const struct tt_svg_opts *o, char *err
 		double sum = 0;
 		uint32_t n = 0;
 		for (uint32_t l = 0; l < t->nlinks; l++) {
-			double u = scratch[l] < 0 ? 0 : scratch[l] > 1 ? 1 : scratch[l];
+			/* as it is, over 1 where records overlap: the numbers say so,
+			 * only the colour stops at the scale's end (heat_level) */
+			double u = scratch[l] < 0 ? 0 : scratch[l];
 			p->util[l] = (float)u;
 			if (!tt_link_exists(t, l))
 				continue;
@@ -468,7 +475,7 @@ static void draw_links(FILE *f, const struct svg_ctx *c, const struct svg_panel 
 			put_coords(f, &t->shape, node);
 			fprintf(f, " %s to node %u: %.1f%% busy (%.*f of %.*f &#181;s)</title></path>\n", name,
 				torus_neighbor(&t->shape, node, dim, (enum torus_dir)dir), 100.0 * p->util[l],
-				us_prec(dur), us_of((uint64_t)(p->util[l] * (double)dur)), us_prec(dur), us_of(dur));
+				us_prec(dur), p->util[l] * us_of(dur), us_prec(dur), us_of(dur));
 		}
 	} else {
 		/* One path per (lanes or bars, colour): a tenth of the bytes. */
@@ -726,6 +733,11 @@ static void draw_plot(FILE *f, const struct svg_ctx *c, double top)
 			ymax = ytops[i];
 			break;
 		}
+	/* overlapping records: the axis grows in steps of 1, 2, 5 x 10^k
+	 * rather than cut the line at 100% (a hostile trace's line may still
+	 * be cut, at 1000x) */
+	for (double m = 1; c->plot_max > ymax && ymax < 1000; m *= 10)
+		ymax = c->plot_max <= 2 * m ? 2 * m : c->plot_max <= 5 * m ? 5 * m : 10 * m;
 
 	put_text(f, SVG_MARGIN, top + 14, "font-weight=\"bold\"", 12,
 		 "Mean utilisation over all links of each dimension and direction, %s (%u bins of %.*f "

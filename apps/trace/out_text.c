@@ -1,7 +1,8 @@
 /*
  * torus-trace's text outputs: the per-link summary (checked against the
- * link counters torusrun stored in the trace's end chunk), the binned CSV
- * time series, and the Chrome trace-event JSON for the Perfetto UI.
+ * link counters torusrun stored in the trace's end chunk, and for records
+ * that overlap on a link), the binned CSV time series, the list of records
+ * (--packets), and the Chrome trace-event JSON for the Perfetto UI.
  */
 #include "trace_tool.h"
 
@@ -59,7 +60,8 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 	chunk = bins_per_pass(t, nbins);
 	double *util = malloc((size_t)t->nlinks * chunk * sizeof(double));
 	double *peaks = calloc(t->nlinks, sizeof(double));
-	if (!lt || !util || !peaks) {
+	struct tt_overlap_stats ov;
+	if (!lt || !util || !peaks || tt_overlaps(t, &ov)) {
 		free(lt);
 		free(util);
 		free(peaks);
@@ -92,10 +94,11 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 	for (const unsigned char *p = (const unsigned char *)t->hdr.program; *p; p++)
 		fputc(*p >= 0x20 && *p < 0x7f ? *p : '?', out);
 	fputc('\n', out);
-	fprintf(out, "busy %% = busy time / %.3f us (the last packet's end); peak = the busiest %.3f us bin\n\n",
+	fprintf(out, "busy %% = busy time / %.3f us (the last packet's end); peak %% = busy time in the busiest "
+		     "%.3f us bin / the bin, over 100 where records overlap\n\n",
 		t->t_end / 1e6, bin / 1e6);
-	fprintf(out, "%6s %-14s %-4s %6s %12s %14s %14s %7s %6s\n", "node", "coords", "link", "to", "packets",
-		"payload B", "wire B", "busy %", "peak");
+	fprintf(out, "%6s %-14s %-4s %6s %12s %14s %14s %7s %7s\n", "node", "coords", "link", "to", "packets",
+		"payload B", "wire B", "busy %", "peak %");
 	struct link_tot tot = {0};
 	for (uint32_t id = 0; id < t->nlinks; id++) {
 		if (!tt_link_exists(t, id))
@@ -107,10 +110,11 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 		tt_dir_name(dim, dir, dn, sizeof(dn));
 		double peak = peaks[id];
 		const struct link_tot *l = &lt[id];
-		fprintf(out, "%6u %-14s %-4s %6u %12llu %14llu %14llu %7.2f %6.3f\n", node, cs, dn,
+		/* busy % may pass 100 too where records overlap: as it is */
+		fprintf(out, "%6u %-14s %-4s %6u %12llu %14llu %14llu %7.2f %7.1f\n", node, cs, dn,
 			torus_neighbor(&t->shape, node, dim, (enum torus_dir)dir), (unsigned long long)l->packets,
 			(unsigned long long)l->payload, (unsigned long long)l->wire,
-			t->t_end ? 100.0 * (double)l->busy / (double)t->t_end : 0.0, peak);
+			t->t_end ? 100.0 * (double)l->busy / (double)t->t_end : 0.0, 100.0 * peak);
 		tot.packets += l->packets;
 		tot.payload += l->payload;
 		tot.wire += l->wire;
@@ -149,6 +153,22 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 	}
 	free(pay);
 	free(ph);
+
+	/* a link serialises one packet at a time: a record that starts before
+	 * an earlier one on its link direction has left is time charged twice */
+	if (!ov.records) {
+		fprintf(out, "\noverlaps: none (no %s starts before the previous one on its link direction has left)\n",
+			t->hdr.flags & TORUS_TRACE_F_PACKETS ? "packet" : "run of packets");
+	} else {
+		const struct tt_rec *r = &t->rec[ov.first];
+		char dn[8];
+		tt_dir_name(r->dim, r->dir, dn, sizeof(dn));
+		/* to the ps: one overlap can be a small part of a packet time */
+		fprintf(out, "\noverlaps: %zu records on %u link directions overlap an earlier one on their link "
+			     "direction, %.6f us of busy time in all (at most %.6f us at once; the first: node %u %s at "
+			     "%.6f us)\n",
+			ov.records, ov.links, ov.overlap_ps / 1e6, ov.max_overlap_ps / 1e6, r->node, dn, r->start / 1e6);
+	}
 
 	/* the trace against the link counters torusrun kept */
 	int rc = 0;
@@ -233,6 +253,30 @@ int tt_write_csv(const struct tt_trace *t, uint64_t bin_ps, FILE *out)
 	}
 	free(util);
 	free(pay);
+	return 0;
+}
+
+int tt_write_packets(const struct tt_trace *t, uint32_t link, FILE *out)
+{
+	size_t *idx = tt_by_link(t);
+	if (!idx)
+		return -ENOMEM;
+	/* coords hold commas: quoted, as CSV quotes a field; tag_name never
+	 * holds a comma or a quote (tt_tag_name) */
+	fprintf(out, "node,coords,link,to,start_ps,end_ps,packets,payload_bytes,wire_bytes,kind,tag,tag_name\n");
+	for (size_t k = 0; k < t->nrec; k++) {
+		const struct tt_rec *r = &t->rec[idx[k]];
+		if (link != UINT32_MAX && r->link != link)
+			continue;
+		char cs[48], dn[8], name[96];
+		coords(t, r->node, cs, sizeof(cs));
+		tt_dir_name(r->dim, r->dir, dn, sizeof(dn));
+		tt_tag_name(r->tag, name, sizeof(name));
+		fprintf(out, "%u,\"%s\",%s,%u,%llu,%llu,%u,%u,%u,%u,%u,%s\n", r->node, cs, dn,
+			torus_neighbor(&t->shape, r->node, r->dim, (enum torus_dir)r->dir), (unsigned long long)r->start,
+			(unsigned long long)r->end, r->packets, r->payload, r->wire, r->kind, r->tag, name);
+	}
+	free(idx);
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 /*
  * torus-trace internals: a trace file loaded into memory (trace_load.c)
  * and the writers of each output (out_text.c: --summary, --csv,
- * --perfetto; out_svg.c: --svg; out_html.c: --html).
+ * --packets, --perfetto; out_svg.c: --svg; out_html.c: --html).
  */
 #ifndef TORUS_TRACE_TOOL_H
 #define TORUS_TRACE_TOOL_H
@@ -88,17 +88,42 @@ void tt_tag_name(uint32_t tag, char *buf, size_t len);
 
 /*
  * Utilisation of every link direction in nbins bins of bin_ps each from t0:
- * util[link * nbins + b] = busy time in the bin / bin_ps (0..1). Each
- * record's busy time is spread evenly over [start, end) (exact for runs,
- * whose busy time is end - start), capped at 1 (packets the shared-link
- * approximation overlaps). keep (may be NULL) selects records.
- * 0 or -EINVAL.
+ * util[link * nbins + b] = busy time in the bin / bin_ps. Each record's
+ * busy time is spread evenly over [start, end) (exact for runs, whose busy
+ * time is end - start). Not capped: where records overlap on one link
+ * direction (tt_overlaps) a bin holds more than 1, e.g. 3.4 for a link
+ * asked to carry 3.4 times its bandwidth; only a rounding residue within
+ * 1e-9 of 1 is taken as 1, and one below 0 as 0. keep (may be NULL)
+ * selects records. 0 or -EINVAL.
  */
 int tt_bin(const struct tt_trace *t, uint64_t t0, uint64_t bin_ps, uint32_t nbins,
 	   int (*keep)(const struct tt_rec *, void *), void *arg, double *util);
 /* The same for payload bytes: bytes[link * nbins + b], each record's spread
  * evenly over [start, end). */
 int tt_bin_payload(const struct tt_trace *t, uint64_t t0, uint64_t bin_ps, uint32_t nbins, double *bytes);
+
+/*
+ * The record indices sorted by link direction, then start (malloc'd,
+ * nrec of them), or NULL when out of memory.
+ */
+size_t *tt_by_link(const struct tt_trace *t);
+
+/*
+ * Records whose busy interval [start, end) begins before an earlier record
+ * on the same link direction has ended: a link serialises one packet at a
+ * time, so with --trace-packets (or runs, which never overlap either) any
+ * such record is time the link was charged twice. overlap_ps sums, over
+ * those records, the part of each that earlier records already cover.
+ * 0 or -ENOMEM.
+ */
+struct tt_overlap_stats {
+	size_t records;              /* records overlapping an earlier one on their link direction */
+	uint32_t links;              /* link directions with at least one */
+	uint64_t overlap_ps;         /* busy time counted twice, in all */
+	uint64_t max_overlap_ps;     /* the largest single overlap */
+	size_t first;                /* records > 0: index into rec of the earliest of them */
+};
+int tt_overlaps(const struct tt_trace *t, struct tt_overlap_stats *out);
 
 /*
  * Phases: the distinct (collective, stage, phase) of the tagged records, in
@@ -132,6 +157,9 @@ int tt_csv_bins(const struct tt_trace *t, uint64_t bin_ps, uint64_t *nbins);
 /* Writers: 0, or negative errno with a reason in err. */
 int tt_write_summary(const struct tt_trace *t, FILE *out);
 int tt_write_csv(const struct tt_trace *t, uint64_t bin_ps, FILE *out);
+/* --packets: every record on link direction `link` (UINT32_MAX: on all of
+ * them) as CSV, sorted by link direction then start. */
+int tt_write_packets(const struct tt_trace *t, uint32_t link, FILE *out);
 int tt_write_perfetto(const struct tt_trace *t, const char *path, char *err, size_t errlen);
 struct tt_svg_opts {
 	uint32_t windows;            /* > 0: panels per time window instead of per phase */
