@@ -95,65 +95,11 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 	return 0;
 }
 
-/* --packets LINKSPEC: "all", or NODE:LINK ("5:x+"). The node and the
- * dimension are checked against the torus once the trace is read. */
-struct linkspec {
-	int all;
-	uint64_t node;
-	uint32_t dim, dir;
-};
-
-static int parse_linkspec(const char *s, struct linkspec *ls)
-{
-	static const char dims[] = "xyzwvu"; /* tt_dim_name's letters */
-	char node[24];
-	const char *colon = strchr(s, ':');
-	*ls = (struct linkspec){0};
-	if (!strcmp(s, "all")) {
-		ls->all = 1;
-		return 0;
-	}
-	if (!colon || (size_t)(colon - s) >= sizeof(node) || !colon[1] || !strchr(dims, colon[1]) ||
-	    (colon[2] != '+' && colon[2] != '-') || colon[3])
-		return -1;
-	memcpy(node, s, (size_t)(colon - s));
-	node[colon - s] = '\0';
-	ls->dim = (uint32_t)(strchr(dims, colon[1]) - dims);
-	ls->dir = colon[2] == '-';
-	return parse_u64(node, 0, UINT32_MAX, &ls->node);
-}
-
-/* The link-direction id the spec names in this trace (UINT32_MAX: all), or
- * a one-line reason it names none. */
-static int linkspec_id(const struct tt_trace *t, const struct linkspec *ls, uint32_t *id, char *err, size_t errlen)
-{
-	char shape[64];
-	torus_shape_format(&t->shape, shape, sizeof(shape));
-	if (ls->all) {
-		*id = UINT32_MAX;
-		return 0;
-	}
-	if (ls->node >= t->shape.nnodes) {
-		snprintf(err, errlen, "no node %llu in the torus %s (nodes 0..%u)", (unsigned long long)ls->node, shape,
-			 t->shape.nnodes - 1);
-		return -1;
-	}
-	if (ls->dim >= t->shape.ndims) {
-		snprintf(err, errlen, "the torus %s has no dimension %s", shape, tt_dim_name(ls->dim));
-		return -1;
-	}
-	if (!torus_dim_has_links(&t->shape, ls->dim)) {
-		snprintf(err, errlen, "dimension %s of the torus %s has size 1: no links", tt_dim_name(ls->dim), shape);
-		return -1;
-	}
-	*id = tt_link_id(t, (uint32_t)ls->node, ls->dim, ls->dir);
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
 	const char *file = NULL, *perfetto = NULL, *svg = NULL, *png = NULL, *html = NULL, *packets = NULL;
-	struct linkspec ls = {0};
+	struct tt_linkspec ls = {0};
 	int summary = 0, csv = 0;
 	uint64_t bin_ns = 0, windows = 0, color = UINT64_MAX;
 	char err[512];
@@ -190,7 +136,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			if (!strcmp(a, "--packets")) {
-				if (parse_linkspec(next, &ls)) {
+				if (tt_linkspec_parse(next, &ls)) {
 					fprintf(stderr, "torus-trace: bad --packets '%s': all, or NODE:LINK such as 5:x+\n",
 						next);
 					return 2;
@@ -245,7 +191,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	uint32_t link = UINT32_MAX;
-	if (packets && linkspec_id(&t, &ls, &link, err, sizeof(err))) {
+	if (packets && tt_linkspec_link(&t, &ls, &link, err, sizeof(err))) {
 		fprintf(stderr, "torus-trace: bad --packets '%s': %s\n", packets, err);
 		tt_free(&t);
 		return 2;

@@ -675,3 +675,54 @@ int tt_phases(const struct tt_trace *t, struct tt_phase **out)
 	*out = p;
 	return (int)n;
 }
+
+int tt_linkspec_parse(const char *s, struct tt_linkspec *ls)
+{
+	static const char dims[] = "xyzwvu"; /* tt_dim_name's letters */
+	*ls = (struct tt_linkspec){0};
+	if (!strcmp(s, "all")) {
+		ls->all = 1;
+		return 0;
+	}
+	const char *colon = strchr(s, ':');
+	if (!colon || colon == s || colon - s > 23 || !colon[1] || !strchr(dims, colon[1]) ||
+	    (colon[2] != '+' && colon[2] != '-') || colon[3])
+		return -1;
+	uint64_t node = 0;
+	for (const char *p = s; p < colon; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		node = node * 10 + (uint64_t)(*p - '0');
+		if (node > UINT32_MAX)
+			return -1;
+	}
+	ls->node = node;
+	ls->dim = (uint32_t)(strchr(dims, colon[1]) - dims);
+	ls->dir = colon[2] == '-';
+	return 0;
+}
+
+int tt_linkspec_link(const struct tt_trace *t, const struct tt_linkspec *ls, uint32_t *id, char *err, size_t errlen)
+{
+	char shape[64];
+	torus_shape_format(&t->shape, shape, sizeof(shape));
+	if (ls->all) {
+		*id = UINT32_MAX;
+		return 0;
+	}
+	if (ls->node >= t->shape.nnodes) {
+		snprintf(err, errlen, "no node %llu in the torus %s (nodes 0..%u)", (unsigned long long)ls->node, shape,
+			 t->shape.nnodes - 1);
+		return -1;
+	}
+	if (ls->dim >= t->shape.ndims) {
+		snprintf(err, errlen, "the torus %s has no dimension %s", shape, tt_dim_name(ls->dim));
+		return -1;
+	}
+	if (!torus_dim_has_links(&t->shape, ls->dim)) {
+		snprintf(err, errlen, "dimension %s of the torus %s has size 1: no links", tt_dim_name(ls->dim), shape);
+		return -1;
+	}
+	*id = tt_link_id(t, (uint32_t)ls->node, ls->dim, ls->dir);
+	return 0;
+}

@@ -125,6 +125,19 @@ struct tt_overlap_stats {
 };
 int tt_overlaps(const struct tt_trace *t, struct tt_overlap_stats *out);
 
+/* torus-trace --packets LINKSPEC: "all", or NODE:LINK such as "5:x+" (the
+ * node decimal, at most 2^32 - 1; the link a dimension letter of
+ * tt_dim_name and + or -). Parsing checks the form; tt_linkspec_link checks
+ * it against a trace's torus: the link-direction id (UINT32_MAX for all),
+ * or -1 with a one-line reason in err. */
+struct tt_linkspec {
+	int all;
+	uint64_t node;
+	uint32_t dim, dir;
+};
+int tt_linkspec_parse(const char *s, struct tt_linkspec *ls);
+int tt_linkspec_link(const struct tt_trace *t, const struct tt_linkspec *ls, uint32_t *id, char *err, size_t errlen);
+
 /*
  * Phases: the distinct (collective, stage, phase) of the tagged records, in
  * order of first start; each with its time span. Untagged traffic is not a
