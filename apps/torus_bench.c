@@ -84,6 +84,8 @@ struct opts {
 	uint32_t k; /* --cores-per-node; 0: every core */
 	uint32_t warmup, reps; /* untimed, then timed calls per size */
 	int json, check;
+	int members_cores; /* alltoall --members cores: every core is a member */
+	int explain;       /* alltoall --explain: print the schedule, run nothing */
 	int64_t corrupt_node;  /* TORUS_BENCH_CORRUPT: -1, or the node */
 	uint64_t corrupt_elem; /* and the element of its result */
 	char error[512]; /* a command-line error, reported from inside the job */
@@ -96,7 +98,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: torusrun --torus DIMS [--cores C] -- torus-bench COLLECTIVE [options]\n"
-		"  COLLECTIVE            allreduce | allgather | reduce_scatter\n"
+		"  COLLECTIVE            allreduce | allgather | reduce_scatter | alltoall\n"
 		"  --algo NAME           an algorithm of the collective's catalogue (below); default:\n"
 		"                        $TORUS_COLL_<COLLECTIVE>, else the first one that fits\n"
 		"  --sizes A:B | A       n in bytes, doubling from A to B (suffixes K, M, G = 2^10,\n"
@@ -110,13 +112,25 @@ static void usage(FILE *f)
 		"  --warmup W            untimed calls per size before the timed ones (default 0)\n"
 		"  --reps R              timed calls per size (default 1); a row shows the median\n"
 		"                        emulated and wall time of the R calls\n"
+		"  --members M           alltoall: nodes (default; a node team, as the others) or\n"
+		"                        cores (every core of every node is a member, as MPI ranks;\n"
+		"                        with --cores-map, nodes of different sizes)\n"
+		"  --explain             alltoall: print the algorithm's schedule for the first size\n"
+		"                        (phases, rounds, steps, who sends to whom) and run nothing;\n"
+		"                        with --json, as JSON with a top-level \"steps\"\n"
 		"  --json                one JSON document on stdout instead of the table\n"
 		"  --no-check            do not check the results\n"
 		"  --help                this text (also works outside torusrun)\n"
 		"\n"
 		"n is the whole vector each node starts with (reduce_scatter, allreduce) or ends\n"
 		"with (allgather); count = n/esz elements for allreduce, n/(esz*nodes) per node\n"
-		"for reduce_scatter and allgather (sizes giving count 0 are refused). Each row:\n"
+		"for reduce_scatter and allgather (sizes giving count 0 are refused). For\n"
+		"alltoall n is each member's send vector: p blocks of count = n/(esz*p)\n"
+		"elements; its bound is the larger of two, both printed: the link-load bound\n"
+		"(wire bytes of the busiest link direction under dimension-order routing of the\n"
+		"algorithm's messages, over the link bandwidth) and the round bound (the\n"
+		"schedule's critical path without contention), and the default algorithm is\n"
+		"the catalogue's rule for each size (shown per row). Each row:\n"
 		"bytes, emulated time, the lower bound of Fig. 2 and their ratio (>= 1), wall\n"
 		"time, the payload bytes of the most and least loaded link direction of the\n"
 		"torus, and whether every element of every node's result was checked.\n"
@@ -208,6 +222,10 @@ static int parse_args(int argc, char **argv)
 			opt.check = 0;
 			continue;
 		}
+		if (!strcmp(a, "--explain")) {
+			opt.explain = 1;
+			continue;
+		}
 		if (!v) {
 			snprintf(opt.error, sizeof(opt.error), "%s: unknown option, or its value is missing (see --help)", a);
 			return -1;
@@ -235,6 +253,12 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			}
 			*(reps ? &opt.reps : &opt.warmup) = (uint32_t)x;
+		} else if (!strcmp(a, "--members")) {
+			if (strcmp(v, "cores") && strcmp(v, "nodes")) {
+				snprintf(opt.error, sizeof(opt.error), "bad --members '%s' (nodes or cores)", v);
+				return -1;
+			}
+			opt.members_cores = !strcmp(v, "cores");
 		} else if (!strcmp(a, "--cores-per-node")) {
 			if (parse_u64(v, TORUS_MAX_CORES, &x)) {
 				snprintf(opt.error, sizeof(opt.error), "bad --cores-per-node '%s' (0 .. %u; 0: all)", v,
@@ -248,7 +272,7 @@ static int parse_args(int argc, char **argv)
 		}
 	}
 	if (!coll) {
-		snprintf(opt.error, sizeof(opt.error), "give the collective: allreduce, allgather or reduce_scatter");
+		snprintf(opt.error, sizeof(opt.error), "give the collective: allreduce, allgather, reduce_scatter or alltoall");
 		return -1;
 	}
 	int found = 0;
@@ -259,7 +283,7 @@ static int parse_args(int argc, char **argv)
 		}
 	if (!found) {
 		snprintf(opt.error, sizeof(opt.error),
-			 "unknown collective '%s' (allreduce, allgather or reduce_scatter)", coll);
+			 "unknown collective '%s' (allreduce, allgather, reduce_scatter or alltoall)", coll);
 		return -1;
 	}
 	if (dtype && coll_dtype_parse(dtype, &opt.dtype)) {
@@ -270,7 +294,15 @@ static int parse_args(int argc, char **argv)
 		snprintf(opt.error, sizeof(opt.error), "unknown --op '%s' (sum, prod, min, max, band or bor)", op);
 		return -1;
 	}
-	if (opt.kind != COLL_ALLGATHER && !coll_op_valid(opt.dtype, opt.op)) {
+	if (opt.members_cores && opt.k) {
+		snprintf(opt.error, sizeof(opt.error), "--cores-per-node is for node members (--members nodes)");
+		return -1;
+	}
+	if ((opt.members_cores || opt.explain) && opt.kind != COLL_ALLTOALL) {
+		snprintf(opt.error, sizeof(opt.error), "%s is for alltoall only", opt.explain ? "--explain" : "--members");
+		return -1;
+	}
+	if (opt.kind != COLL_ALLGATHER && opt.kind != COLL_ALLTOALL && !coll_op_valid(opt.dtype, opt.op)) {
 		snprintf(opt.error, sizeof(opt.error), "--op %s is not defined on --dtype %s (bitwise ops need int32 or int64)",
 			 coll_op_name(opt.op), coll_dtype_name(opt.dtype));
 		return -1;
@@ -413,17 +445,23 @@ static struct {
 	void *send, *recv;
 	uint64_t before[2 * TORUS_MAX_DIMS];
 	int64_t lsend[2], lrecv[2]; /* most loaded link, minus the least loaded */
-	uint64_t wrong;             /* elements that did not match */
-	uint64_t wrong_at;
-	double got, want;
 	uint32_t *leads; /* global rank of each node's core 0 */
 	double wall[MAX_REPS], emulated[MAX_REPS]; /* node 0: the timed calls */
 } node;
+
+/* The first mismatch a checking core found (a core per node, or every core
+ * with alltoall --members cores). */
+static _Thread_local struct {
+	uint64_t wrong, wrong_at;
+	double got, want;
+} chk;
 
 struct row {
 	uint64_t bytes, count, emulated_ps;
 	double bound_ps, ratio, wall_s;
 	int64_t link_max, link_min;
+	double link_ps, round_ps; /* alltoall: its two bounds */
+	const char *algo;         /* alltoall: the algorithm of this size */
 };
 
 /* The median of v[0..n-1] (n >= 1; sorts v). */
@@ -459,6 +497,20 @@ static uint64_t unit_bytes(uint32_t p)
 static int job_check(emu_core_t *c, char *msg, size_t len, uint32_t *k)
 {
 	uint32_t p = emu_node_count(c), lo = UINT32_MAX, hi = 0;
+	if (opt.members_cores) {
+		/* every core a member, whatever the core map */
+		uint64_t unit = unit_bytes(emu_core_total(c));
+		*k = 1;
+		if (opt.sizes[0] < unit) {
+			snprintf(msg, len,
+				 "size %llu bytes is too small for alltoall of %s on %u members: n must be at least %llu bytes "
+				 "(count >= 1)",
+				 (unsigned long long)opt.sizes[0], coll_dtype_name(opt.dtype), emu_core_total(c),
+				 (unsigned long long)unit);
+			return -1;
+		}
+		return 0;
+	}
 	for (uint32_t x = 0; x < p; x++) {
 		uint32_t h = emu_cores_of(c, x);
 		lo = h < lo ? h : lo;
@@ -499,6 +551,8 @@ static const char *algo_used(int *deflt, char *env, size_t len)
 		return opt.algo;
 	if (getenv(env))
 		return getenv(env);
+	if (opt.kind == COLL_ALLTOALL)
+		return "default"; /* the catalogue's rule, size by size */
 	return coll_catalogue(opt.kind, NULL)[0].name;
 }
 
@@ -516,51 +570,69 @@ static unsigned read_links(emu_core_t *c, uint64_t *out)
 	return n;
 }
 
-static void fill(uint32_t me, uint32_t p, size_t count, const struct ref *f)
+/* alltoall: member r's element k of its block for j */
+static int64_t ref_a2a(uint32_t r, uint32_t j, uint32_t p, size_t count, size_t k)
+{
+	return ref_gather(((uint64_t)r * p + j) * count + k);
+}
+
+/* Fill the input of member me of p (send, recv: its buffers). */
+static void fill(void *send, void *recv, uint32_t me, uint32_t p, size_t count, const struct ref *f)
 {
 	size_t esz = coll_dtype_size(opt.dtype);
+	if (opt.kind == COLL_ALLTOALL) {
+		for (uint32_t j = 0; j < p; j++)
+			for (size_t k = 0; k < count; k++)
+				put_elem(opt.dtype, send, j * count + k, ref_a2a(me, j, p, count, k));
+		memset(recv, 0xa5, count * p * esz);
+		return;
+	}
 	if (opt.kind == COLL_ALLGATHER) {
 		for (size_t k = 0; k < count; k++)
-			put_elem(opt.dtype, node.send, k, ref_gather((uint64_t)me * count + k));
-		memset(node.recv, 0xa5, count * p * esz);
+			put_elem(opt.dtype, send, k, ref_gather((uint64_t)me * count + k));
+		memset(recv, 0xa5, count * p * esz);
 		return;
 	}
 	size_t n = opt.kind == COLL_ALLREDUCE ? count : count * p;
 	for (size_t j = 0; j < n; j++)
-		put_elem(opt.dtype, node.send, j, ref_input(f, opt.op, me, j));
-	memset(node.recv, 0xa5, count * esz);
+		put_elem(opt.dtype, send, j, ref_input(f, opt.op, me, j));
+	memset(recv, 0xa5, count * esz);
 }
 
-/* Compare this node's result with the reference; 0 if it all matches. */
-static int verify(uint32_t me, uint32_t p, size_t count, const struct ref *f)
+/* Compare member me's result with the reference; 0 if it all matches.
+ * (chk.wrong*: the first mismatch; one checking core per node.) */
+static int verify(void *recv, uint32_t me, uint32_t p, size_t count, const struct ref *f)
 {
-	size_t n = opt.kind == COLL_ALLGATHER ? count * p : count;
-	node.wrong = 0;
+	size_t n = opt.kind == COLL_ALLGATHER || opt.kind == COLL_ALLTOALL ? count * p : count;
+	chk.wrong = 0;
 	if (opt.corrupt_node == (int64_t)me && opt.corrupt_elem < n)
-		put_elem(opt.dtype, node.recv, opt.corrupt_elem, (int64_t)get_elem(opt.dtype, node.recv, opt.corrupt_elem) + 1);
+		put_elem(opt.dtype, recv, opt.corrupt_elem, (int64_t)get_elem(opt.dtype, recv, opt.corrupt_elem) + 1);
 	for (size_t k = 0; k < n; k++) {
 		int64_t want;
-		if (opt.kind == COLL_ALLGATHER)
+		if (opt.kind == COLL_ALLTOALL)
+			want = ref_a2a((uint32_t)(k / count), me, p, count, k % count);
+		else if (opt.kind == COLL_ALLGATHER)
 			want = ref_gather(k);
 		else
 			want = ref_result(f, opt.op, opt.kind == COLL_REDUCE_SCATTER ? (uint64_t)me * count + k : k);
-		double got = get_elem(opt.dtype, node.recv, k);
-		if (got != (double)want && !node.wrong++) {
-			node.wrong_at = k;
-			node.got = got;
-			node.want = (double)want;
+		double got = get_elem(opt.dtype, recv, k);
+		if (got != (double)want && !chk.wrong++) {
+			chk.wrong_at = k;
+			chk.got = got;
+			chk.want = (double)want;
 		}
 	}
-	return node.wrong != 0;
+	return chk.wrong != 0;
 }
 
-static int run_coll(coll_team_t *t, size_t count)
+static int run_coll(coll_team_t *t, void *send, void *recv, size_t count)
 {
 	switch (opt.kind) {
 	case COLL_REDUCE_SCATTER:
-		return coll_reduce_scatter(t, node.send, node.recv, count, opt.dtype, opt.op, opt.algo);
-	case COLL_ALLGATHER: return coll_allgather(t, node.send, node.recv, count, opt.dtype, opt.algo);
-	default: return coll_allreduce(t, node.send, node.recv, count, opt.dtype, opt.op, opt.algo);
+		return coll_reduce_scatter(t, send, recv, count, opt.dtype, opt.op, opt.algo);
+	case COLL_ALLGATHER: return coll_allgather(t, send, recv, count, opt.dtype, opt.algo);
+	case COLL_ALLTOALL: return coll_alltoall(t, send, recv, count, opt.dtype, opt.algo);
+	default: return coll_allreduce(t, send, recv, count, opt.dtype, opt.op, opt.algo);
 	}
 }
 
@@ -628,8 +700,11 @@ static void print_header(emu_core_t *c, uint32_t k, const char *algo, int deflt,
 	if (opt.warmup || opt.reps > 1)
 		printf(", %u warm-up + %u timed call%s per size (medians)", opt.warmup, opt.reps, opt.reps == 1 ? "" : "s");
 	printf("\n");
-	printf("# %12s %14s %12s %8s %10s %14s %14s %6s\n", "bytes", "emulated_us", "bound_us", "ratio", "wall_s",
+	printf("# %12s %14s %12s %8s %10s %14s %14s %6s", "bytes", "emulated_us", "bound_us", "ratio", "wall_s",
 	       "link_max_B", "link_min_B", "check");
+	if (opt.kind == COLL_ALLTOALL)
+		printf(" %12s %12s  %s", "link_bnd_us", "round_bnd_us", "algo");
+	printf("\n");
 	fflush(stdout);
 }
 
@@ -638,15 +713,23 @@ static void print_row(const struct row *r, unsigned i)
 	if (opt.json) {
 		printf("%s\n  {\"bytes\": %llu, \"count\": %llu, \"emulated_ps\": %llu, \"lower_bound_ps\": %.3f, "
 		       "\"ratio\": %.6f, \"wall_s\": %.6f, \"link_max_bytes\": %lld, \"link_min_bytes\": %lld, "
-		       "\"checked\": %s}",
+		       "\"checked\": %s",
 		       i ? "," : "", (unsigned long long)r->bytes, (unsigned long long)r->count,
 		       (unsigned long long)r->emulated_ps, r->bound_ps, r->ratio, r->wall_s, (long long)r->link_max,
 		       (long long)r->link_min, opt.check ? "true" : "false");
+		if (opt.kind == COLL_ALLTOALL) {
+			printf(", \"link_bound_ps\": %.3f, \"round_bound_ps\": %.3f, \"algo\": ", r->link_ps, r->round_ps);
+			json_string(stdout, r->algo ? r->algo : "");
+		}
+		printf("}");
 		return;
 	}
-	printf("  %12llu %14.3f %12.3f %8.3f %10.4f %14lld %14lld %6s\n", (unsigned long long)r->bytes,
+	printf("  %12llu %14.3f %12.3f %8.3f %10.4f %14lld %14lld %6s", (unsigned long long)r->bytes,
 	       r->emulated_ps / 1e6, r->bound_ps / 1e6, r->ratio, r->wall_s, (long long)r->link_max,
 	       (long long)r->link_min, opt.check ? "ok" : "off");
+	if (opt.kind == COLL_ALLTOALL)
+		printf(" %12.3f %12.3f  %s", r->link_ps / 1e6, r->round_ps / 1e6, r->algo ? r->algo : "");
+	printf("\n");
 	fflush(stdout);
 }
 
@@ -669,8 +752,14 @@ static int bench_core(emu_core_t *c, void *arg)
 		return dma_barrier(c) ? 1 : 0; /* node 0 has printed before anyone leaves */
 	}
 
-	const int member = ci < k;
-	const uint64_t unit = unit_bytes(p);
+	/* members: nodes (a node team of K cores each), or alltoall --members
+	 * cores: every core, with buffers of its own */
+	const int cm = opt.members_cores;
+	const uint32_t mp = cm ? total : p, mrank = cm ? emu_core_global(c) : me;
+	const int member = cm || ci < k;
+	const uint64_t unit = unit_bytes(mp);
+	void *my_send = NULL, *my_recv = NULL;
+	uint32_t *mnode = NULL; /* node of each member (alltoall plans, node 0) */
 	const uint64_t nmax = opt.sizes[opt.nsizes - 1] / unit * unit;
 	int deflt;
 	char env[64];
@@ -689,15 +778,34 @@ static int bench_core(emu_core_t *c, void *arg)
 
 	/* set-up: the node team, and the node's buffers (core 0) */
 	if (member) {
-		int rc = coll_team_nodes(c, opt.k, &team);
+		int rc = cm ? coll_team_world(c, &team) : coll_team_nodes(c, opt.k, &team);
 		if (rc) {
-			fprintf(stderr, PROG ": node %u core %u: cannot make the node team: %s\n", me, ci, dma_strerror(rc));
+			fprintf(stderr, PROG ": node %u core %u: cannot make the team: %s\n", me, ci, dma_strerror(rc));
 			code = CODE_SETUP;
 		}
 	}
+	if (cm) {
+		my_send = malloc(nmax);
+		my_recv = malloc(nmax);
+		if (!my_send || !my_recv) {
+			fprintf(stderr, PROG ": node %u core %u: cannot allocate 2 x %llu bytes of buffers\n", me, ci,
+				(unsigned long long)nmax);
+			code = CODE_SETUP;
+		}
+	}
+	if (lead && opt.kind == COLL_ALLTOALL) {
+		if ((mnode = malloc(mp * sizeof(uint32_t))))
+			for (uint32_t i = 0, core; i < mp; i++)
+				if (!cm)
+					mnode[i] = i;
+				else
+					emu_core_locate(c, i, &mnode[i], &core);
+		else
+			code = CODE_SETUP;
+	}
 	if (ci == 0) {
-		size_t sbytes = opt.kind == COLL_ALLGATHER ? nmax / p : nmax;
-		size_t rbytes = opt.kind == COLL_REDUCE_SCATTER ? nmax / p : nmax;
+		size_t sbytes = cm ? 1 : opt.kind == COLL_ALLGATHER ? nmax / p : nmax;
+		size_t rbytes = cm ? 1 : opt.kind == COLL_REDUCE_SCATTER ? nmax / p : nmax;
 		node.send = malloc(sbytes);
 		node.recv = malloc(rbytes);
 		node.leads = malloc(p * sizeof(uint32_t));
@@ -718,6 +826,30 @@ static int bench_core(emu_core_t *c, void *arg)
 			atomic_store(&exit_status, 1);
 		goto out;
 	}
+	if (opt.explain) {
+		/* the schedule of the first size, from node 0; nothing runs */
+		if (lead) {
+			size_t count = opt.sizes[0] / unit;
+			uint64_t block = count * coll_dtype_size(opt.dtype);
+			const char *name = deflt && !getenv(env)
+						   ? coll_alltoall_default(emu_shape(c), mnode, mp, block, params->dma_counters)
+						   : algo;
+			coll_plan_t *pl = NULL;
+			int rc = coll_alltoall_plan(name, emu_shape(c), mnode, mp, block, &pl);
+			if (rc) {
+				fprintf(stderr, PROG ": --explain: alltoall %s on %u members: %s\n", name, mp,
+					rc == -ENOENT ? "no such algorithm" : rc == -ENOTSUP ? "the team does not fit it" : dma_strerror(rc));
+				atomic_store(&exit_status, rc == -ENOENT ? 2 : 1);
+			} else {
+				coll_plan_print(pl, stdout, opt.json);
+				fflush(stdout);
+			}
+			coll_plan_free(pl);
+		}
+		if (dma_barrier(c))
+			goto broken;
+		goto out;
+	}
 	if (lead)
 		print_header(c, k, algo, deflt, shape);
 
@@ -735,8 +867,11 @@ static int bench_core(emu_core_t *c, void *arg)
 		for (uint32_t it = 0; it < calls && !code; it++) {
 			double w0 = 0;
 			int rc = 0;
+			if (cm)
+				fill(my_send, my_recv, mrank, mp, count, &ref);
 			if (ci == 0) {
-				fill(me, p, count, &ref);
+				if (!cm)
+					fill(node.send, node.recv, me, p, count, &ref);
 				/* before the barrier: once it opens, other nodes'
 				 * packets may cross this node's links */
 				read_links(c, node.before);
@@ -747,7 +882,7 @@ static int bench_core(emu_core_t *c, void *arg)
 			if (lead)
 				w0 = wall_now();
 			if (member)
-				rc = run_coll(team, count);
+				rc = run_coll(team, cm ? my_send : node.send, cm ? my_recv : node.recv, count);
 			if (dma_barrier(c))
 				goto broken;
 			torus_vt_t t1 = emu_core_now(c);
@@ -775,21 +910,23 @@ static int bench_core(emu_core_t *c, void *arg)
 					node.lsend[0] = mx;
 					node.lsend[1] = nl ? -mn : 0;
 				}
-				if (opt.check && verify(me, p, count, &ref))
+				if (!cm && opt.check && verify(node.recv, me, p, count, &ref))
 					code = CODE_CHECK | (0xffffu - (me & 0xffffu));
 			}
+			if (cm && !code && opt.check && verify(my_recv, mrank, mp, count, &ref))
+				code = CODE_CHECK | (0xffffu - (mrank & 0xffffu));
 			if (agree(c, all, code, &code))
 				goto broken;
 		}
 		if (code) {
 			if (code & CODE_CHECK) {
-				if (ci == 0 && (code & 0xffffu) == 0xffffu - (me & 0xffffu))
+				if ((cm || ci == 0) && (code & 0xffffu) == 0xffffu - (mrank & 0xffffu))
 					fprintf(stderr,
-						PROG ": %s (%s) of %llu bytes: wrong result on node %u at element %llu: got %.17g, "
-						     "expected %.17g (%llu wrong element%s on that node)\n",
-						coll_kind_name(opt.kind), algo, (unsigned long long)r.bytes, me,
-						(unsigned long long)node.wrong_at, node.got, node.want,
-						(unsigned long long)node.wrong, node.wrong == 1 ? "" : "s");
+						PROG ": %s (%s) of %llu bytes: wrong result on %s %u at element %llu: got %.17g, "
+						     "expected %.17g (%llu wrong element%s on that %s)\n",
+						coll_kind_name(opt.kind), algo, (unsigned long long)r.bytes, cm ? "member" : "node", mrank,
+						(unsigned long long)chk.wrong_at, chk.got, chk.want,
+						(unsigned long long)chk.wrong, chk.wrong == 1 ? "" : "s", cm ? "member" : "node");
 			} else if (lead) {
 				int err = -(int)code;
 				if (err == -ENOENT)
@@ -809,7 +946,10 @@ static int bench_core(emu_core_t *c, void *arg)
 		}
 
 		/* the most and least loaded link of the torus, after the timed part */
-		if (member) {
+		if (opt.kind == COLL_ALLTOALL) {
+			if (ci == 0 && links_by_barrier(c, p))
+				goto broken;
+		} else if (member) {
 			/* bookkeeping: traces show it as control traffic */
 			coll_team_set_trace_tag(team, TORUS_TAG_CONTROL);
 			int lrc = coll_allreduce(team, node.lsend, node.lrecv, 2, COLL_INT64, COLL_MAX, algo);
@@ -823,6 +963,20 @@ static int bench_core(emu_core_t *c, void *arg)
 			r.wall_s = median(node.wall, opt.reps);
 			r.emulated_ps = (uint64_t)median(node.emulated, opt.reps);
 			double bound = coll_lower_bound_ps(opt.kind, emu_shape(c), params, (double)r.bytes);
+			if (opt.kind == COLL_ALLTOALL) {
+				uint64_t block = count * coll_dtype_size(opt.dtype);
+				r.algo = deflt && !getenv(env) ? coll_alltoall_default(emu_shape(c), mnode, mp, block,
+										      params->dma_counters)
+							       : algo;
+				coll_plan_t *pl = NULL;
+				struct coll_plan_bounds b = {0, 0, 0};
+				if (!coll_alltoall_plan(r.algo, emu_shape(c), mnode, mp, block, &pl))
+					coll_plan_bounds(pl, params, &b);
+				coll_plan_free(pl);
+				r.link_ps = b.link_ps;
+				r.round_ps = b.round_ps;
+				bound = b.link_ps > b.round_ps ? b.link_ps : b.round_ps;
+			}
 			r.bound_ps = bound;
 			r.ratio = bound > 0 ? (double)r.emulated_ps / bound : 0;
 			r.link_max = node.lrecv[0];
@@ -842,6 +996,9 @@ static int bench_core(emu_core_t *c, void *arg)
 	}
 out:
 	coll_team_free(team);
+	free(my_send);
+	free(my_recv);
+	free(mnode);
 	if (ci == 0) {
 		/* after the last barrier: no core of this node uses them any more */
 		free(node.send);

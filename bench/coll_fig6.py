@@ -176,11 +176,16 @@ def series_record(label, cores, algo, cmd, doc, rows, sizes):
 
 # ----------------------------------------------------------------- svg
 
-STYLES = [  # colour, marker, dashed
+STYLES = [  # colour, marker, dashed (the first four: Fig. 6's; the rest for bench/alltoall_bound.py)
     ("#1f77b4", "circle", False),
     ("#ff7f0e", "square", False),
     ("#2ca02c", "triangle", False),
     ("#444444", "diamond", True),
+    ("#d62728", "circle", False),
+    ("#9467bd", "square", False),
+    ("#8c564b", "triangle", False),
+    ("#e377c2", "circle", False),
+    ("#17becf", "square", False),
 ]
 
 
@@ -204,8 +209,9 @@ def fmt_us(v):
     return f"{v:g}"
 
 
-def svg_plot(path, title, subtitle, sizes, series):
+def svg_plot(path, title, subtitle, sizes, series, xlabel="message size n (bytes, log scale)", styles=None):
     """series: list of (label, [value_us or None per size]). Log-log."""
+    styles = styles or STYLES
     W, H = 760, 500
     L, R, T, B = 86, 24, 64, 62
     pw, ph = W - L - R, H - T - B
@@ -261,11 +267,11 @@ def svg_plot(path, title, subtitle, sizes, series):
             o.append(f'<text x="{x:.1f}" y="{T + ph + 20}" text-anchor="middle">{fmt_bytes(2 ** k)}</text>')
     o.append(f'<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="black"/>')
     o.append(f'<text x="{L + pw / 2}" y="{H - 16}" text-anchor="middle" font-size="13">'
-             f'message size n (bytes, log scale)</text>')
+             f'{escape(xlabel)}</text>')
     o.append(f'<text transform="translate(20,{T + ph / 2}) rotate(-90)" text-anchor="middle" font-size="13">'
              f'emulated time (\u00b5s, log scale)</text>')
     # series
-    for (label, ys), (colour, mk, dashed) in zip(series, STYLES):
+    for (label, ys), (colour, mk, dashed) in zip(series, styles):
         if label is None:  # a placeholder keeping the styles of the other figures
             continue
         pts = [(X(n), Y(v)) for n, v in zip(sizes, ys) if v is not None and v > 0]
@@ -276,7 +282,7 @@ def svg_plot(path, title, subtitle, sizes, series):
         for x, y in pts:
             o.append(marker(mk, x, y, colour))
     # legend, top left (log-log times rise to the right)
-    shown = [(label, st) for (label, _), st in zip(series, STYLES) if label is not None]
+    shown = [(label, st) for (label, _), st in zip(series, styles) if label is not None]
     lw = 16 + max(len(l) for l, _ in shown) * 7 + 36
     lh = 10 + 20 * len(shown)
     lx, ly = L + 12, T + 12

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The pictures of traces in the README: a 4x4x4 multicolor allgather, as
 # torus-trace --svg (a heat map per phase) and as a screenshot of its
-# --html page, paused at 40% of the run so it shows traffic.
+# --html page, paused at 40% of the run so it shows traffic; one color of
+# an allgather on 4x4; the torus all-to-all on 4x4, phase by phase.
 #
 #   bench/trace_pictures.sh [BIN_DIR [OUT_DIR]]   (defaults: build/bin docs/)
 set -euo pipefail
@@ -38,6 +39,11 @@ fi
 "$bin/torusrun" --torus 4x4 --cores 2 --timeout 300 --trace "$tmp/c.trace" -- \
 	"$bin/torus-bench" allgather --algo multicolor --sizes 256KiB:256KiB
 "$bin/torus-trace" "$tmp/c.trace" --color 0 --png "$out/trace_color0.png"
+# the torus all-to-all on 4x4: one panel per phase (x, then y)
+"$bin/torusrun" --torus 4x4 --quiet --timeout 300 --trace "$tmp/a2a.trace" -- \
+	"$bin/torus-bench" alltoall --algo torus --sizes 64KiB:64KiB >/dev/null
+"$bin/torus-trace" "$tmp/a2a.trace" --png "$out/alltoall_torus.png"
 echo "wrote $out/trace_heatmap.svg"
 echo "wrote $out/trace_page.png"
 echo "wrote $out/trace_color0.png"
+echo "wrote $out/alltoall_torus.png"

@@ -5,6 +5,7 @@
 #include "coll_internal.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,20 @@ int coll_allreduce_direct(const struct coll_args *a);
 int coll_multicolor_fits(const coll_team_t *t);
 int coll_ring_fits(const coll_team_t *t);
 int coll_direct_fits(const coll_team_t *t);
+
+int coll_alltoall_fits_named(const coll_team_t *t, const char *name);
+int coll_alltoall_run_named(const struct coll_args *a, const char *name);
+#define A2A(name, cname, restrict, desc)                                                                      \
+	static int fits_##cname(const coll_team_t *t) { return coll_alltoall_fits_named(t, name); }          \
+	static int run_##cname(const struct coll_args *a) { return coll_alltoall_run_named(a, name); }
+A2A("direct", a2a_direct, 0, 0)
+A2A("factor", a2a_factor, 0, 0)
+A2A("xor", a2a_xor, 0, 0)
+A2A("ring", a2a_ring, 0, 0)
+A2A("mesh2d", a2a_mesh2d, 0, 0)
+A2A("bruck", a2a_bruck, 0, 0)
+A2A("torus", a2a_torus, 0, 0)
+A2A("hierarchical_factor", a2a_hier, 0, 0)
 
 #define MC_RESTRICT "a team of every node in node order (node team, or one core per node); " \
 		    "node teams share the 2N color-direction streams among their cores; " \
@@ -53,6 +68,28 @@ static const struct coll_algorithm allreduce[] = {
 	 "baseline: direct reduce-scatter then direct allgather"},
 };
 
+/* The default is coll_alltoall_default's rule, not the first entry. */
+#define A2A_P1 "messages received per member + 2 <= dma_counters"
+static const struct coll_algorithm alltoall[] = {
+	{"direct", COLL_ALLTOALL, run_a2a_direct, "team size + 1 <= dma_counters", 0, fits_a2a_direct,
+	 "baseline: every member posts its p-1 puts at once, shifted by its rank (001, naive)"},
+	{"factor", COLL_ALLTOALL, run_a2a_factor, "team size + 1 <= dma_counters", 0, fits_a2a_factor,
+	 "1-factor rounds: u with (i-u) mod p (p rounds for odd p, p-1 for even) (001; 000 Lemma 1)"},
+	{"xor", COLL_ALLTOALL, run_a2a_xor, "team size a power of two; team size + 1 <= dma_counters", 0, fits_a2a_xor,
+	 "pairwise exchange u with u XOR i, p-1 rounds (001)"},
+	{"ring", COLL_ALLTOALL, run_a2a_ring, "team size <= 256 (scratch ~p^2/4 blocks); team size + 1 <= dma_counters", 0,
+	 fits_a2a_ring, "store and forward around the ring, both directions, p/2 rounds (001, Ring)"},
+	{"mesh2d", COLL_ALLTOALL, run_a2a_mesh2d, "team size <= 256; rows + columns <= dma_counters", 0, fits_a2a_mesh2d,
+	 "row phase, regroup, column phase on the most square r x c grid of members (001, Mesh)"},
+	{"bruck", COLL_ALLTOALL, run_a2a_bruck, "team size <= 256; ceil(log2 p) + 2 <= dma_counters", 0, fits_a2a_bruck,
+	 "ceil(log2 p) rounds with combining, to u + 2^k (001, hypercube; Bruck et al.)"},
+	{"torus", COLL_ALLTOALL, run_a2a_torus,
+	 "a team of every node in node order, one member per node; sum of (ring size - 1) + 2 <= dma_counters", 0,
+	 fits_a2a_torus, "one phase per torus dimension along its rings, both directions, regroup in between"},
+	{"hierarchical_factor", COLL_ALLTOALL, run_a2a_hier, "team size + 1 <= dma_counters", 0, fits_a2a_hier,
+	 "ClusteredAllToAll: phases by node size, 1-factor rounds of nodes, one inter-node pair per node and step (000, Fig. 2)"},
+};
+
 static const struct {
 	const char *name;
 	const struct coll_algorithm *algos;
@@ -61,6 +98,7 @@ static const struct {
 	{"reduce_scatter", reduce_scatter, sizeof(reduce_scatter) / sizeof(reduce_scatter[0])},
 	{"allgather", allgather, sizeof(allgather) / sizeof(allgather[0])},
 	{"allreduce", allreduce, sizeof(allreduce) / sizeof(allreduce[0])},
+	{"alltoall", alltoall, sizeof(alltoall) / sizeof(alltoall[0])},
 };
 
 const struct coll_algorithm *coll_catalogue(enum coll_kind kind, size_t *n)
@@ -100,7 +138,10 @@ int coll_team_fits(const coll_team_t *t, const struct coll_algorithm *alg)
 static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
 
 /* The algorithm the call names, or -ENOENT / -ENOTSUP. */
-static int choose(enum coll_kind kind, const char *algo, const coll_team_t *t, const struct coll_algorithm **out)
+const char *coll_alltoall_default_team(const coll_team_t *t, uint64_t block_bytes);
+
+static int choose(enum coll_kind kind, const char *algo, const coll_team_t *t, const struct coll_args *a,
+		  const struct coll_algorithm **out)
 {
 	size_t n;
 	const struct coll_algorithm *list = coll_catalogue(kind, &n);
@@ -111,6 +152,8 @@ static int choose(enum coll_kind kind, const char *algo, const coll_team_t *t, c
 		for (char *p = env; *p; p++)
 			*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
 		want = getenv(env);
+		if (!want && kind == COLL_ALLTOALL)
+			want = coll_alltoall_default_team(t, (uint64_t)a->count * coll_dtype_size(a->dtype));
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (want ? !strcmp(want, list[i].name) : coll_team_fits(t, &list[i])) {
@@ -163,7 +206,7 @@ static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_
 		return -EINVAL;
 	int err = check_args(kind, a, send_bytes, recv_bytes, needs_op);
 	if (!err)
-		err = choose(kind, algo, t, &alg);
+		err = choose(kind, algo, t, a, &alg);
 	uint64_t h = 1469598103934665603ull;
 	h = mix(mix(mix(mix(h, kind), a->count), a->dtype), needs_op ? a->op : 0);
 	for (const char *p = alg ? alg->name : ""; *p; p++)
@@ -211,4 +254,15 @@ int coll_allreduce(coll_team_t *t, const void *send, void *recv, size_t count, e
 	struct coll_args a = {t, send, recv, count, dtype, op, 0};
 	size_t esz = coll_dtype_size(dtype);
 	return run(COLL_ALLREDUCE, algo, &a, count * esz, count * esz, 1);
+}
+
+int coll_alltoall(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
+		  const char *algo)
+{
+	struct coll_args a = {t, send, recv, count, dtype, COLL_SUM, 0};
+	size_t esz = coll_dtype_size(dtype), p = t ? t->size : 0;
+	/* p blocks of count elements each way: refuse what does not fit in size_t */
+	if (t && esz && count > SIZE_MAX / esz / p)
+		a.send = NULL, a.recv = NULL, count = 1;
+	return run(COLL_ALLTOALL, algo, &a, count * esz * p, count * esz * p, 0);
 }

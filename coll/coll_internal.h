@@ -51,6 +51,9 @@ struct coll_xchg {
 	struct coll_addr mine, theirs;
 };
 
+/* x[i].to_node or x[i].from: nothing to send, or to receive, in entry i */
+#define COLL_XCHG_NONE UINT32_MAX
+
 /*
  * Send every x[i].mine, then wait for every x[i].theirs, for collective
  * call `seq`. Returns -EPROTO if a peer's check differs from ours (it was

@@ -70,8 +70,8 @@ static int run_one(emu_core_t *c, coll_team_t *t, const struct coll_algorithm *a
 	uint32_t p = coll_team_size(t), me = coll_team_rank(t), k = coll_team_cores(t);
 	int lead = emu_core_index(c) == 0 || k == 1;
 	size_t esz = coll_dtype_size(dt);
-	size_t sn = kind == COLL_REDUCE_SCATTER ? count * p : count;
-	size_t rn = kind == COLL_ALLGATHER ? count * p : count;
+	size_t sn = kind == COLL_REDUCE_SCATTER || kind == COLL_ALLTOALL ? count * p : count;
+	size_t rn = kind == COLL_ALLGATHER || kind == COLL_ALLTOALL ? count * p : count;
 	uint8_t *send = NULL, *recv = NULL, *ref = malloc(rn * esz + 1), *tmp = malloc(rn * esz + 1);
 	int rc = 1;
 	if (lead) {
@@ -102,6 +102,8 @@ static int run_one(emu_core_t *c, coll_team_t *t, const struct coll_algorithm *a
 		rc = coll_reduce_scatter(t, send, recv, count, dt, op, algo);
 	else if (kind == COLL_ALLGATHER)
 		rc = coll_allgather(t, send, recv, count, dt, algo);
+	else if (kind == COLL_ALLTOALL)
+		rc = coll_alltoall(t, send, recv, count, dt, algo);
 	else
 		rc = coll_allreduce(t, send, recv, count, dt, op, algo);
 	if (!fits) {
@@ -119,7 +121,11 @@ static int run_one(emu_core_t *c, coll_team_t *t, const struct coll_algorithm *a
 	if (!lead)
 		goto out; /* core 0 of the node checks the node's result */
 	/* the sequential reference */
-	if (kind == COLL_ALLGATHER) {
+	if (kind == COLL_ALLTOALL) {
+		/* block m of recv: member m's block for us */
+		for (uint32_t m = 0; m < p; m++)
+			fill(ref + m * count * esz, dt, op, m, (size_t)me * count, count);
+	} else if (kind == COLL_ALLGATHER) {
 		for (uint32_t m = 0; m < p; m++)
 			fill(ref + m * count * esz, dt, op, m, 0, count);
 	} else {
@@ -199,6 +205,7 @@ static void mismatch(emu_core_t *c, coll_team_t *t)
 				continue;
 			int rc = kind == COLL_REDUCE_SCATTER ? coll_reduce_scatter(t, send, recv, count, COLL_DOUBLE, COLL_SUM, al[i].name)
 				 : kind == COLL_ALLGATHER    ? coll_allgather(t, send, recv, count, COLL_DOUBLE, al[i].name)
+				 : kind == COLL_ALLTOALL     ? coll_alltoall(t, send, recv, count, COLL_DOUBLE, al[i].name)
 							     : coll_allreduce(t, send, recv, count, COLL_DOUBLE, COLL_SUM, al[i].name);
 			if (rc != -EPROTO)
 				fail(c, "%s/%s with counts that disagree gave %d, not -EPROTO", coll_kind_name((enum coll_kind)kind),
@@ -230,7 +237,7 @@ static void run_all(emu_core_t *c, coll_team_t *t)
 				if (only_dtype >= 0 && dt != only_dtype)
 					continue;
 				for (int op = 0; op < COLL_OP_COUNT; op++) {
-					if (k == COLL_ALLGATHER && op)
+					if ((k == COLL_ALLGATHER || k == COLL_ALLTOALL) && op)
 						continue; /* no operation */
 					if (!coll_op_valid((enum coll_dtype)dt, (enum coll_op)op))
 						continue;
@@ -238,6 +245,10 @@ static void run_all(emu_core_t *c, coll_team_t *t)
 						run_one(c, t, &al[ai], (enum coll_dtype)dt, (enum coll_op)op, counts[ci], 0);
 				}
 			}
+		/* an empty all-to-all, once per algorithm */
+		for (size_t ai = 0; k == COLL_ALLTOALL && ai < na; ai++)
+			if (!only || !strcmp(only, al[ai].name))
+				run_one(c, t, &al[ai], COLL_INT32, COLL_SUM, 0, 0);
 		/* in place (allreduce only), once per algorithm */
 		for (size_t ai = 0; k == COLL_ALLREDUCE && ai < na; ai++)
 			run_one(c, t, &al[ai], COLL_INT64, COLL_SUM, counts[ncounts - 1], 1);
@@ -283,6 +294,23 @@ static int core_main(emu_core_t *c, void *arg)
 			coll_team_free(diag);
 		}
 		free(dm);
+	}
+	/* a sub-team: the cores of even global rank (all-to-all only) */
+	if (emu_core_total(c) >= 3) {
+		coll_team_t *sub = NULL;
+		uint32_t ns = (emu_core_total(c) + 1) / 2, *sm = malloc(ns * sizeof(uint32_t));
+		for (uint32_t i = 0; i < ns; i++)
+			sm[i] = 2 * i;
+		if (emu_core_global(c) % 2 == 0 && coll_team_create(c, sm, ns, &sub) == 0) {
+			size_t na;
+			const struct coll_algorithm *al = coll_catalogue(COLL_ALLTOALL, &na);
+			for (size_t ai = 0; ai < na; ai++)
+				if (!only || !strcmp(only, al[ai].name))
+					for (int ci = 0; ci < ncounts; ci++)
+						run_one(c, sub, &al[ai], COLL_INT32, COLL_SUM, counts[ci], 0);
+			coll_team_free(sub);
+		}
+		free(sm);
 	}
 	/* a node team: every core of each node works on the node's one vector */
 	if (uniform && emu_cores_of(c, 0) > 1) {
@@ -339,7 +367,8 @@ static int links_main(emu_core_t *c, void *arg)
 		recv = calloc(n, sizeof(double));
 	}
 	dma_barrier_node(c, k, 0, NULL);
-	for (int kind = 0; kind < COLL_KIND_COUNT; kind++) {
+	/* the bucket collectives of section 4 (not the all-to-all) */
+	for (int kind = 0; kind <= COLL_ALLREDUCE; kind++) {
 		uint64_t l0[12], l1[12], l2[12];
 		size_t count = kind == COLL_ALLREDUCE ? n : n / p;
 		int rc = 0;

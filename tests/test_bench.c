@@ -120,6 +120,79 @@ static void test_ring_1d_every_link(void) { bench_json("4", "allreduce", "--algo
  * cores per node: a node team of two cores per member). */
 static void test_default_algo(void) { bench_json("2x2x2", "allreduce", "", "multicolor", 8, 2, 1, 1); }
 
+/*
+ * alltoall: every algorithm that fits 3x3x2 (18 nodes; xor does not), its
+ * rows checked, both bounds in the row and the larger one the row's bound,
+ * which holds (ratio >= 1), and the algorithm named per row.
+ */
+static void test_alltoall_json(void)
+{
+	static const char *const algos[] = {"direct", "factor", "ring", "mesh2d", "bruck", "torus", "hierarchical_factor"};
+	for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+		struct result r = run("$B/torusrun --torus 3x3x2 --quiet --timeout 60 -- $B/torus-bench alltoall --algo %s "
+				      "--sizes 1K:4K --json",
+				      algos[a]);
+		EXPECT(r.status == 0, "%s: status %d\n%.1000s", algos[a], r.status, r.err);
+		struct row w[4];
+		int n = parse_rows(r.out, w, 4);
+		EXPECT(n == 3, "%s: %d rows, want 3", algos[a], n);
+		for (int i = 0; i < n; i++) {
+			const char *at = strstr(r.out, "{\"bytes\": ");
+			for (int k = 0; k < i && at; k++)
+				at = strstr(at + 1, "{\"bytes\": ");
+			const char *end = at ? strchr(at, '}') : NULL;
+			double lb = at ? num_in(at, end, "link_bound_ps") : -1, rb = at ? num_in(at, end, "round_bound_ps") : -1;
+			EXPECT(w[i].checked == 1 && w[i].ratio >= 1.0, "%s row %d: checked %d ratio %f", algos[a], i,
+			       w[i].checked, w[i].ratio);
+			EXPECT(lb > 0 && rb > 0 && fabs(w[i].lower_bound_ps - (lb > rb ? lb : rb)) < 1,
+			       "%s row %d: bound %f, link %f, round %f", algos[a], i, w[i].lower_bound_ps, lb, rb);
+		}
+		char want[64];
+		snprintf(want, sizeof(want), "\"algo\": \"%s\"}", algos[a]);
+		EXPECT(strstr(r.out, want) != NULL, "%s: not named in the rows: %.500s", algos[a], r.out);
+		result_free(&r);
+	}
+}
+
+/* --explain: 000's Fig. 3 on nodes of 1, 2 and 3 cores (hierarchical_factor,
+ * every core a member): 18 steps in 3 phases, printed and nothing run. */
+static void test_alltoall_explain(void)
+{
+	struct result r = run("$B/torusrun --torus 3 --cores-map 1,2,3 --quiet --timeout 60 -- $B/torus-bench alltoall "
+			      "--algo hierarchical_factor --members cores --sizes 48 --explain");
+	EXPECT(r.status == 0, "status %d\n%.1000s", r.status, r.err);
+	EXPECT(count_lines(r.out, "phase ") == 18, "18 step lines:\n%.3000s", r.out);
+	EXPECT(strstr(r.out, "3 phases, 6 rounds, 18 steps, 30 messages") != NULL, "summary:\n%.500s", r.out);
+	/* step 6 of phase 1: node 3's first processor (core 3) sends to its third
+	 * (core 5), and no node talks to another (the caption of Fig. 3) */
+	EXPECT(strstr(r.out, "phase 0 round 1 step 5: 3->5\n") != NULL, "step 6:\n%.3000s", r.out);
+	EXPECT(!strstr(r.out, "emulated_us"), "it ran:\n%.500s", r.out);
+	result_free(&r);
+	r = run("$B/torusrun --torus 3 --cores-map 1,2,3 --quiet --timeout 60 -- $B/torus-bench alltoall "
+		"--algo hierarchical_factor --members cores --sizes 48 --explain --json");
+	EXPECT(r.status == 0 && json_u64(r.out, "steps") == 18 && json_u64(r.out, "phases") == 3 &&
+		       json_u64(r.out, "messages") == 30,
+	       "json:\n%.600s", r.out);
+	result_free(&r);
+	/* the default's choice for 4-byte blocks is explained too */
+	r = run("$B/torusrun --torus 4x4 --quiet --timeout 60 -- $B/torus-bench alltoall --sizes 64 --dtype int32 "
+		"--explain");
+	EXPECT(r.status == 0 && strstr(r.out, "# alltoall "), "default explained:\n%.600s\n%.600s", r.out, r.err);
+	result_free(&r);
+}
+
+/* --members cores on nodes of 1, 3 and 2 cores: every core a member */
+static void test_alltoall_uneven_members(void)
+{
+	struct result r = run("$B/torusrun --torus 3 --cores-map 1,3,2 --quiet --timeout 60 -- $B/torus-bench alltoall "
+			      "--members cores --sizes 96:384 --json");
+	struct row w[4];
+	EXPECT(r.status == 0 && parse_rows(r.out, w, 4) == 3 && w[0].checked == 1 && w[2].checked == 1,
+	       "status %d\n%.1000s\n%.1000s", r.status, r.out, r.err);
+	EXPECT(w[0].count == 96 / 8 / 6, "count %.0f", w[0].count);
+	result_free(&r);
+}
+
 /* Payload bytes carried by every link of the job (torusrun --report). */
 static double job_payload(const char *report)
 {
@@ -276,6 +349,20 @@ static void test_wrong_result_caught_reps(void)
 	job_error("TORUS_BENCH_CORRUPT=2:7", "allreduce --sizes 1K --warmup 1 --reps 2", 1,
 		  "wrong result on node 2 at element 7");
 }
+/* alltoall: a member's block corrupted is caught, with --members cores too */
+static void test_alltoall_wrong_result_caught(void)
+{
+	job_error("TORUS_BENCH_CORRUPT=3:5", "alltoall --algo factor --sizes 1K", 1, "wrong result on node 3 at element 5");
+	job_error("TORUS_BENCH_CORRUPT=6:2", "alltoall --algo bruck --members cores --sizes 1K", 1,
+		  "wrong result on member 6 at element 2");
+}
+static void test_alltoall_bad_options(void)
+{
+	bad_input("allreduce --explain", "--explain is for alltoall only");
+	bad_input("alltoall --members threads", "bad --members 'threads' (nodes or cores)");
+	bad_input("alltoall --members cores --cores-per-node 1", "--cores-per-node is for node members");
+}
+
 static void test_bad_reps(void) { bad_input("allreduce --reps 0", "bad --reps '0' (1 .. 1000)"); }
 static void test_bad_warmup(void) { bad_input("allreduce --warmup many", "bad --warmup 'many' (0 .. 1000)"); }
 
@@ -298,13 +385,14 @@ int main(void)
 		CUNIT_CASE(test_allreduce_ring_json), CUNIT_CASE(test_allgather_ring_json),
 		CUNIT_CASE(test_reduce_scatter_ring_json), CUNIT_CASE(test_ring_1d_every_link),
 		CUNIT_CASE(test_default_algo), CUNIT_CASE(test_warmup_reps), CUNIT_CASE(test_table),
-		CUNIT_CASE(test_multiplexed_repeatable)};
+		CUNIT_CASE(test_multiplexed_repeatable), CUNIT_CASE(test_alltoall_json), CUNIT_CASE(test_alltoall_explain),
+		CUNIT_CASE(test_alltoall_uneven_members)};
 	static const struct cunit_case errors[] = {
 		CUNIT_CASE(test_bad_collective), CUNIT_CASE(test_bad_sizes), CUNIT_CASE(test_bad_dtype),
 		CUNIT_CASE(test_bad_op_for_dtype), CUNIT_CASE(test_bad_algo), CUNIT_CASE(test_too_small),
 		CUNIT_CASE(test_too_many_cores), CUNIT_CASE(test_env_algo_unknown), CUNIT_CASE(test_wrong_result_caught),
 		CUNIT_CASE(test_wrong_result_caught_reps), CUNIT_CASE(test_bad_reps), CUNIT_CASE(test_bad_warmup),
-		CUNIT_CASE(test_help)};
+		CUNIT_CASE(test_help), CUNIT_CASE(test_alltoall_wrong_result_caught), CUNIT_CASE(test_alltoall_bad_options)};
 	static const struct cunit_suite all[] = {{"bench.runs", runs, CUNIT_COUNT(runs)},
 						 {"bench.errors", errors, CUNIT_COUNT(errors)}};
 	int rc = cunit_main(all, CUNIT_COUNT(all));

@@ -1,8 +1,9 @@
 /*
- * The coll layer's suite: every algorithm of every collective's catalogue x
- * datatype x operation x count (1, primes, 1000, a large prime), on the
- * whole job, on a team of one core per node and on the node team of every
- * core, over shapes from 1-D to 4-D (Figure 5's 3x3x2, 2x4x8, 4x4x4) with
+ * The coll layer's suite: every algorithm of every collective's catalogue
+ * (the all-to-all family included) x datatype x operation x count (0 for
+ * the all-to-all, 1, primes, 1000, a large prime), on the whole job, on a
+ * team of one core per node, on a sub-team of every other core and on the
+ * node team of every core, over shapes from 1-D to 4-D (Figure 5's 3x3x2, 2x4x8, 4x4x4) with
  * even and uneven cores, against a sequential reference (coll-check); in
  * place, bad calls, counts that disagree, teams an algorithm does not fit;
  * and section 4's per-link byte counts.
@@ -31,6 +32,12 @@ static void test_4x4x4_three_cores(void) { check("--torus 4x4x4 --cores 3 -- $B/
 static void test_2x2x2_six_cores(void) { check("--torus 2x2x2 --cores 6 -- $B/coll-check 1 7 1000"); }
 static void test_4d_four_cores(void) { check("--torus 2x2x2x2 --cores 4 -- $B/coll-check 1 7 1000"); }
 static void test_uneven_cores(void) { check("--torus 3 --cores-map 1,3,2 -- $B/coll-check 1 7 1000"); }
+/* prime team sizes (the all-to-all's odd factor rounds, mesh2d's 1 x p grid) */
+static void test_prime_7(void) { check("--torus 7 -- $B/coll-check 1 7 1000"); }
+static void test_prime_13(void) { check("--torus 13 -- $B/coll-check 1 7 100"); }
+/* uneven nodes on a 2-D torus: the all-to-all's hierarchical factor with
+ * nodes of 1 to 4 members (and every other algorithm on 10 cores) */
+static void test_uneven_2d(void) { check("--torus 2x2 --cores-map 1,4,2,3 -- $B/coll-check 1 7 300"); }
 static void test_asymmetric_large_prime(void)
 {
 	/* a large prime count on an asymmetric torus, multicolor only */
@@ -82,7 +89,8 @@ int main(void)
 	static const struct cunit_case ring[] = {
 		CUNIT_CASE(test_1d), CUNIT_CASE(test_2x2_two_cores), CUNIT_CASE(test_figure5_3x3x2_three_cores),
 		CUNIT_CASE(test_2x4x8), CUNIT_CASE(test_4x4x4_three_cores), CUNIT_CASE(test_2x2x2_six_cores), CUNIT_CASE(test_4d_four_cores),
-		CUNIT_CASE(test_uneven_cores), CUNIT_CASE(test_asymmetric_large_prime), CUNIT_CASE(test_team_too_large)};
+		CUNIT_CASE(test_uneven_cores), CUNIT_CASE(test_asymmetric_large_prime), CUNIT_CASE(test_team_too_large),
+		CUNIT_CASE(test_prime_7), CUNIT_CASE(test_prime_13), CUNIT_CASE(test_uneven_2d)};
 	static const struct cunit_case links[] = {CUNIT_CASE(test_links_4x4x4), CUNIT_CASE(test_links_8x8_single_core),
 						  CUNIT_CASE(test_links_2x2x2_six_cores)};
 	static const struct cunit_case light[] = {

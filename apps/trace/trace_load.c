@@ -463,6 +463,7 @@ static const char *coll_name(uint32_t c)
 	case TORUS_TAG_REDUCE_SCATTER: return "reduce-scatter";
 	case TORUS_TAG_ALLGATHER: return "allgather";
 	case TORUS_TAG_ALLREDUCE: return "allreduce";
+	case TORUS_TAG_ALLTOALL: return "alltoall";
 	case TORUS_TAG_CONTROL: return "control";
 	default: return "untagged";
 	}
@@ -475,7 +476,8 @@ static const char *stage_name(uint32_t s)
 
 void tt_tag_name(uint32_t tag, char *buf, size_t len)
 {
-	static const char *algos[] = {"", "multicolor ", "ring ", "direct "};
+	static const char *algos[16] = {"",       "multicolor ", "ring ",  "direct ", "factor ",
+					"xor ",   "mesh2d ",     "bruck ", "torus ",  "hierarchical_factor "};
 	uint32_t c = torus_tag_coll(tag), s = torus_tag_stage(tag), st = torus_tag_stream(tag), a = torus_tag_algo(tag);
 	if (c == TORUS_TAG_NONE || c == TORUS_TAG_CONTROL) {
 		snprintf(buf, len, "%s", coll_name(c));
@@ -484,6 +486,8 @@ void tt_tag_name(uint32_t tag, char *buf, size_t len)
 	if (a == TORUS_ALGO_MULTICOLOR)
 		snprintf(buf, len, "%s multicolor %s%sphase %u color %u%c", coll_name(c), stage_name(s), s ? " " : "",
 			 torus_tag_phase(tag), st / 2, st % 2 ? '-' : '+');
+	else if (c == TORUS_TAG_ALLTOALL)
+		snprintf(buf, len, "%s %sphase %u", coll_name(c), algos[a] ? algos[a] : "", torus_tag_phase(tag));
 	else
 		snprintf(buf, len, "%s %s%s%s", coll_name(c), a < 4 ? algos[a] : "", stage_name(s), "");
 }

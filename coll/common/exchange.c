@@ -88,6 +88,8 @@ int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t
 	size_t sent = 0;
 	if (!(rc = dma_injfifo_open(c, 0, &f))) {
 		for (; sent < n; sent++) {
+			if (x[sent].to_node == COLL_XCHG_NONE)
+				continue;
 			m[sent] = (struct addr_msg){t->key, seq, t->rank, x[sent].tag, 0, x[sent].mine};
 			if ((rc = dma_counter_add(c, inj, sizeof(m[sent]))))
 				break;
@@ -102,6 +104,8 @@ int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t
 	}
 	int mismatch = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
+		if (x[i].from == COLL_XCHG_NONE)
+			continue;
 		while (!take(box, t->key, seq, x[i].from, x[i].tag, &x[i].theirs)) {
 			rc = dma_recfifo_poll(c, 16);
 			if (rc < 0)

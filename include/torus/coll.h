@@ -11,7 +11,10 @@
  *                        this member's block (block i to member i);
  *   coll_allgather       MPI_Allgather: send holds count elements, recv
  *                        gets size*count, member i's at block i;
- *   coll_allreduce       MPI_Allreduce: send and recv hold count elements.
+ *   coll_allreduce       MPI_Allreduce: send and recv hold count elements;
+ *   coll_alltoall        MPI_Alltoall: send and recv hold size*count
+ *                        elements; member i's block j (send + j*count)
+ *                        ends as member j's block i (recv + i*count).
  *
  * Algorithms are chosen by name from one catalogue per collective (the
  * `algo` argument; NULL: the TORUS_COLL_<COLLECTIVE> environment variable,
@@ -31,6 +34,8 @@
 #define TORUS_COLL_H
 
 #include "torus/dma.h"
+
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -90,7 +95,10 @@ int coll_allgather(coll_team_t *t, const void *send, void *recv, size_t count, e
 int coll_allreduce(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
 		   enum coll_op op, const char *algo);
 
-enum coll_kind { COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_ALLREDUCE, COLL_KIND_COUNT };
+int coll_alltoall(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
+		  const char *algo);
+
+enum coll_kind { COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_ALLREDUCE, COLL_ALLTOALL, COLL_KIND_COUNT };
 
 /*
  * Artificial computation delay (the experiment of Fig. 6(d)): every
@@ -116,6 +124,52 @@ double coll_beta_ps(const struct torus_params *p);
  */
 double coll_lower_bound_ps(enum coll_kind kind, const struct torus_shape *s, const struct torus_params *p,
 			   double n_bytes);
+
+/* ------------------------------------------------------ all-to-all plans */
+
+/*
+ * The schedule of an all-to-all, without running it (torus-bench --explain,
+ * the bounds, the tests of the papers' counts): every message of every
+ * member, in steps labelled with a phase and a round. A step is what a
+ * member does between two waits: it posts its messages of the step, then
+ * waits for the ones it receives in it. member_node[i] is the node of team
+ * member i (a node team: node i); algo NULL: the default rule
+ * (coll_alltoall_default, for 64 counters). Errors: -EINVAL (bad arguments, more than
+ * COLL_A2A_MAX_MEMBERS members), -ENOENT (no such algorithm), -ENOTSUP (the
+ * team does not fit it), -ENOMEM.
+ */
+#define COLL_A2A_MAX_MEMBERS 4096u
+typedef struct coll_plan coll_plan_t;
+int coll_alltoall_plan(const char *algo, const struct torus_shape *s, const uint32_t *member_node, uint32_t p,
+		       uint64_t block_bytes, coll_plan_t **out);
+void coll_plan_free(coll_plan_t *pl);
+const char *coll_plan_algo(const coll_plan_t *pl);
+uint32_t coll_plan_steps(const coll_plan_t *pl);
+uint32_t coll_plan_phases(const coll_plan_t *pl);
+uint32_t coll_plan_rounds(const coll_plan_t *pl); /* over all phases */
+uint32_t coll_plan_messages(const coll_plan_t *pl);
+uint64_t coll_plan_tmp_bytes(const coll_plan_t *pl, uint32_t member);
+int coll_plan_step_info(const coll_plan_t *pl, uint32_t step, uint32_t *phase, uint32_t *round);
+struct coll_plan_msg {
+	uint32_t step, from, to; /* members */
+	uint64_t bytes;
+	uint32_t blocks;         /* blocks it carries (combining algorithms: several) */
+};
+/* Message i (0 .. coll_plan_messages - 1), in step order. */
+int coll_plan_message(const coll_plan_t *pl, uint32_t i, struct coll_plan_msg *m);
+struct coll_plan_bounds {
+	uint64_t link_max_wire; /* wire bytes of the most loaded link direction (dimension-order routes) */
+	double link_ps;         /* link_max_wire / link_bw: the link-load bound */
+	double round_ps;        /* the critical path of the steps with no contention: the round bound */
+};
+int coll_plan_bounds(const coll_plan_t *pl, const struct torus_params *prm, struct coll_plan_bounds *b);
+/* The schedule as text (one line per step) or JSON (a top-level "steps"). */
+int coll_plan_print(const coll_plan_t *pl, FILE *f, int json);
+/* The catalogue's choice for an all-to-all of block_bytes per block on a
+ * machine of dma_counters counters per core (0: the default, 64); the rule
+ * is in coll/alltoall/alltoall_default.c. */
+const char *coll_alltoall_default(const struct torus_shape *s, const uint32_t *member_node, uint32_t p,
+				  uint64_t block_bytes, uint32_t dma_counters);
 
 /* ------------------------------------------------------------- catalogue */
 

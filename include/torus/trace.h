@@ -46,10 +46,16 @@ enum torus_tag_coll {
 	TORUS_TAG_REDUCE_SCATTER = 1,
 	TORUS_TAG_ALLGATHER = 2,
 	TORUS_TAG_ALLREDUCE = 3,
+	TORUS_TAG_ALLTOALL = 4,
 	TORUS_TAG_CONTROL = 15,    /* a collective's address exchange, barriers */
 };
 /* Algorithms in a tag. */
-enum torus_tag_algo { TORUS_ALGO_OTHER = 0, TORUS_ALGO_MULTICOLOR = 1, TORUS_ALGO_RING = 2, TORUS_ALGO_DIRECT = 3 };
+enum torus_tag_algo {
+	TORUS_ALGO_OTHER = 0, TORUS_ALGO_MULTICOLOR = 1, TORUS_ALGO_RING = 2, TORUS_ALGO_DIRECT = 3,
+	/* the all-to-all family (phase: the plan's phase, stream: its step) */
+	TORUS_ALGO_FACTOR = 4, TORUS_ALGO_XOR = 5, TORUS_ALGO_MESH2D = 6, TORUS_ALGO_BRUCK = 7, TORUS_ALGO_TORUS = 8,
+	TORUS_ALGO_HIER_FACTOR = 9
+};
 /* Stages of a bucket collective (allreduce = reduce-scatter then allgather). */
 enum torus_tag_stage { TORUS_STAGE_NONE = 0, TORUS_STAGE_RS = 1, TORUS_STAGE_AG = 2 };
 

@@ -1,0 +1,214 @@
+/*
+ * The all-to-all executor: one member's part of a plan (a2a.h), on the DMA
+ * unit only.
+ *
+ * Set-up: register the recv buffer and the member's scratch, allocate one
+ * reception counter per message it will receive (armed with that message's
+ * bytes, so a wait names exactly the message it waits for, whatever the
+ * order the others run in) and an injection counter; tell the address of
+ * both buffers and the first counter to every member that puts into it,
+ * learn those of the members it puts into (coll_exchange_many), and agree,
+ * so that a member called differently, or whose set-up failed, makes every
+ * member fail alike.
+ * Then step by step: the step's pre-copies, its puts (direct puts), a wait
+ * on each message of the step, its post-copies. A put goes into the
+ * injection FIFO of its first link (2 dim + dir of the dimension-order
+ * route, modulo inj_fifos; messages within the node into the last FIFO):
+ * a FIFO sends its messages one after another, so messages for different
+ * links leave side by side, and those for one link queue behind each other
+ * as they would on the wire anyway (with a single FIFO, a node's messages
+ * all took turns: on 4x4 the torus algorithm kept one link of a node busy
+ * at a time, 30% of the time each).
+ * Local copies cost copy_bw of virtual time on the core. Last, wait for
+ * the puts to leave, and free what the set-up took.
+ */
+#include "a2a.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void charge_copy(emu_core_t *c, uint64_t bytes)
+{
+	uint64_t bw = emu_params(c)->copy_bw;
+	emu_core_compute(c, (torus_vt_t)(((unsigned __int128)bytes * 1000000000000ull + bw - 1) / bw));
+}
+
+struct exec {
+	coll_team_t *t;
+	const struct coll_plan *pl;
+	uint8_t *buf[3];
+	uint32_t rregion, tregion, k0, inj, nslots;
+	int have_r, have_t, have_k, have_inj;
+	int32_t *addr_of;   /* member -> index in x (its address), -1 */
+	struct coll_xchg *x;
+	size_t nx;
+	dma_injfifo_t *f[32];
+	uint8_t *route;     /* first link from this node to each node */
+	uint32_t nfifo;
+};
+
+static void do_copies(struct exec *e, size_t *ci, uint32_t step, int post)
+{
+	const struct coll_plan *pl = e->pl;
+	uint32_t me = e->t->rank;
+	uint64_t bytes = 0;
+	for (; *ci < pl->ncopies && pl->copies[*ci].step == step && pl->copies[*ci].post == post; (*ci)++) {
+		const struct a2a_copy *k = &pl->copies[*ci];
+		if (k->member != me)
+			continue;
+		memmove(e->buf[k->dbuf] + k->doff, e->buf[k->sbuf] + k->soff, k->len);
+		bytes += k->len;
+	}
+	if (bytes)
+		charge_copy(e->t->core, bytes);
+}
+
+/* Skip copies of step `step` (and post) that are not ours: the cursor
+ * moves over every member's; only ours are done. */
+
+static int setup(struct exec *e, uint64_t check)
+{
+	coll_team_t *t = e->t;
+	const struct coll_plan *pl = e->pl;
+	emu_core_t *c = t->core;
+	uint32_t me = t->rank, p = t->size;
+	int rc = 0;
+	e->nslots = pl->nslots[me];
+	if (e->nslots + 2 > emu_params(c)->dma_counters)
+		rc = DMA_ERR_NOSPACE;
+	/* who puts into us, whom we put into */
+	uint8_t *from = calloc(p, 1), *to = calloc(p, 1);
+	e->addr_of = malloc(p * sizeof(int32_t));
+	if (!from || !to || !e->addr_of)
+		rc = rc ? rc : -ENOMEM;
+	size_t nfrom = 0, nto = 0;
+	for (size_t i = 0; from && to && i < pl->nputs; i++) {
+		const struct a2a_put *x = &pl->puts[i];
+		if (x->dst == me && !from[x->src]) {
+			from[x->src] = 1;
+			nfrom++;
+		}
+		if (x->src == me && !to[x->dst]) {
+			to[x->dst] = 1;
+			nto++;
+		}
+	}
+	e->nx = nfrom > nto ? nfrom : nto;
+	e->x = calloc(e->nx ? e->nx : 1, sizeof(*e->x));
+	if (!e->x)
+		rc = rc ? rc : -ENOMEM;
+	if (!rc && pl->tmp_bytes[me] && !(e->buf[A2A_TMP] = coll_scratch_get(t, pl->tmp_bytes[me])))
+		rc = -ENOMEM;
+	if (!rc && !(rc = dma_mem_register(c, e->buf[A2A_RECV], (size_t)p * pl->block, &e->rregion)))
+		e->have_r = 1;
+	if (!rc && pl->tmp_bytes[me]) {
+		if (!(rc = dma_mem_register(c, e->buf[A2A_TMP], pl->tmp_bytes[me], &e->tregion)))
+			e->have_t = 1;
+	}
+	if (!rc && e->nslots && !(rc = dma_counter_alloc_n(c, e->nslots, &e->k0)))
+		e->have_k = 1;
+	for (size_t i = 0; !rc && i < pl->nputs; i++)
+		if (pl->puts[i].dst == me)
+			rc = dma_counter_add(c, e->k0 + pl->puts[i].slot, (int64_t)pl->puts[i].len);
+	if (!rc && !(rc = dma_counter_alloc(c, &e->inj)))
+		e->have_inj = 1;
+	e->nfifo = emu_params(c)->inj_fifos < 32 ? emu_params(c)->inj_fifos : 32;
+	if (!rc && !(e->route = malloc(emu_shape(c)->nnodes)))
+		rc = -ENOMEM;
+	if (!rc)
+		torus_route_table(emu_shape(c), emu_node_rank(c), e->route);
+	for (uint32_t i = 0; !rc && i < e->nfifo; i++)
+		rc = dma_injfifo_open(c, i, &e->f[i]);
+	/* the exchange runs even after a failure (check 0), so nobody waits
+	 * for us in vain */
+	struct coll_addr mine = {.region = e->rregion, .region2 = e->have_t ? e->tregion : UINT32_MAX,
+				 .counter0 = e->k0, .check = rc ? 0 : check};
+	size_t a = 0, b = 0;
+	for (uint32_t m = 0; e->x && e->addr_of && m < p; m++) {
+		e->addr_of[m] = -1;
+		if (from && from[m]) {
+			e->x[a].to_node = t->node[m];
+			e->x[a].to_core = t->cpu[m];
+			e->x[a].mine = mine;
+			a++;
+		}
+		if (to && to[m]) {
+			e->x[b].from = m;
+			e->addr_of[m] = (int32_t)b;
+			b++;
+		}
+	}
+	for (; e->x && a < e->nx; a++)
+		e->x[a].to_node = COLL_XCHG_NONE;
+	for (; e->x && b < e->nx; b++)
+		e->x[b].from = COLL_XCHG_NONE;
+	free(from);
+	free(to);
+	int xr = e->x ? coll_exchange_many(t, t->seq++, e->x, e->nx) : -ENOMEM;
+	return coll_agree(t, rc ? rc : xr);
+}
+
+static int finish(struct exec *e, int rc)
+{
+	emu_core_t *c = e->t->core;
+	if (e->have_inj) {
+		int w = dma_counter_wait(c, e->inj); /* sources may be reused after this */
+		rc = rc ? rc : w;
+		dma_counter_free(c, e->inj);
+	}
+	if (e->have_k)
+		dma_counter_free_n(c, e->k0, e->nslots);
+	if (e->have_t)
+		dma_mem_deregister(c, e->tregion);
+	if (e->have_r)
+		dma_mem_deregister(c, e->rregion);
+	free(e->x);
+	free(e->addr_of);
+	free(e->route);
+	return rc;
+}
+
+int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, void *recv, uint64_t check)
+{
+	emu_core_t *c = t->core;
+	uint32_t me = t->rank;
+	struct exec e;
+	memset(&e, 0, sizeof(e));
+	e.t = t;
+	e.pl = pl;
+	e.buf[A2A_SEND] = (uint8_t *)(uintptr_t)send; /* only ever read */
+	e.buf[A2A_RECV] = recv;
+	int rc = setup(&e, check);
+	size_t pi = 0, ci = 0, wi = 0;
+	for (uint32_t st = 0; !rc && st < pl->nsteps; st++) {
+		const struct a2a_step *S = &pl->steps[st];
+		do_copies(&e, &ci, st, 0);
+		for (; !rc && pi < pl->nputs && pl->puts[pi].step == st; pi++) {
+			const struct a2a_put *x = &pl->puts[pi];
+			if (x->src != me)
+				continue;
+			const struct coll_addr *to = &e.x[e.addr_of[x->dst]].theirs;
+			uint32_t region = x->dbuf == A2A_TMP ? to->region2 : to->region;
+			struct dma_desc d;
+			if ((rc = dma_counter_add(c, e.inj, (int64_t)x->len)))
+				break;
+			dma_desc_put(&d, t->node[x->dst], e.buf[x->sbuf] + x->soff, x->len, region, x->doff,
+				     to->counter0 + x->slot, e.inj);
+			d.tag = TORUS_TAG(t->tag_coll, pl->algo->tag, 0, S->phase, st);
+			uint32_t link = e.route[t->node[x->dst]];
+			uint32_t fi = link == TORUS_ROUTE_LOCAL ? e.nfifo - 1 : link % e.nfifo;
+			if ((rc = dma_injfifo_post(e.f[fi], &d, DMA_POST_WAIT)))
+				dma_counter_add(c, e.inj, -(int64_t)x->len); /* it never left */
+		}
+		for (; !rc && wi < pl->nputs && pl->puts[wi].step == st; wi++)
+			if (pl->puts[wi].dst == me)
+				rc = dma_counter_wait(c, e.k0 + pl->puts[wi].slot);
+		/* skip what an error left of the step's copies */
+		while (ci < pl->ncopies && pl->copies[ci].step == st && !pl->copies[ci].post)
+			ci++;
+		if (!rc)
+			do_copies(&e, &ci, st, 1);
+	}
+	return finish(&e, rc);
+}

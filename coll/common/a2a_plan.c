@@ -1,0 +1,468 @@
+/*
+ * All-to-all plans: building them (the helpers every algorithm uses),
+ * their lower bounds, and printing them (torus-bench --explain). See a2a.h.
+ */
+#include "a2a.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int grow(void **v, size_t *cap, size_t need, size_t esz)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : 64;
+	while (n < need)
+		n *= 2;
+	void *x = realloc(*v, n * esz);
+	if (!x)
+		return -ENOMEM;
+	*v = x;
+	*cap = n;
+	return 0;
+}
+
+uint32_t a2a_step(struct coll_plan *pl, uint32_t phase, uint32_t round)
+{
+	if (grow((void **)&pl->steps, &pl->steps_cap, pl->nsteps + 1, sizeof(*pl->steps))) {
+		pl->oom = 1;
+		return pl->nsteps ? pl->nsteps - 1 : 0;
+	}
+	pl->steps[pl->nsteps] = (struct a2a_step){phase, round};
+	if (phase + 1 > pl->nphases)
+		pl->nphases = phase + 1;
+	return pl->nsteps++;
+}
+
+void a2a_put(struct coll_plan *pl, uint32_t step, uint32_t src, uint32_t dst, enum a2a_buf sbuf, uint64_t soff,
+	     enum a2a_buf dbuf, uint64_t doff, uint64_t len, uint32_t nblocks)
+{
+	if (!len)
+		return; /* an empty message is not sent (its counter is armed with 0 anyway) */
+	if (grow((void **)&pl->puts, &pl->puts_cap, pl->nputs + 1, sizeof(*pl->puts))) {
+		pl->oom = 1;
+		return;
+	}
+	pl->puts[pl->nputs++] = (struct a2a_put){src, dst, step, pl->nslots[dst]++, (uint8_t)sbuf, (uint8_t)dbuf,
+						 soff, doff, len, nblocks, (uint32_t)pl->nputs};
+}
+
+void a2a_copy(struct coll_plan *pl, uint32_t step, int post, uint32_t member, enum a2a_buf sbuf, uint64_t soff,
+	      enum a2a_buf dbuf, uint64_t doff, uint64_t len)
+{
+	if (!len)
+		return;
+	/* one copy that continues the last one of the same member and step */
+	if (pl->ncopies) {
+		struct a2a_copy *c = &pl->copies[pl->ncopies - 1];
+		if (c->member == member && c->step == step && c->post == post && c->sbuf == sbuf && c->dbuf == dbuf &&
+		    c->soff + c->len == soff && c->doff + c->len == doff) {
+			c->len += len;
+			return;
+		}
+	}
+	if (grow((void **)&pl->copies, &pl->copies_cap, pl->ncopies + 1, sizeof(*pl->copies))) {
+		pl->oom = 1;
+		return;
+	}
+	pl->copies[pl->ncopies++] = (struct a2a_copy){member, step, (uint8_t)(post != 0), (uint8_t)sbuf, (uint8_t)dbuf,
+						      soff, doff, len, (uint32_t)pl->ncopies};
+}
+
+uint64_t a2a_tmp(struct coll_plan *pl, uint32_t u, uint64_t len)
+{
+	uint64_t at = pl->tmp_bytes[u];
+	pl->tmp_bytes[u] += len;
+	return at;
+}
+
+void a2a_direct(struct coll_plan *pl, uint32_t step, uint32_t u, uint32_t v)
+{
+	uint64_t B = pl->block;
+	if (u == v)
+		a2a_copy(pl, step, 0, u, A2A_SEND, v * B, A2A_RECV, u * B, B);
+	else
+		a2a_put(pl, step, u, v, A2A_SEND, v * B, A2A_RECV, u * B, B, 1);
+}
+
+/* ---------------------------------------------------------------- mover */
+
+static inline uint32_t *locp(struct coll_plan *pl, uint32_t u, uint32_t id)
+{
+	return &pl->loc[(size_t)u * pl->p * pl->p + id];
+}
+static inline uint32_t loc_make(enum a2a_buf b, uint64_t off, uint64_t B)
+{
+	return (uint32_t)b << 30 | (uint32_t)(B ? off / B : 0);
+}
+
+int a2a_mv_init(struct coll_plan *pl)
+{
+	uint32_t p = pl->p;
+	size_t n = (size_t)p * p * p;
+	if (!(pl->loc = malloc(n * sizeof(uint32_t)))) {
+		pl->oom = 1;
+		return -ENOMEM;
+	}
+	memset(pl->loc, 0xff, n * sizeof(uint32_t));
+	for (uint32_t u = 0; u < p; u++)
+		for (uint32_t v = 0; v < p; v++)
+			*locp(pl, u, u * p + v) = loc_make(A2A_SEND, (uint64_t)v * pl->block, pl->block);
+	return 0;
+}
+
+void a2a_mv_send(struct coll_plan *pl, uint32_t step, uint32_t u, uint32_t peer, const uint32_t *ids, uint32_t n)
+{
+	uint64_t B = pl->block;
+	uint32_t p = pl->p;
+	if (!n || !pl->loc)
+		return;
+	/* where it leaves from: in place if contiguous and in order */
+	uint32_t first = *locp(pl, u, ids[0]);
+	int contiguous = first != A2A_NOWHERE;
+	for (uint32_t i = 1; contiguous && i < n; i++)
+		contiguous = *locp(pl, u, ids[i]) == first + i;
+	enum a2a_buf sbuf;
+	uint64_t soff;
+	if (contiguous) {
+		sbuf = (enum a2a_buf)(first >> 30);
+		soff = (uint64_t)(first & 0x3fffffffu) * B;
+	} else {
+		sbuf = A2A_TMP;
+		soff = a2a_tmp(pl, u, (uint64_t)n * B);
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t l = *locp(pl, u, ids[i]);
+			a2a_copy(pl, step, 0, u, (enum a2a_buf)(l >> 30), (uint64_t)(l & 0x3fffffffu) * B, A2A_TMP,
+				 soff + (uint64_t)i * B, B);
+		}
+	}
+	/* where it lands: straight in recv if it is the peer's, from
+	 * consecutive sources */
+	int final = 1;
+	for (uint32_t i = 0; final && i < n; i++)
+		final = ids[i] % p == peer && ids[i] / p == ids[0] / p + i;
+	enum a2a_buf dbuf = final ? A2A_RECV : A2A_TMP;
+	uint64_t doff = final ? (uint64_t)(ids[0] / p) * B : a2a_tmp(pl, peer, (uint64_t)n * B);
+	a2a_put(pl, step, u, peer, sbuf, soff, dbuf, doff, (uint64_t)n * B, n);
+	for (uint32_t i = 0; i < n; i++) {
+		*locp(pl, u, ids[i]) = A2A_NOWHERE;
+		*locp(pl, peer, ids[i]) = loc_make(dbuf, doff + (uint64_t)i * B, B);
+	}
+}
+
+void a2a_mv_finish(struct coll_plan *pl, uint32_t step)
+{
+	uint32_t p = pl->p;
+	uint64_t B = pl->block;
+	for (uint32_t u = 0; pl->loc && u < p; u++)
+		for (uint32_t s = 0; s < p; s++) {
+			uint32_t l = *locp(pl, u, s * p + u);
+			if (l == A2A_NOWHERE) {
+				pl->oom = 1; /* a builder lost a block: refuse the plan */
+				continue;
+			}
+			if (l != loc_make(A2A_RECV, (uint64_t)s * B, B))
+				a2a_copy(pl, step, 1, u, (enum a2a_buf)(l >> 30), (uint64_t)(l & 0x3fffffffu) * B, A2A_RECV,
+					 (uint64_t)s * B, B);
+		}
+	free(pl->loc);
+	pl->loc = NULL;
+}
+
+/* ---------------------------------------------------------------- plans */
+
+static const struct a2a_algo *const algos[] = {&a2a_direct_algo, &a2a_factor_algo, &a2a_xor_algo,   &a2a_ring_algo,
+					       &a2a_mesh2d_algo, &a2a_bruck_algo,  &a2a_torus_algo, &a2a_hier_algo};
+
+const struct a2a_algo *a2a_find(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(algos) / sizeof(algos[0]); i++)
+		if (!strcmp(algos[i]->name, name))
+			return algos[i];
+	return NULL;
+}
+
+void coll_plan_free(coll_plan_t *pl)
+{
+	if (!pl)
+		return;
+	free(pl->steps);
+	free(pl->puts);
+	free(pl->copies);
+	free(pl->tmp_bytes);
+	free(pl->nslots);
+	free(pl->loc);
+	free(pl);
+}
+
+static int put_cmp(const void *a, const void *b)
+{
+	const struct a2a_put *x = a, *y = b;
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int copy_cmp(const void *a, const void *b)
+{
+	const struct a2a_copy *x = a, *y = b;
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	if (x->post != y->post)
+		return x->post < y->post ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int a2a_plan_build(const struct a2a_algo *al, const struct a2a_geom *g, uint64_t block, struct coll_plan **out)
+{
+	const char *why;
+	uint32_t msgs;
+	*out = NULL;
+	if (!al || !g || !g->p || !g->node || !g->shape)
+		return -EINVAL;
+	if (!al->fits(g, &msgs, &why))
+		return -ENOTSUP;
+	struct coll_plan *pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	pl->algo = al;
+	pl->p = g->p;
+	pl->block = block;
+	pl->node = g->node;
+	pl->shape = g->shape;
+	pl->tmp_bytes = calloc(g->p, sizeof(uint64_t));
+	pl->nslots = calloc(g->p, sizeof(uint32_t));
+	int rc = pl->tmp_bytes && pl->nslots ? al->build(pl, g) : -ENOMEM;
+	if (!rc && pl->oom)
+		rc = -ENOMEM;
+	/* by step (and pre-copies before post-copies), else as made */
+	if (!rc && pl->nputs) /* qsort must not see NULL, even with 0 */
+		qsort(pl->puts, pl->nputs, sizeof(*pl->puts), put_cmp);
+	if (!rc && pl->ncopies)
+		qsort(pl->copies, pl->ncopies, sizeof(*pl->copies), copy_cmp);
+	/* rounds: distinct (phase, round) labels, in step order */
+	for (uint32_t s = 0; s < pl->nsteps; s++)
+		if (!s || pl->steps[s].phase != pl->steps[s - 1].phase || pl->steps[s].round != pl->steps[s - 1].round)
+			pl->nrounds++;
+	if (rc) {
+		coll_plan_free(pl);
+		return rc;
+	}
+	*out = pl;
+	return 0;
+}
+
+uint32_t a2a_plan_slots_max(const struct coll_plan *pl)
+{
+	uint32_t m = 0;
+	for (uint32_t u = 0; u < pl->p; u++)
+		m = pl->nslots[u] > m ? pl->nslots[u] : m;
+	return m;
+}
+
+/* ------------------------------------------------------------ public API */
+
+int coll_alltoall_plan(const char *algo, const struct torus_shape *s, const uint32_t *member_node, uint32_t p,
+		       uint64_t block_bytes, coll_plan_t **out)
+{
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!s || !member_node || !p || p > COLL_A2A_MAX_MEMBERS)
+		return -EINVAL;
+	for (uint32_t i = 0; i < p; i++)
+		if (member_node[i] >= s->nnodes)
+			return -EINVAL;
+	struct a2a_geom g = {p, member_node, s, p == s->nnodes};
+	for (uint32_t i = 0; g.node_order && i < p; i++)
+		g.node_order = member_node[i] == i;
+	if (!algo)
+		algo = coll_alltoall_default(s, member_node, p, block_bytes, 0);
+	const struct a2a_algo *al = a2a_find(algo);
+	if (!al)
+		return -ENOENT;
+	return a2a_plan_build(al, &g, block_bytes, out);
+}
+
+const char *coll_plan_algo(const coll_plan_t *pl) { return pl ? pl->algo->name : NULL; }
+uint32_t coll_plan_steps(const coll_plan_t *pl) { return pl ? pl->nsteps : 0; }
+uint32_t coll_plan_phases(const coll_plan_t *pl) { return pl ? pl->nphases : 0; }
+uint32_t coll_plan_rounds(const coll_plan_t *pl) { return pl ? pl->nrounds : 0; }
+uint32_t coll_plan_messages(const coll_plan_t *pl) { return pl ? (uint32_t)pl->nputs : 0; }
+
+int coll_plan_step_info(const coll_plan_t *pl, uint32_t step, uint32_t *phase, uint32_t *round)
+{
+	if (!pl || step >= pl->nsteps)
+		return -EINVAL;
+	if (phase)
+		*phase = pl->steps[step].phase;
+	if (round)
+		*round = pl->steps[step].round;
+	return 0;
+}
+
+int coll_plan_message(const coll_plan_t *pl, uint32_t i, struct coll_plan_msg *m)
+{
+	if (!pl || !m || i >= pl->nputs)
+		return -EINVAL;
+	const struct a2a_put *x = &pl->puts[i];
+	*m = (struct coll_plan_msg){x->step, x->src, x->dst, x->len, x->nblocks};
+	return 0;
+}
+
+uint64_t coll_plan_tmp_bytes(const coll_plan_t *pl, uint32_t member)
+{
+	return pl && member < pl->p ? pl->tmp_bytes[member] : 0;
+}
+
+/* Wire bytes of a message of len payload bytes. */
+static uint64_t msg_wire(const struct torus_params *prm, uint64_t len)
+{
+	uint32_t pay = torus_params_payload(prm);
+	uint64_t full = len / pay, rest = len % pay;
+	return full * torus_wire_bytes(prm, pay) + (rest ? torus_wire_bytes(prm, (uint32_t)rest) : 0);
+}
+
+int coll_plan_bounds(const coll_plan_t *pl, const struct torus_params *prm, struct coll_plan_bounds *b)
+{
+	if (!pl || !prm || !b)
+		return -EINVAL;
+	memset(b, 0, sizeof(*b));
+	const struct torus_shape *s = pl->shape;
+	uint32_t nn = s->nnodes, nl = 2 * TORUS_MAX_DIMS;
+	uint64_t *load = calloc((size_t)nn * nl, sizeof(uint64_t));
+	uint8_t *table = malloc(nn);
+	uint8_t *have = calloc(nn, 1);
+	uint8_t **tables = calloc(nn, sizeof(uint8_t *));
+	double *ready = calloc(pl->p, sizeof(double)), *done = calloc(pl->p, sizeof(double));
+	int rc = 0;
+	if (!load || !table || !have || !tables || !ready || !done) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* the link-load bound: every message on its dimension-order route */
+	for (size_t i = 0; i < pl->nputs; i++) {
+		const struct a2a_put *x = &pl->puts[i];
+		uint32_t at = pl->node[x->src], to = pl->node[x->dst];
+		uint64_t w = msg_wire(prm, x->len);
+		while (at != to) {
+			if (!have[at]) {
+				if (!(tables[at] = malloc(nn))) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				torus_route_table(s, at, tables[at]);
+				have[at] = 1;
+			}
+			uint32_t l = tables[at][to];
+			if (l == TORUS_ROUTE_LOCAL)
+				break;
+			load[(size_t)at * nl + l] += w;
+			at = torus_neighbor(s, at, l >> 1, (enum torus_dir)(l & 1));
+		}
+	}
+	for (size_t i = 0; i < (size_t)nn * nl; i++)
+		b->link_max_wire = load[i] > b->link_max_wire ? load[i] : b->link_max_wire;
+	b->link_ps = (double)b->link_max_wire * 1e12 / (double)prm->link_bw;
+	/*
+	 * The round bound: the plan's critical path with no contention. Step
+	 * by step, a member posts its messages one after another (the
+	 * injection overhead each); a message arrives after its packets'
+	 * serialisation, the last packet's on every further hop, and the hop
+	 * latencies; a member's step ends when its own messages are posted and
+	 * the ones it waits for are in, plus its copies at copy_bw.
+	 */
+	uint32_t pay = torus_params_payload(prm);
+	size_t pi = 0, ci = 0;
+	for (uint32_t st = 0; st < pl->nsteps; st++) {
+		/* ready[u]: when u starts the step; done[u]: when it has posted */
+		for (uint32_t u = 0; u < pl->p; u++)
+			done[u] = ready[u];
+		for (; ci < pl->ncopies && pl->copies[ci].step == st && !pl->copies[ci].post; ci++)
+			done[pl->copies[ci].member] += (double)pl->copies[ci].len * 1e12 / (double)prm->copy_bw;
+		for (; pi < pl->nputs && pl->puts[pi].step == st; pi++) {
+			const struct a2a_put *x = &pl->puts[pi];
+			done[x->src] += (double)prm->inj_overhead_ps;
+			uint32_t hops = torus_hops(s, pl->node[x->src], pl->node[x->dst]);
+			uint64_t last = x->len % pay ? x->len % pay : pay;
+			double t = done[x->src] + (double)msg_wire(prm, x->len) * 1e12 / (double)prm->link_bw;
+			if (hops > 1)
+				t += (hops - 1) * (double)torus_ser_ps(prm, torus_wire_bytes(prm, (uint32_t)last));
+			t += hops * (double)prm->hop_latency_ps;
+			/* the receiver waits for it in this step (ready[] is
+			 * read no more in this step: reuse it for arrivals) */
+			if (t > ready[x->dst])
+				ready[x->dst] = t;
+		}
+		for (uint32_t u = 0; u < pl->p; u++)
+			ready[u] = ready[u] > done[u] ? ready[u] : done[u];
+		for (; ci < pl->ncopies && pl->copies[ci].step == st; ci++)
+			ready[pl->copies[ci].member] += (double)pl->copies[ci].len * 1e12 / (double)prm->copy_bw;
+	}
+	for (uint32_t u = 0; u < pl->p; u++)
+		b->round_ps = ready[u] > b->round_ps ? ready[u] : b->round_ps;
+out:
+	for (uint32_t i = 0; tables && i < nn; i++)
+		free(tables[i]);
+	free(tables);
+	free(have);
+	free(table);
+	free(load);
+	free(ready);
+	free(done);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- explain */
+
+int coll_plan_print(const coll_plan_t *pl, FILE *f, int json)
+{
+	if (!pl || !f)
+		return -EINVAL;
+	uint64_t tmp = 0;
+	for (uint32_t u = 0; u < pl->p; u++)
+		tmp = pl->tmp_bytes[u] > tmp ? pl->tmp_bytes[u] : tmp;
+	if (json) {
+		fprintf(f, "{\"algo\": \"%s\", \"members\": %u, \"block_bytes\": %llu, \"phases\": %u, \"rounds\": %u, "
+			   "\"steps\": %u, \"messages\": %zu, \"tmp_bytes_max\": %llu, \"schedule\": [",
+			pl->algo->name, pl->p, (unsigned long long)pl->block, pl->nphases, pl->nrounds, pl->nsteps,
+			pl->nputs, (unsigned long long)tmp);
+	} else {
+		fprintf(f, "# alltoall %s: %u members, %llu-byte blocks: %u phase%s, %u round%s, %u step%s, %zu messages, "
+			   "scratch up to %llu bytes per member\n",
+			pl->algo->name, pl->p, (unsigned long long)pl->block, pl->nphases, pl->nphases == 1 ? "" : "s",
+			pl->nrounds, pl->nrounds == 1 ? "" : "s", pl->nsteps, pl->nsteps == 1 ? "" : "s", pl->nputs,
+			(unsigned long long)tmp);
+	}
+	size_t pi = 0, ci = 0;
+	for (uint32_t st = 0; st < pl->nsteps; st++) {
+		const struct a2a_step *S = &pl->steps[st];
+		if (json)
+			fprintf(f, "%s\n  {\"step\": %u, \"phase\": %u, \"round\": %u, \"messages\": [", st ? "," : "", st,
+				S->phase, S->round);
+		else
+			fprintf(f, "phase %u round %u step %u:", S->phase, S->round, st);
+		int n = 0;
+		for (; pi < pl->nputs && pl->puts[pi].step == st; pi++, n++) {
+			const struct a2a_put *x = &pl->puts[pi];
+			if (json)
+				fprintf(f, "%s{\"from\": %u, \"to\": %u, \"bytes\": %llu, \"blocks\": %u}", n ? ", " : "", x->src,
+					x->dst, (unsigned long long)x->len, x->nblocks);
+			else
+				fprintf(f, " %u->%u", x->src, x->dst);
+			if (!json && x->nblocks != 1)
+				fprintf(f, "(%u)", x->nblocks);
+		}
+		int nc = 0;
+		for (; ci < pl->ncopies && pl->copies[ci].step == st; ci++)
+			nc++;
+		if (json)
+			fprintf(f, "], \"local_copies\": %d}", nc);
+		else
+			fprintf(f, "%s%s\n", n ? "" : " (local only)", nc ? " +copies" : "");
+	}
+	if (json)
+		fprintf(f, "\n]}\n");
+	return 0;
+}
