@@ -835,7 +835,7 @@ static int bench_core(emu_core_t *c, void *arg)
 						   ? coll_alltoall_default(emu_shape(c), mnode, mp, block, params->dma_counters)
 						   : algo;
 			coll_plan_t *pl = NULL;
-			int rc = coll_alltoall_plan(name, emu_shape(c), mnode, mp, block, &pl);
+			int rc = coll_alltoall_plan(name, emu_shape(c), params, mnode, mp, block, &pl);
 			if (rc) {
 				fprintf(stderr, PROG ": --explain: alltoall %s on %u members: %s\n", name, mp,
 					rc == -ENOENT ? "no such algorithm" : rc == -ENOTSUP ? "the team does not fit it" : dma_strerror(rc));
@@ -970,7 +970,7 @@ static int bench_core(emu_core_t *c, void *arg)
 							       : algo;
 				coll_plan_t *pl = NULL;
 				struct coll_plan_bounds b = {0, 0, 0};
-				if (!coll_alltoall_plan(r.algo, emu_shape(c), mnode, mp, block, &pl))
+				if (!coll_alltoall_plan(r.algo, emu_shape(c), params, mnode, mp, block, &pl))
 					coll_plan_bounds(pl, params, &b);
 				coll_plan_free(pl);
 				r.link_ps = b.link_ps;

@@ -10,7 +10,7 @@ writes OUT/alltoall_<torus>.svg (log-log: emulated time per algorithm and
 the bound, against the block size).
 
     bench/alltoall_bound.py [--build build] [--torus 4x4x4 --torus 8x8x8]
-        [--blocks 8:64K] [--max-block 8x8x8=8K] [--out bench/out]
+        [--blocks 8:64K] [--step 2] [--max-block 8x8x8=8K] [--algos a,b] [--out bench/out]
 
 One member per node (a node team), int32 blocks, every result checked.
 dma_counters is raised to fit p + 2 counters, so direct, factor and
@@ -36,17 +36,20 @@ def parse_bytes(s):
 
 def run(build, torus, nodes, algo, blocks):
     counters = 1 << max(6, (nodes + 2 - 1).bit_length())
-    lo, hi = blocks[0] * nodes, blocks[-1] * nodes
-    cmd = [os.path.join(build, "bin", "torusrun"), "--torus", torus, "--quiet", "--timeout", "900", "--param",
-           "dma_counters=%d" % counters, "--", os.path.join(build, "bin", "torus-bench"), "alltoall", "--algo", algo,
-           "--dtype", "int32", "--sizes", "%d:%d" % (lo, hi), "--json"]
-    t = time.time()
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    print("  %s %s: %.1f s%s" % (torus, algo, time.time() - t, "" if r.returncode == 0 else " (does not fit)"),
-          file=sys.stderr)
-    if r.returncode != 0:
-        return None
-    return {row["count"] * 4: row for row in json.loads(r.stdout)["rows"]}
+    rows = {}
+    for b in blocks:  # one run per size: --sizes doubles, and --step may not
+        cmd = [os.path.join(build, "bin", "torusrun"), "--torus", torus, "--quiet", "--timeout", "900", "--param",
+               "dma_counters=%d" % counters, "--", os.path.join(build, "bin", "torus-bench"), "alltoall", "--algo",
+               algo, "--dtype", "int32", "--sizes", str(b * nodes), "--json"]
+        t = time.time()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        print("  %s %s %d B: %.1f s%s" % (torus, algo, b, time.time() - t, "" if r.returncode == 0 else
+                                          " (does not fit)"), file=sys.stderr)
+        if r.returncode != 0:
+            return None
+        for row in json.loads(r.stdout)["rows"]:
+            rows[row["count"] * 4] = row
+    return rows
 
 
 def main():
@@ -54,6 +57,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--torus", action="append")
     ap.add_argument("--blocks", default="8:64K")
+    ap.add_argument("--step", type=int, default=2, help="factor between block sizes (default 2)")
     ap.add_argument("--max-block", action="append", default=[],
                     help="TORUS=BYTES: the largest block there (memory: p * block * 2 per node)")
     ap.add_argument("--algos", default=",".join(ALGOS))
@@ -71,7 +75,7 @@ def main():
         b = lo
         while b <= top:
             blocks.append(b)
-            b *= 2
+            b *= a.step
         res = {al: run(a.build, torus, nodes, al, blocks) for al in a.algos.split(",")}
         have = [al for al in res if res[al]]
         bound = {b: res["direct"][b]["link_bound_ps"] / 1e6 for b in blocks if res.get("direct") and b in res["direct"]}
@@ -87,7 +91,8 @@ def main():
                 ("*%.2f" if al == best else "%.2f") % ratio[al] if al in ratio else "" for al in have)))
         series = [(al, [res[al][b]["emulated_ps"] / 1e6 if b in res[al] else None for b in blocks]) for al in have]
         series.append(("link-load bound (direct)", [bound.get(b) for b in blocks]))
-        styles = coll_fig6.STYLES[:len(have)] + [("#000000", "diamond", True)]
+        solid = [st for st in coll_fig6.STYLES if not st[2]]  # dashed is for the bound
+        styles = solid[:len(have)] + [("#000000", "diamond", True)]
         path = os.path.join(a.out, "alltoall_%s.svg" % torus)
         coll_fig6.svg_plot(path, "All-to-all on %s (%d nodes, one member each)" % (torus, nodes),
                            "emulated time per algorithm (torus-bench alltoall, int32, checked) and the link-load bound",

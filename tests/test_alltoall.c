@@ -153,7 +153,7 @@ static void deliver_all(const char *shape, const uint32_t *per)
 	unsigned ran = 0;
 	for (size_t a = 0; a < sizeof(names) / sizeof(names[0]); a++) {
 		coll_plan_t *pl;
-		int rc = coll_alltoall_plan(names[a], &s, mn, p, 8, &pl);
+		int rc = coll_alltoall_plan(names[a], &s, NULL, mn, p, 8, &pl);
 		if (rc == -ENOTSUP)
 			continue; /* xor on p not a power of two, torus on a core map */
 		EXPECT(rc == 0, "%s on %s (p %u): plan failed %d", names[a], shape, p, rc);
@@ -211,7 +211,7 @@ static void test_deliver_every_p(void)
 			mn[i] = i;
 		for (size_t a = 0; a < sizeof(names) / sizeof(names[0]); a++) {
 			coll_plan_t *pl;
-			int rc = coll_alltoall_plan(names[a], &s, mn, p, 16, &pl);
+			int rc = coll_alltoall_plan(names[a], &s, NULL, mn, p, 16, &pl);
 			if (rc == -ENOTSUP)
 				continue;
 			EXPECT(rc == 0, "%s p %u: %d", names[a], p, rc);
@@ -282,7 +282,7 @@ static void test_fig3(void)
 	uint32_t p, rp[8];
 	uint32_t *mn = nodes_of(per, 3, &p);
 	coll_plan_t *pl;
-	CU_ASSERT_EQUAL_FATAL(coll_alltoall_plan("hierarchical_factor", &s, mn, p, 8, &pl), 0);
+	CU_ASSERT_EQUAL_FATAL(coll_alltoall_plan("hierarchical_factor", &s, NULL, mn, p, 8, &pl), 0);
 	EXPECT(coll_plan_phases(pl) == 3, "phases %u", coll_plan_phases(pl));
 	rounds_per_phase(pl, rp, 8);
 	EXPECT(rp[0] == 3 && rp[1] == 2 && rp[2] == 1, "rounds per phase %u %u %u", rp[0], rp[1], rp[2]);
@@ -331,7 +331,7 @@ static void test_theorem1_random(void)
 		}
 		uint32_t p, *mn = nodes_of(per, nn, &p);
 		coll_plan_t *pl;
-		CU_ASSERT_EQUAL_FATAL(coll_alltoall_plan("hierarchical_factor", &s, mn, p, 8, &pl), 0);
+		CU_ASSERT_EQUAL_FATAL(coll_alltoall_plan("hierarchical_factor", &s, NULL, mn, p, 8, &pl), 0);
 		EXPECT(coll_plan_steps(pl) == nmax * p, "trial %d: %u nodes, p %u, n_max %u: %u steps, not %u", trial, nn,
 		       p, nmax, coll_plan_steps(pl), nmax * p);
 		EXPECT(coll_plan_messages(pl) == p * (p - 1), "trial %d: %u messages", trial, coll_plan_messages(pl));
@@ -359,7 +359,7 @@ static void test_matchings(void)
 			if (x && (p & (p - 1)))
 				continue;
 			coll_plan_t *pl;
-			CU_ASSERT_EQUAL_FATAL(coll_alltoall_plan(x ? "xor" : "factor", &s, mn, p, 8, &pl), 0);
+			CU_ASSERT_EQUAL_FATAL(coll_alltoall_plan(x ? "xor" : "factor", &s, NULL, mn, p, 8, &pl), 0);
 			uint32_t want = x || p % 2 == 0 ? p - 1 : p;
 			EXPECT(coll_plan_steps(pl) == want && coll_plan_rounds(pl) == want, "%s p %u: %u rounds", x ? "xor" : "factor",
 			       p, coll_plan_steps(pl));
@@ -410,7 +410,7 @@ static void test_round_counts(void)
 		    {"direct", 1, 1, 23}};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		coll_plan_t *pl;
-		CU_ASSERT_EQUAL_FATAL(coll_alltoall_plan(want[i].algo, &s, mn, 24, 8, &pl), 0);
+		CU_ASSERT_EQUAL_FATAL(coll_alltoall_plan(want[i].algo, &s, NULL, mn, 24, 8, &pl), 0);
 		EXPECT(coll_plan_steps(pl) == want[i].steps, "%s: %u steps", want[i].algo, coll_plan_steps(pl));
 		EXPECT(coll_plan_phases(pl) == want[i].phases, "%s: %u phases", want[i].algo, coll_plan_phases(pl));
 		EXPECT(coll_plan_messages(pl) == 24 * want[i].msgs_per_member, "%s: %u messages", want[i].algo,
@@ -431,7 +431,7 @@ static void test_bounds(void)
 	for (uint32_t i = 0; i < 8; i++)
 		mn[i] = i;
 	coll_plan_t *pl;
-	CU_ASSERT_EQUAL_FATAL(coll_alltoall_plan("direct", &s, mn, 8, pay, &pl), 0);
+	CU_ASSERT_EQUAL_FATAL(coll_alltoall_plan("direct", &s, NULL, mn, 8, pay, &pl), 0);
 	struct coll_plan_bounds b;
 	CU_ASSERT_EQUAL_FATAL(coll_plan_bounds(pl, &prm, &b), 0);
 	/* on a ring of 8, link x -> x+1 carries the pairs (a, a+d), d = 1..3,
@@ -445,13 +445,53 @@ static void test_bounds(void)
 	EXPECT(b.round_ps >= 7.0 * prm.inj_overhead_ps + torus_ser_ps(&prm, (uint32_t)w), "round bound %f", b.round_ps);
 	coll_plan_free(pl);
 	/* bad arguments */
-	EXPECT(coll_alltoall_plan("no-such", &s, mn, 8, 8, &pl) == -ENOENT, "unknown algorithm");
+	EXPECT(coll_alltoall_plan("no-such", &s, NULL, mn, 8, 8, &pl) == -ENOENT, "unknown algorithm");
 	struct torus_shape six = shape_of("6");
-	EXPECT(coll_alltoall_plan("xor", &six, mn, 6, 8, &pl) == -ENOTSUP, "xor on 6");
-	EXPECT(coll_alltoall_plan("torus", &s, mn, 4, 8, &pl) == -ENOTSUP, "torus on half the nodes");
+	EXPECT(coll_alltoall_plan("xor", &six, NULL, mn, 6, 8, &pl) == -ENOTSUP, "xor on 6");
+	EXPECT(coll_alltoall_plan("torus", &s, NULL, mn, 4, 8, &pl) == -ENOTSUP, "torus on half the nodes");
 	mn[3] = 99;
-	EXPECT(coll_alltoall_plan("direct", &s, mn, 8, 8, &pl) == -EINVAL, "a node out of range");
-	EXPECT(coll_alltoall_plan("direct", NULL, mn, 8, 8, &pl) == -EINVAL, "no shape");
+	EXPECT(coll_alltoall_plan("direct", &s, NULL, mn, 8, 8, &pl) == -EINVAL, "a node out of range");
+	EXPECT(coll_alltoall_plan("direct", NULL, NULL, mn, 8, 8, &pl) == -EINVAL, "no shape");
+}
+
+/* direct sends large blocks in parts, all on one counter per pair: the
+ * parts of each pair tile its block exactly, in both buffers, part k to
+ * every member before part k+1. */
+static void test_direct_parts(void)
+{
+	struct torus_shape s = shape_of("5");
+	uint32_t mn[5] = {0, 1, 2, 3, 4}, p = 5;
+	uint64_t B = 3 * 1920 + 100; /* 4 parts, the last short */
+	coll_plan_t *pl;
+	CU_ASSERT_EQUAL_FATAL(coll_alltoall_plan("direct", &s, NULL, mn, p, B, &pl), 0);
+	EXPECT(pl->nputs == p * (p - 1) * 4, "%zu puts", pl->nputs);
+	EXPECT(a2a_plan_slots_max(pl) == p - 1, "%u slots", a2a_plan_slots_max(pl));
+	for (uint32_t u = 0; u < p; u++)
+		for (uint32_t v = 0; v < p; v++) {
+			if (u == v)
+				continue;
+			uint64_t next = 0;
+			uint32_t slot = UINT32_MAX, parts = 0;
+			size_t first = SIZE_MAX, last = 0;
+			for (size_t i = 0; i < pl->nputs; i++) {
+				const struct a2a_put *x = &pl->puts[i];
+				if (x->src != u || x->dst != v)
+					continue;
+				EXPECT(x->soff == v * B + next && x->doff == u * B + next, "%u->%u part %u at %llu/%llu", u, v,
+				       parts, (unsigned long long)x->soff, (unsigned long long)x->doff);
+				EXPECT(slot == UINT32_MAX || x->slot == slot, "%u->%u: parts on different counters", u, v);
+				slot = x->slot;
+				next += x->len;
+				parts++;
+				first = i < first ? i : first;
+				last = i;
+			}
+			EXPECT(next == B && parts == 4, "%u->%u: %u parts cover %llu of %llu bytes", u, v, parts,
+			       (unsigned long long)next, (unsigned long long)B);
+			/* interleaved: u's puts to other members come between */
+			EXPECT(last - first > 3, "%u->%u: parts back to back", u, v);
+		}
+	coll_plan_free(pl);
 }
 
 /* The default rule (coll/alltoall/alltoall_default.c), case by case. */
@@ -483,7 +523,7 @@ static void test_default_rule(void)
 	EXPECT(!strcmp(coll_alltoall_default(&s60, mn, 60, 16, 0), "mesh2d"), "60 small");
 	/* what the default picks always fits */
 	coll_plan_t *pl;
-	EXPECT(coll_alltoall_plan(NULL, &s444, mn, 64, 8, &pl) == 0 && !strcmp(coll_plan_algo(pl), "torus"), "plan NULL");
+	EXPECT(coll_alltoall_plan(NULL, &s444, NULL, mn, 64, 8, &pl) == 0 && !strcmp(coll_plan_algo(pl), "torus"), "plan NULL");
 	coll_plan_free(pl);
 }
 
@@ -493,7 +533,7 @@ int main(void)
 		CUNIT_CASE(test_deliver_1d),     CUNIT_CASE(test_deliver_2d),     CUNIT_CASE(test_deliver_3d_4d),
 		CUNIT_CASE(test_deliver_core_maps), CUNIT_CASE(test_deliver_every_p), CUNIT_CASE(test_fig3),
 		CUNIT_CASE(test_theorem1_random), CUNIT_CASE(test_matchings),     CUNIT_CASE(test_round_counts),
-		CUNIT_CASE(test_bounds), CUNIT_CASE(test_default_rule)};
+		CUNIT_CASE(test_bounds), CUNIT_CASE(test_default_rule), CUNIT_CASE(test_direct_parts)};
 	static const struct cunit_suite all[] = {{"alltoall.plans", cases, CUNIT_COUNT(cases)}};
 	return cunit_main(all, CUNIT_COUNT(all));
 }

@@ -193,6 +193,22 @@ static void test_alltoall_uneven_members(void)
 	result_free(&r);
 }
 
+/*
+ * More address messages than reception FIFO slots, with one-slot injection
+ * FIFOs and links: each member posts 15 messages while others post theirs;
+ * before the exchange drained its FIFO while waiting to post, this livelocked
+ * (every core waiting for room that only the others' polling makes).
+ */
+static void test_alltoall_tiny_fifos(void)
+{
+	struct result r = run("$B/torusrun --torus 4x4 --param rx_slots=2 --param inj_slots=1 --param fifo_slots=1 --quiet "
+			      "--timeout 30 -- $B/torus-bench alltoall --algo direct --dtype int32 --sizes 8K:16K --json");
+	struct row w[4];
+	EXPECT(r.status == 0 && parse_rows(r.out, w, 4) == 2 && w[0].checked == 1 && w[1].checked == 1,
+	       "status %d\n%.1000s\n%.1000s", r.status, r.out, r.err);
+	result_free(&r);
+}
+
 /* Payload bytes carried by every link of the job (torusrun --report). */
 static double job_payload(const char *report)
 {
@@ -356,6 +372,21 @@ static void test_alltoall_wrong_result_caught(void)
 	job_error("TORUS_BENCH_CORRUPT=6:2", "alltoall --algo bruck --members cores --sizes 1K", 1,
 		  "wrong result on member 6 at element 2");
 }
+/* xor on 6 members: the error names the algorithm, on every node's exit */
+static void test_alltoall_xor_on_six(void)
+{
+	struct result r = run("$B/torusrun --torus 6 --quiet --timeout 60 -- $B/torus-bench alltoall --algo xor --sizes 1K");
+	EXPECT(r.status == 1, "status %d", r.status);
+	EXPECT(count_lines(r.err, "torus-bench:") == 1 && strstr(r.err, "alltoall (xor) of") &&
+		       strstr(r.err, "does not meet the algorithm's restrictions"),
+	       "stderr:\n%.1000s", r.err);
+	result_free(&r);
+	/* and the default on 6 members works (it never picks xor there) */
+	r = run("$B/torusrun --torus 6 --quiet --timeout 60 -- $B/torus-bench alltoall --sizes 48:48K --json");
+	EXPECT(r.status == 0 && !strstr(r.out, "\"algo\": \"xor\"}"), "status %d\n%.2000s", r.status, r.out);
+	result_free(&r);
+}
+
 static void test_alltoall_bad_options(void)
 {
 	bad_input("allreduce --explain", "--explain is for alltoall only");
@@ -386,13 +417,14 @@ int main(void)
 		CUNIT_CASE(test_reduce_scatter_ring_json), CUNIT_CASE(test_ring_1d_every_link),
 		CUNIT_CASE(test_default_algo), CUNIT_CASE(test_warmup_reps), CUNIT_CASE(test_table),
 		CUNIT_CASE(test_multiplexed_repeatable), CUNIT_CASE(test_alltoall_json), CUNIT_CASE(test_alltoall_explain),
-		CUNIT_CASE(test_alltoall_uneven_members)};
+		CUNIT_CASE(test_alltoall_uneven_members), CUNIT_CASE(test_alltoall_tiny_fifos)};
 	static const struct cunit_case errors[] = {
 		CUNIT_CASE(test_bad_collective), CUNIT_CASE(test_bad_sizes), CUNIT_CASE(test_bad_dtype),
 		CUNIT_CASE(test_bad_op_for_dtype), CUNIT_CASE(test_bad_algo), CUNIT_CASE(test_too_small),
 		CUNIT_CASE(test_too_many_cores), CUNIT_CASE(test_env_algo_unknown), CUNIT_CASE(test_wrong_result_caught),
 		CUNIT_CASE(test_wrong_result_caught_reps), CUNIT_CASE(test_bad_reps), CUNIT_CASE(test_bad_warmup),
-		CUNIT_CASE(test_help), CUNIT_CASE(test_alltoall_wrong_result_caught), CUNIT_CASE(test_alltoall_bad_options)};
+		CUNIT_CASE(test_help), CUNIT_CASE(test_alltoall_wrong_result_caught), CUNIT_CASE(test_alltoall_bad_options),
+		CUNIT_CASE(test_alltoall_xor_on_six)};
 	static const struct cunit_suite all[] = {{"bench.runs", runs, CUNIT_COUNT(runs)},
 						 {"bench.errors", errors, CUNIT_COUNT(errors)}};
 	int rc = cunit_main(all, CUNIT_COUNT(all));

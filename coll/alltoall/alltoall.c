@@ -11,7 +11,7 @@
 static void geom_of(const coll_team_t *t, struct a2a_geom *g)
 {
 	const struct torus_shape *s = emu_shape(t->core);
-	*g = (struct a2a_geom){t->size, t->node, s, t->size == s->nnodes};
+	*g = (struct a2a_geom){t->size, t->node, s, t->size == s->nnodes, torus_params_payload(emu_params(t->core))};
 	for (uint32_t i = 0; g->node_order && i < t->size; i++)
 		g->node_order = t->node[i] == i;
 }
@@ -41,7 +41,7 @@ int coll_alltoall_run_named(const struct coll_args *a, const char *name)
 	struct a2a_geom g;
 	struct coll_plan *pl = NULL;
 	geom_of(t, &g);
-	int rc = a2a_plan_build(a2a_find(name), &g, block, &pl);
+	int rc = a2a_plan_build(a2a_find(name), &g, block, t->rank, &pl);
 	/* every member builds the same plan, so a failure here is everyone's
 	 * (but out of memory): agree before anything moves */
 	rc = coll_agree(t, rc);
@@ -63,7 +63,7 @@ const char *coll_alltoall_default(const struct torus_shape *s, const uint32_t *m
 {
 	if (!s || !member_node || !p)
 		return "direct";
-	struct a2a_geom g = {p, member_node, s, p == s->nnodes};
+	struct a2a_geom g = {p, member_node, s, p == s->nnodes, 240};
 	for (uint32_t i = 0; g.node_order && i < p; i++)
 		g.node_order = member_node[i] == i;
 	return coll_alltoall_default_rule(&g, block_bytes, dma_counters ? dma_counters : 64);

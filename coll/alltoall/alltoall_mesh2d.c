@@ -46,8 +46,8 @@ static int fits(const struct a2a_geom *g, uint32_t *msgs, const char **why)
 {
 	uint32_t r = rows_of(g->p), c = g->p / r;
 	*msgs = r - 1 + c - 1;
-	if (g->p > 256 || c > 64 || r > 64) {
-		*why = "at most 256 members, and rows and columns of at most 64";
+	if (c > 64 || r > 64) {
+		*why = "rows and columns of at most 64 members";
 		return 0;
 	}
 	return 1;

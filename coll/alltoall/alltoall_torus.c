@@ -37,10 +37,6 @@ static int fits(const struct a2a_geom *g, uint32_t *msgs, const char **why)
 		}
 		*msgs += g->shape->dims[d] - 1;
 	}
-	if (g->p > 256) {
-		*why = "at most 256 nodes";
-		return 0;
-	}
 	return 1;
 }
 

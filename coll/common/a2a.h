@@ -66,12 +66,17 @@ struct coll_plan {
 	const struct torus_shape *shape;
 	int oom;
 	/* the block mover (multi-hop algorithms): where member u holds block
-	 * (s -> v): loc[(u * p + s) * p + v] = buf << 30 | offset / block, or
-	 * A2A_NOWHERE */
-	uint32_t *loc;
+	 * id = s * p + v (from s, for v): buf << 30 | offset / block, in an
+	 * open-addressing table of mvcap slots per member (mvkey, mvval; a
+	 * member holds p blocks at a time, so 4p slots keep it sparse) */
+	uint32_t *mvkey, *mvval, *mvused, mvcap;
+	/* the member whose part is kept (puts from or to it, its copies), or
+	 * A2A_ALL: a member running the plan needs only its own */
+	uint32_t only;
 };
 
 #define A2A_NOWHERE UINT32_MAX
+#define A2A_ALL UINT32_MAX
 
 /* The team's geometry, as the builders see it. */
 struct a2a_geom {
@@ -79,6 +84,7 @@ struct a2a_geom {
 	const uint32_t *node;           /* node of each member */
 	const struct torus_shape *shape;
 	int node_order;                 /* member i is node i, one per node, every node */
+	uint32_t payload;               /* payload bytes of a full packet */
 };
 
 struct a2a_algo {
@@ -97,6 +103,12 @@ uint32_t a2a_step(struct coll_plan *pl, uint32_t phase, uint32_t round);
 /* A message; its slot is the receiver's next. */
 void a2a_put(struct coll_plan *pl, uint32_t step, uint32_t src, uint32_t dst, enum a2a_buf sbuf, uint64_t soff,
 	     enum a2a_buf dbuf, uint64_t doff, uint64_t len, uint32_t nblocks);
+/* One part of a message sent in several puts on one counter: slot
+ * UINT32_MAX for the first part (returns the slot the others must give);
+ * a part carries blocks 0 (explain counts the message once, by its first
+ * part's nblocks... parts count as messages of 0 blocks). */
+uint32_t a2a_put_part(struct coll_plan *pl, uint32_t step, uint32_t src, uint32_t dst, uint32_t slot,
+		      enum a2a_buf sbuf, uint64_t soff, enum a2a_buf dbuf, uint64_t doff, uint64_t len);
 void a2a_copy(struct coll_plan *pl, uint32_t step, int post, uint32_t member, enum a2a_buf sbuf, uint64_t soff,
 	      enum a2a_buf dbuf, uint64_t doff, uint64_t len);
 /* Scratch of member u: a fresh range of len bytes (its offset). */
@@ -119,7 +131,9 @@ void a2a_mv_finish(struct coll_plan *pl, uint32_t step);
 /* ---------------------------------------------------------------- plans */
 
 const struct a2a_algo *a2a_find(const char *name);
-int a2a_plan_build(const struct a2a_algo *al, const struct a2a_geom *g, uint64_t block, struct coll_plan **out);
+/* only: the member whose part to keep, or A2A_ALL */
+int a2a_plan_build(const struct a2a_algo *al, const struct a2a_geom *g, uint64_t block, uint32_t only,
+		   struct coll_plan **out);
 uint32_t a2a_plan_slots_max(const struct coll_plan *pl);
 
 /* Run member `me`'s part of the plan (coll_alltoall's executor). */

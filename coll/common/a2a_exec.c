@@ -169,6 +169,34 @@ static int finish(struct exec *e, int rc)
 	return rc;
 }
 
+/*
+ * Wait for a message. Members that finish early send the next call's
+ * address messages (p - 1 of them) while we wait here without polling our
+ * reception FIFO; beyond rx_slots of them they back up into the network and
+ * can block the very data we wait for. Teams that large drain the FIFO
+ * while they wait (into the exchange's inbox), sleeping at most 1 ms at a
+ * time; smaller ones sleep on the counter.
+ */
+static int wait_slot(struct exec *e, uint32_t id)
+{
+	emu_core_t *c = e->t->core;
+	if (e->t->size < emu_params(c)->rx_slots)
+		return dma_counter_wait(c, id);
+	for (;;) {
+		int64_t v;
+		int rc = dma_counter_get(c, id, &v);
+		if (rc)
+			return rc;
+		if (v == 0)
+			return dma_counter_wait(c, id); /* at once: it sets the clock */
+		int got = dma_recfifo_poll(c, 64);
+		if (got < 0)
+			return got;
+		if (!got && (rc = dma_recfifo_wait(c, 1)) < 0)
+			return rc;
+	}
+}
+
 int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, void *recv, uint64_t check)
 {
 	emu_core_t *c = t->core;
@@ -203,7 +231,7 @@ int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, vo
 		}
 		for (; !rc && wi < pl->nputs && pl->puts[wi].step == st; wi++)
 			if (pl->puts[wi].dst == me)
-				rc = dma_counter_wait(c, e.k0 + pl->puts[wi].slot);
+				rc = wait_slot(&e, e.k0 + pl->puts[wi].slot);
 		/* skip what an error left of the step's copies */
 		while (ci < pl->ncopies && pl->copies[ci].step == st && !pl->copies[ci].post)
 			ci++;

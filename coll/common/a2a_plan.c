@@ -35,23 +35,42 @@ uint32_t a2a_step(struct coll_plan *pl, uint32_t phase, uint32_t round)
 	return pl->nsteps++;
 }
 
+static void put_in(struct coll_plan *pl, uint32_t step, uint32_t src, uint32_t dst, uint32_t slot, enum a2a_buf sbuf,
+		   uint64_t soff, enum a2a_buf dbuf, uint64_t doff, uint64_t len, uint32_t nblocks)
+{
+	if (pl->only != A2A_ALL && src != pl->only && dst != pl->only)
+		return; /* not this member's (its slot was counted all the same) */
+	if (grow((void **)&pl->puts, &pl->puts_cap, pl->nputs + 1, sizeof(*pl->puts))) {
+		pl->oom = 1;
+		return;
+	}
+	pl->puts[pl->nputs] = (struct a2a_put){src, dst, step, slot, (uint8_t)sbuf, (uint8_t)dbuf,
+					       soff, doff, len, nblocks, (uint32_t)pl->nputs};
+	pl->nputs++;
+}
+
 void a2a_put(struct coll_plan *pl, uint32_t step, uint32_t src, uint32_t dst, enum a2a_buf sbuf, uint64_t soff,
 	     enum a2a_buf dbuf, uint64_t doff, uint64_t len, uint32_t nblocks)
 {
 	if (!len)
 		return; /* an empty message is not sent (its counter is armed with 0 anyway) */
-	if (grow((void **)&pl->puts, &pl->puts_cap, pl->nputs + 1, sizeof(*pl->puts))) {
-		pl->oom = 1;
-		return;
-	}
-	pl->puts[pl->nputs++] = (struct a2a_put){src, dst, step, pl->nslots[dst]++, (uint8_t)sbuf, (uint8_t)dbuf,
-						 soff, doff, len, nblocks, (uint32_t)pl->nputs};
+	put_in(pl, step, src, dst, pl->nslots[dst]++, sbuf, soff, dbuf, doff, len, nblocks);
+}
+
+uint32_t a2a_put_part(struct coll_plan *pl, uint32_t step, uint32_t src, uint32_t dst, uint32_t slot,
+		      enum a2a_buf sbuf, uint64_t soff, enum a2a_buf dbuf, uint64_t doff, uint64_t len)
+{
+	if (slot == UINT32_MAX)
+		slot = pl->nslots[dst]++;
+	if (len)
+		put_in(pl, step, src, dst, slot, sbuf, soff, dbuf, doff, len, 0);
+	return slot;
 }
 
 void a2a_copy(struct coll_plan *pl, uint32_t step, int post, uint32_t member, enum a2a_buf sbuf, uint64_t soff,
 	      enum a2a_buf dbuf, uint64_t doff, uint64_t len)
 {
-	if (!len)
+	if (!len || (pl->only != A2A_ALL && member != pl->only))
 		return;
 	/* one copy that continues the last one of the same member and step */
 	if (pl->ncopies) {
@@ -88,27 +107,111 @@ void a2a_direct(struct coll_plan *pl, uint32_t step, uint32_t u, uint32_t v)
 
 /* ---------------------------------------------------------------- mover */
 
-static inline uint32_t *locp(struct coll_plan *pl, uint32_t u, uint32_t id)
+#define MV_TOMB (UINT32_MAX - 1)
+
+static inline uint32_t mv_hash(uint32_t id) { return id * 2654435761u; }
+
+/* The slot of id in u's table (or where it would go: an empty one). */
+static size_t mv_find(const struct coll_plan *pl, uint32_t u, uint32_t id)
 {
-	return &pl->loc[(size_t)u * pl->p * pl->p + id];
+	size_t base = (size_t)u * pl->mvcap, mask = pl->mvcap - 1, tomb = SIZE_MAX;
+	for (size_t i = mv_hash(id) & mask;; i = (i + 1) & mask) {
+		uint32_t k = pl->mvkey[base + i];
+		if (k == id)
+			return base + i;
+		if (k == MV_TOMB && tomb == SIZE_MAX)
+			tomb = base + i;
+		if (k == A2A_NOWHERE)
+			return tomb != SIZE_MAX ? tomb : base + i;
+	}
 }
+
+static uint32_t mv_get(const struct coll_plan *pl, uint32_t u, uint32_t id)
+{
+	size_t i = mv_find(pl, u, id);
+	return pl->mvkey[i] == id ? pl->mvval[i] : A2A_NOWHERE;
+}
+
+/* Rebuild u's table without its tombstones. */
+static void mv_rehash(struct coll_plan *pl, uint32_t u)
+{
+	size_t base = (size_t)u * pl->mvcap;
+	uint32_t n = 0, *k = pl->mvkey + base, *v = pl->mvval + base;
+	uint32_t *tk = malloc(pl->mvcap * 2 * sizeof(uint32_t));
+	if (!tk) {
+		pl->oom = 1;
+		return;
+	}
+	for (uint32_t i = 0; i < pl->mvcap; i++)
+		if (k[i] < MV_TOMB) {
+			tk[2 * n] = k[i];
+			tk[2 * n + 1] = v[i];
+			n++;
+		}
+	memset(k, 0xff, pl->mvcap * sizeof(uint32_t));
+	pl->mvused[u] = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t at = mv_find(pl, u, tk[2 * i]);
+		pl->mvkey[at] = tk[2 * i];
+		pl->mvval[at] = tk[2 * i + 1];
+		pl->mvused[u]++;
+	}
+	free(tk);
+}
+
+static void mv_set(struct coll_plan *pl, uint32_t u, uint32_t id, uint32_t val)
+{
+	size_t i = mv_find(pl, u, id);
+	if (pl->mvkey[i] != id) {
+		if (pl->mvkey[i] == A2A_NOWHERE && ++pl->mvused[u] > pl->mvcap / 2) {
+			mv_rehash(pl, u); /* tombstones took the room */
+			i = mv_find(pl, u, id);
+			pl->mvused[u]++;
+		}
+		pl->mvkey[i] = id;
+	}
+	pl->mvval[i] = val;
+}
+
+static void mv_del(struct coll_plan *pl, uint32_t u, uint32_t id)
+{
+	size_t i = mv_find(pl, u, id);
+	if (pl->mvkey[i] == id)
+		pl->mvkey[i] = MV_TOMB;
+}
+
 static inline uint32_t loc_make(enum a2a_buf b, uint64_t off, uint64_t B)
 {
 	return (uint32_t)b << 30 | (uint32_t)(B ? off / B : 0);
 }
 
+static void mv_free(struct coll_plan *pl)
+{
+	free(pl->mvkey);
+	free(pl->mvval);
+	free(pl->mvused);
+	pl->mvkey = pl->mvval = pl->mvused = NULL;
+}
+
 int a2a_mv_init(struct coll_plan *pl)
 {
 	uint32_t p = pl->p;
-	size_t n = (size_t)p * p * p;
-	if (!(pl->loc = malloc(n * sizeof(uint32_t)))) {
+	pl->mvcap = 16;
+	while (pl->mvcap < 4 * p)
+		pl->mvcap *= 2;
+	size_t n = (size_t)p * pl->mvcap;
+	pl->mvkey = malloc(n * sizeof(uint32_t));
+	pl->mvval = malloc(n * sizeof(uint32_t));
+	pl->mvused = calloc(p, sizeof(uint32_t));
+	if (!pl->mvkey || !pl->mvval || !pl->mvused) {
+		mv_free(pl);
 		pl->oom = 1;
 		return -ENOMEM;
 	}
-	memset(pl->loc, 0xff, n * sizeof(uint32_t));
+	memset(pl->mvkey, 0xff, n * sizeof(uint32_t));
 	for (uint32_t u = 0; u < p; u++)
 		for (uint32_t v = 0; v < p; v++)
-			*locp(pl, u, u * p + v) = loc_make(A2A_SEND, (uint64_t)v * pl->block, pl->block);
+			mv_set(pl, u, u * p + v, loc_make(A2A_SEND, (uint64_t)v * pl->block, pl->block));
 	return 0;
 }
 
@@ -116,13 +219,13 @@ void a2a_mv_send(struct coll_plan *pl, uint32_t step, uint32_t u, uint32_t peer,
 {
 	uint64_t B = pl->block;
 	uint32_t p = pl->p;
-	if (!n || !pl->loc)
+	if (!n || !pl->mvkey)
 		return;
 	/* where it leaves from: in place if contiguous and in order */
-	uint32_t first = *locp(pl, u, ids[0]);
+	uint32_t first = mv_get(pl, u, ids[0]);
 	int contiguous = first != A2A_NOWHERE;
 	for (uint32_t i = 1; contiguous && i < n; i++)
-		contiguous = *locp(pl, u, ids[i]) == first + i;
+		contiguous = mv_get(pl, u, ids[i]) == first + i;
 	enum a2a_buf sbuf;
 	uint64_t soff;
 	if (contiguous) {
@@ -132,7 +235,11 @@ void a2a_mv_send(struct coll_plan *pl, uint32_t step, uint32_t u, uint32_t peer,
 		sbuf = A2A_TMP;
 		soff = a2a_tmp(pl, u, (uint64_t)n * B);
 		for (uint32_t i = 0; i < n; i++) {
-			uint32_t l = *locp(pl, u, ids[i]);
+			uint32_t l = mv_get(pl, u, ids[i]);
+			if (l == A2A_NOWHERE) {
+				pl->oom = 1; /* a builder sends a block it does not hold */
+				return;
+			}
 			a2a_copy(pl, step, 0, u, (enum a2a_buf)(l >> 30), (uint64_t)(l & 0x3fffffffu) * B, A2A_TMP,
 				 soff + (uint64_t)i * B, B);
 		}
@@ -146,8 +253,8 @@ void a2a_mv_send(struct coll_plan *pl, uint32_t step, uint32_t u, uint32_t peer,
 	uint64_t doff = final ? (uint64_t)(ids[0] / p) * B : a2a_tmp(pl, peer, (uint64_t)n * B);
 	a2a_put(pl, step, u, peer, sbuf, soff, dbuf, doff, (uint64_t)n * B, n);
 	for (uint32_t i = 0; i < n; i++) {
-		*locp(pl, u, ids[i]) = A2A_NOWHERE;
-		*locp(pl, peer, ids[i]) = loc_make(dbuf, doff + (uint64_t)i * B, B);
+		mv_del(pl, u, ids[i]);
+		mv_set(pl, peer, ids[i], loc_make(dbuf, doff + (uint64_t)i * B, B));
 	}
 }
 
@@ -155,9 +262,9 @@ void a2a_mv_finish(struct coll_plan *pl, uint32_t step)
 {
 	uint32_t p = pl->p;
 	uint64_t B = pl->block;
-	for (uint32_t u = 0; pl->loc && u < p; u++)
+	for (uint32_t u = 0; pl->mvkey && u < p; u++)
 		for (uint32_t s = 0; s < p; s++) {
-			uint32_t l = *locp(pl, u, s * p + u);
+			uint32_t l = mv_get(pl, u, s * p + u);
 			if (l == A2A_NOWHERE) {
 				pl->oom = 1; /* a builder lost a block: refuse the plan */
 				continue;
@@ -166,8 +273,7 @@ void a2a_mv_finish(struct coll_plan *pl, uint32_t step)
 				a2a_copy(pl, step, 1, u, (enum a2a_buf)(l >> 30), (uint64_t)(l & 0x3fffffffu) * B, A2A_RECV,
 					 (uint64_t)s * B, B);
 		}
-	free(pl->loc);
-	pl->loc = NULL;
+	mv_free(pl);
 }
 
 /* ---------------------------------------------------------------- plans */
@@ -192,7 +298,7 @@ void coll_plan_free(coll_plan_t *pl)
 	free(pl->copies);
 	free(pl->tmp_bytes);
 	free(pl->nslots);
-	free(pl->loc);
+	mv_free(pl);
 	free(pl);
 }
 
@@ -214,7 +320,8 @@ static int copy_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-int a2a_plan_build(const struct a2a_algo *al, const struct a2a_geom *g, uint64_t block, struct coll_plan **out)
+int a2a_plan_build(const struct a2a_algo *al, const struct a2a_geom *g, uint64_t block, uint32_t only,
+		   struct coll_plan **out)
 {
 	const char *why;
 	uint32_t msgs;
@@ -229,6 +336,7 @@ int a2a_plan_build(const struct a2a_algo *al, const struct a2a_geom *g, uint64_t
 	pl->algo = al;
 	pl->p = g->p;
 	pl->block = block;
+	pl->only = only;
 	pl->node = g->node;
 	pl->shape = g->shape;
 	pl->tmp_bytes = calloc(g->p, sizeof(uint64_t));
@@ -263,9 +371,14 @@ uint32_t a2a_plan_slots_max(const struct coll_plan *pl)
 
 /* ------------------------------------------------------------ public API */
 
-int coll_alltoall_plan(const char *algo, const struct torus_shape *s, const uint32_t *member_node, uint32_t p,
-		       uint64_t block_bytes, coll_plan_t **out)
+int coll_alltoall_plan(const char *algo, const struct torus_shape *s, const struct torus_params *prm,
+		       const uint32_t *member_node, uint32_t p, uint64_t block_bytes, coll_plan_t **out)
 {
+	struct torus_params dflt;
+	if (!prm) {
+		torus_params_default(&dflt);
+		prm = &dflt;
+	}
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
@@ -274,15 +387,15 @@ int coll_alltoall_plan(const char *algo, const struct torus_shape *s, const uint
 	for (uint32_t i = 0; i < p; i++)
 		if (member_node[i] >= s->nnodes)
 			return -EINVAL;
-	struct a2a_geom g = {p, member_node, s, p == s->nnodes};
+	struct a2a_geom g = {p, member_node, s, p == s->nnodes, torus_params_payload(prm)};
 	for (uint32_t i = 0; g.node_order && i < p; i++)
 		g.node_order = member_node[i] == i;
 	if (!algo)
-		algo = coll_alltoall_default(s, member_node, p, block_bytes, 0);
+		algo = coll_alltoall_default(s, member_node, p, block_bytes, prm->dma_counters);
 	const struct a2a_algo *al = a2a_find(algo);
 	if (!al)
 		return -ENOENT;
-	return a2a_plan_build(al, &g, block_bytes, out);
+	return a2a_plan_build(al, &g, block_bytes, A2A_ALL, out);
 }
 
 const char *coll_plan_algo(const coll_plan_t *pl) { return pl ? pl->algo->name : NULL; }

@@ -17,12 +17,15 @@ struct addr_msg {
 	struct coll_addr addr;
 };
 
-#define INBOX_SLOTS 256u
-
-/* Per core of this process: messages that arrived before they were wanted. */
+/*
+ * Per core of this process: messages that arrived before they were wanted.
+ * It grows as needed: an all-to-all's members each hear from every other
+ * member at once (511 messages on 8x8x8), before they look for any.
+ */
 struct inbox {
-	struct addr_msg msg[INBOX_SLOTS];
-	uint32_t used[INBOX_SLOTS];
+	struct addr_msg *msg;
+	uint8_t *used;
+	uint32_t cap;
 	int registered;
 };
 static struct inbox inboxes[TORUS_MAX_CORES];
@@ -33,19 +36,31 @@ static int on_addr(emu_core_t *c, const struct dma_recv_info *info, const void *
 	(void)c;
 	if (info->len != sizeof(struct addr_msg))
 		return -EPROTO;
-	for (uint32_t i = 0; i < INBOX_SLOTS; i++) {
+	for (uint32_t i = 0; i < box->cap; i++) {
 		if (!box->used[i]) {
 			memcpy(&box->msg[i], payload, sizeof(struct addr_msg));
 			box->used[i] = 1;
 			return 0;
 		}
 	}
-	return -ENOSPC;
+	uint32_t cap = box->cap ? 2 * box->cap : 64;
+	struct addr_msg *m = realloc(box->msg, cap * sizeof(*m));
+	if (m)
+		box->msg = m;
+	uint8_t *u = m ? realloc(box->used, cap) : NULL;
+	if (!u)
+		return -ENOMEM; /* the message is lost: the exchange's wait will say so */
+	box->used = u;
+	memset(u + box->cap, 0, cap - box->cap);
+	memcpy(&box->msg[box->cap], payload, sizeof(struct addr_msg));
+	box->used[box->cap] = 1;
+	box->cap = cap;
+	return 0;
 }
 
 static int take(struct inbox *box, uint64_t team, uint32_t seq, uint32_t from, uint32_t tag, struct coll_addr *out)
 {
-	for (uint32_t i = 0; i < INBOX_SLOTS; i++) {
+	for (uint32_t i = 0; i < box->cap; i++) {
 		const struct addr_msg *m = &box->msg[i];
 		if (box->used[i] && m->team == team && m->seq == seq && m->from == from && m->tag == tag) {
 			*out = m->addr;
@@ -96,7 +111,25 @@ int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t
 			dma_desc_memfifo(&d, x[sent].to_node, x[sent].to_core, COLL_DISPATCH, 0, &m[sent], sizeof(m[sent]),
 					 inj);
 			d.tag = TORUS_TAG(TORUS_TAG_CONTROL, 0, 0, 0, 0);
-			if ((rc = dma_injfifo_post(f, &d, DMA_POST_WAIT))) {
+			/*
+			 * A full injection FIFO is not slept on: our messages
+			 * may wait behind others' in a reception FIFO that
+			 * only its core drains, and that core may be posting
+			 * too. Drain ours (into the inbox) while we wait, so
+			 * that a team of more members than rx_slots (an
+			 * all-to-all on 8x8x8: 511 messages each) cannot
+			 * deadlock.
+			 */
+			while ((rc = dma_injfifo_post(f, &d, 0)) == -EAGAIN) {
+				int got = dma_recfifo_poll(c, 64);
+				if (got < 0) {
+					rc = got;
+					break;
+				}
+				if (!got && (rc = dma_recfifo_wait(c, 1)) < 0)
+					break;
+			}
+			if (rc) {
 				dma_counter_add(c, inj, -(int64_t)sizeof(m[sent])); /* it never left */
 				break;
 			}

@@ -133,15 +133,16 @@ double coll_lower_bound_ps(enum coll_kind kind, const struct torus_shape *s, con
  * member, in steps labelled with a phase and a round. A step is what a
  * member does between two waits: it posts its messages of the step, then
  * waits for the ones it receives in it. member_node[i] is the node of team
- * member i (a node team: node i); algo NULL: the default rule
- * (coll_alltoall_default, for 64 counters). Errors: -EINVAL (bad arguments, more than
+ * member i (a node team: node i); prm: the machine (NULL: the defaults;
+ * the payload of a packet shapes some plans); algo NULL: the default rule
+ * (coll_alltoall_default, for prm's counters). Errors: -EINVAL (bad arguments, more than
  * COLL_A2A_MAX_MEMBERS members), -ENOENT (no such algorithm), -ENOTSUP (the
  * team does not fit it), -ENOMEM.
  */
 #define COLL_A2A_MAX_MEMBERS 4096u
 typedef struct coll_plan coll_plan_t;
-int coll_alltoall_plan(const char *algo, const struct torus_shape *s, const uint32_t *member_node, uint32_t p,
-		       uint64_t block_bytes, coll_plan_t **out);
+int coll_alltoall_plan(const char *algo, const struct torus_shape *s, const struct torus_params *prm,
+		       const uint32_t *member_node, uint32_t p, uint64_t block_bytes, coll_plan_t **out);
 void coll_plan_free(coll_plan_t *pl);
 const char *coll_plan_algo(const coll_plan_t *pl);
 uint32_t coll_plan_steps(const coll_plan_t *pl);
