@@ -71,6 +71,67 @@
 #define MAX_BYTES (1ull << 40)
 #define MAX_REPS 1000
 
+/* ------------------------------------------------------ alltoallv patterns */
+
+/*
+ * How many elements member i sends member j, m the largest message:
+ *   pattern1  002 Fig. 14: a spike of m to one member chosen at random
+ *             (seeded) per sender, "a small number" elsewhere: m/64 (>= 1);
+ *   pattern2  002 Fig. 14, the 2-D transpose: the spike to (i % C) * C + i / C,
+ *             C = ceil(sqrt p); where that is past p - 1 (p not a square),
+ *             to i itself;
+ *   case1-4   004's test cases, N = p * m per member, d = (j - i) mod p:
+ *             case1 m everywhere; case2 0 for d < p/4, m for p/4 <= d <
+ *             p-1, N/4 + m at d = p-1; case3 the same with p/2 and N/2;
+ *             case4 N at d = p-1 (the shift). 004 prints N/4 and N/2 at
+ *             d = p-1, which leaves rows at N - N/P; the + m makes every
+ *             member send and receive N, as the paper requires;
+ *   random    uniform in 0 .. m;
+ *   skewed    m * u^4, u uniform in [0, 1): most small, a few large.
+ */
+enum v_pattern { V_PATTERN1, V_PATTERN2, V_CASE1, V_CASE2, V_CASE3, V_CASE4, V_RANDOM, V_SKEWED, V_NPATTERNS };
+static const char *const v_pattern_names[V_NPATTERNS] = {"pattern1", "pattern2", "case1", "case2",
+							 "case3",    "case4",    "random", "skewed"};
+
+static uint64_t mix(uint64_t x); /* the reference's hash, below */
+
+static int64_t v_count(int pat, uint64_t seed, uint32_t p, uint32_t i, uint32_t j, uint64_t m)
+{
+	uint64_t d = (j + (uint64_t)p - i) % p, small = m / 64 ? m / 64 : 1, n = (uint64_t)p * m;
+	uint64_t h = mix(seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)i << 32 | j));
+	uint32_t C = 1, spike;
+	while ((uint64_t)C * C < p)
+		C++;
+	switch (pat) {
+	case V_PATTERN1:
+		spike = (uint32_t)(mix(seed ^ 0x51ed27u ^ (uint64_t)i << 20) % p);
+		return (int64_t)(j == spike ? m : small);
+	case V_PATTERN2:
+		spike = (i % C) * C + i / C;
+		return (int64_t)(j == (spike < p ? spike : i) ? m : small);
+	case V_CASE1: return (int64_t)m;
+	case V_CASE2:
+	case V_CASE3: {
+		uint64_t cut = pat == V_CASE2 ? p / 4 : p / 2, last = pat == V_CASE2 ? n / 4 : n / 2;
+		if (p == 1)
+			return (int64_t)n;
+		return (int64_t)(d == p - 1 ? last + m : d < cut ? 0 : m);
+	}
+	case V_CASE4: return (int64_t)(d == (p > 1 ? p - 1 : 0) ? n : 0);
+	case V_SKEWED: {
+		double u = (double)(h >> 11) / 9007199254740992.0;
+		return (int64_t)((double)m * u * u * u * u);
+	}
+	default: return (int64_t)(h % (m + 1));
+	}
+}
+
+/* Element k of member i's message to j (small integers: exact in float). */
+static int64_t v_value(uint32_t i, uint32_t j, uint64_t k)
+{
+	return (int64_t)(mix((uint64_t)i << 40 ^ (uint64_t)j << 20 ^ k) % (1u << 20));
+}
+
 /* ------------------------------------------------------------ options */
 
 struct opts {
@@ -86,12 +147,15 @@ struct opts {
 	int json, check;
 	int members_cores; /* alltoall --members cores: every core is a member */
 	int explain;       /* alltoall --explain: print the schedule, run nothing */
+	int pattern;       /* alltoallv --pattern (enum v_pattern) */
+	uint64_t seed;     /* alltoallv --seed */
 	int64_t corrupt_node;  /* TORUS_BENCH_CORRUPT: -1, or the node */
 	uint64_t corrupt_elem; /* and the element of its result */
 	char error[512]; /* a command-line error, reported from inside the job */
 };
 
 static struct opts opt = {
+	.pattern = V_RANDOM, .seed = 1,
 	.kind = COLL_ALLREDUCE, .dtype = COLL_DOUBLE, .op = COLL_SUM, .check = 1, .corrupt_node = -1, .reps = 1};
 
 static void usage(FILE *f)
@@ -115,6 +179,12 @@ static void usage(FILE *f)
 		"  --members M           alltoall: nodes (default; a node team, as the others) or\n"
 		"                        cores (every core of every node is a member, as MPI ranks;\n"
 		"                        with --cores-map, nodes of different sizes)\n"
+		"  --pattern P           alltoallv: who sends how much to whom, the largest message\n"
+		"                        being the size: pattern1 (one spike per member, to a random\n"
+		"                        member), pattern2 (2-D transpose: member i to (i%%C)*C + i/C,\n"
+		"                        C = ceil(sqrt p)) of 002's Fig. 14, case1..case4 of 004,\n"
+		"                        random (uniform 0..size), skewed (size * u^4); default random\n"
+		"  --seed S              alltoallv: the patterns' random seed (default 1)\n"
 		"  --explain             alltoall: print the algorithm's schedule for the first size\n"
 		"                        (phases, rounds, steps, who sends to whom) and run nothing;\n"
 		"                        with --json, as JSON with a top-level \"steps\"\n"
@@ -253,6 +323,24 @@ static int parse_args(int argc, char **argv)
 				return -1;
 			}
 			*(reps ? &opt.reps : &opt.warmup) = (uint32_t)x;
+		} else if (!strcmp(a, "--pattern")) {
+			int found_p = -1;
+			for (int k = 0; k < V_NPATTERNS; k++)
+				if (!strcmp(v, v_pattern_names[k]))
+					found_p = k;
+			if (found_p < 0) {
+				snprintf(opt.error, sizeof(opt.error),
+					 "unknown --pattern '%.64s' (pattern1, pattern2, case1, case2, case3, case4, random, skewed)",
+					 v);
+				return -1;
+			}
+			opt.pattern = found_p;
+		} else if (!strcmp(a, "--seed")) {
+			if (parse_u64(v, UINT64_MAX, &x)) {
+				snprintf(opt.error, sizeof(opt.error), "bad --seed '%s' (a non-negative integer)", v);
+				return -1;
+			}
+			opt.seed = x;
 		} else if (!strcmp(a, "--members")) {
 			if (strcmp(v, "cores") && strcmp(v, "nodes")) {
 				snprintf(opt.error, sizeof(opt.error), "bad --members '%s' (nodes or cores)", v);
@@ -298,11 +386,16 @@ static int parse_args(int argc, char **argv)
 		snprintf(opt.error, sizeof(opt.error), "--cores-per-node is for node members (--members nodes)");
 		return -1;
 	}
-	if ((opt.members_cores || opt.explain) && opt.kind != COLL_ALLTOALL) {
-		snprintf(opt.error, sizeof(opt.error), "%s is for alltoall only", opt.explain ? "--explain" : "--members");
+	if (opt.explain && opt.kind != COLL_ALLTOALL) {
+		snprintf(opt.error, sizeof(opt.error), "--explain is for alltoall only");
 		return -1;
 	}
-	if (opt.kind != COLL_ALLGATHER && opt.kind != COLL_ALLTOALL && !coll_op_valid(opt.dtype, opt.op)) {
+	if (opt.members_cores && opt.kind != COLL_ALLTOALL && opt.kind != COLL_ALLTOALLV) {
+		snprintf(opt.error, sizeof(opt.error), "--members is for alltoall and alltoallv only");
+		return -1;
+	}
+	if (opt.kind != COLL_ALLGATHER && opt.kind != COLL_ALLTOALL && opt.kind != COLL_ALLTOALLV &&
+	    !coll_op_valid(opt.dtype, opt.op)) {
 		snprintf(opt.error, sizeof(opt.error), "--op %s is not defined on --dtype %s (bitwise ops need int32 or int64)",
 			 coll_op_name(opt.op), coll_dtype_name(opt.dtype));
 		return -1;
@@ -462,7 +555,69 @@ struct row {
 	int64_t link_max, link_min;
 	double link_ps, round_ps; /* alltoall: its two bounds */
 	const char *algo;         /* alltoall: the algorithm of this size */
+	struct coll_v_stats vst;  /* alltoallv: the most over the members */
 };
+
+/* alltoallv: this core's counts and displacements (a member's, in elements) */
+static _Thread_local struct {
+	int64_t *sc, *sd, *rc, *rd;
+	uint64_t stot, rtot; /* elements sent and received */
+} vc;
+
+/* This member's counts for largest message m (elements); prefix sums as
+ * displacements. 0, or -ENOMEM. */
+static int v_setup(uint32_t me, uint32_t p, uint64_t m)
+{
+	if (!vc.sc && !(vc.sc = malloc(4 * (size_t)p * sizeof(int64_t))))
+		return -ENOMEM;
+	vc.sd = vc.sc + p;
+	vc.rc = vc.sc + 2 * p;
+	vc.rd = vc.sc + 3 * p;
+	vc.stot = vc.rtot = 0;
+	for (uint32_t j = 0; j < p; j++) {
+		vc.sc[j] = v_count(opt.pattern, opt.seed, p, me, j, m);
+		vc.sd[j] = (int64_t)vc.stot;
+		vc.stot += (uint64_t)vc.sc[j];
+		vc.rc[j] = v_count(opt.pattern, opt.seed, p, j, me, m);
+		vc.rd[j] = (int64_t)vc.rtot;
+		vc.rtot += (uint64_t)vc.rc[j];
+	}
+	return 0;
+}
+
+/* The link-load bound of sending every message of the pattern straight to
+ * its owner by dimension-order routes: the busiest link direction's wire
+ * bytes over the bandwidth, in ps. */
+static double v_link_bound(const struct torus_shape *s, const struct torus_params *prm, const uint32_t *mnode,
+			   uint32_t p, uint64_t m)
+{
+	uint32_t nn = s->nnodes, pay = torus_params_payload(prm);
+	uint64_t *load = calloc((size_t)nn * 2 * TORUS_MAX_DIMS, sizeof(uint64_t)), best = 0;
+	uint8_t *route = malloc((size_t)nn * nn);
+	size_t esz = coll_dtype_size(opt.dtype);
+	if (!load || !route) {
+		free(load);
+		free(route);
+		return 0;
+	}
+	for (uint32_t x = 0; x < nn; x++)
+		torus_route_table(s, x, route + (size_t)x * nn);
+	for (uint32_t i = 0; i < p; i++)
+		for (uint32_t j = 0; j < p; j++) {
+			uint64_t len = (uint64_t)v_count(opt.pattern, opt.seed, p, i, j, m) * esz;
+			uint64_t w = len / pay * torus_wire_bytes(prm, pay) + (len % pay ? torus_wire_bytes(prm, (uint32_t)(len % pay)) : 0);
+			for (uint32_t at = mnode[i]; len && at != mnode[j];) {
+				uint32_t l = route[(size_t)at * nn + mnode[j]];
+				load[(size_t)at * 2 * TORUS_MAX_DIMS + l] += w;
+				at = torus_neighbor(s, at, l >> 1, (enum torus_dir)(l & 1));
+			}
+		}
+	for (size_t k = 0; k < (size_t)nn * 2 * TORUS_MAX_DIMS; k++)
+		best = load[k] > best ? load[k] : best;
+	free(load);
+	free(route);
+	return (double)best * 1e12 / (double)prm->link_bw;
+}
 
 /* The median of v[0..n-1] (n >= 1; sorts v). */
 static double median(double *v, uint32_t n)
@@ -490,7 +645,8 @@ static double wall_now(void)
 /* Bytes per count-unit: n = count * unit. */
 static uint64_t unit_bytes(uint32_t p)
 {
-	return coll_dtype_size(opt.dtype) * (opt.kind == COLL_ALLREDUCE ? 1 : p);
+	/* alltoallv: the size is its largest message */
+	return coll_dtype_size(opt.dtype) * (opt.kind == COLL_ALLREDUCE || opt.kind == COLL_ALLTOALLV ? 1 : p);
 }
 
 /* The checks that need the job (every core computes the same verdict). */
@@ -580,6 +736,13 @@ static int64_t ref_a2a(uint32_t r, uint32_t j, uint32_t p, size_t count, size_t 
 static void fill(void *send, void *recv, uint32_t me, uint32_t p, size_t count, const struct ref *f)
 {
 	size_t esz = coll_dtype_size(opt.dtype);
+	if (opt.kind == COLL_ALLTOALLV) {
+		for (uint32_t j = 0; j < p; j++)
+			for (int64_t k = 0; k < vc.sc[j]; k++)
+				put_elem(opt.dtype, send, (size_t)(vc.sd[j] + k), v_value(me, j, (uint64_t)k));
+		memset(recv, 0xa5, vc.rtot * esz);
+		return;
+	}
 	if (opt.kind == COLL_ALLTOALL) {
 		for (uint32_t j = 0; j < p; j++)
 			for (size_t k = 0; k < count; k++)
@@ -604,12 +767,20 @@ static void fill(void *send, void *recv, uint32_t me, uint32_t p, size_t count, 
 static int verify(void *recv, uint32_t me, uint32_t p, size_t count, const struct ref *f)
 {
 	size_t n = opt.kind == COLL_ALLGATHER || opt.kind == COLL_ALLTOALL ? count * p : count;
+	uint32_t vsrc = 0;
+	if (opt.kind == COLL_ALLTOALLV)
+		n = vc.rtot;
 	chk.wrong = 0;
 	if (opt.corrupt_node == (int64_t)me && opt.corrupt_elem < n)
 		put_elem(opt.dtype, recv, opt.corrupt_elem, (int64_t)get_elem(opt.dtype, recv, opt.corrupt_elem) + 1);
 	for (size_t k = 0; k < n; k++) {
 		int64_t want;
-		if (opt.kind == COLL_ALLTOALL)
+		if (opt.kind == COLL_ALLTOALLV) {
+			/* the source whose range holds k (k only grows) */
+			while (vsrc + 1 < p && (uint64_t)vc.rd[vsrc + 1] <= k)
+				vsrc++;
+			want = v_value(vsrc, me, k - (uint64_t)vc.rd[vsrc]);
+		} else if (opt.kind == COLL_ALLTOALL)
 			want = ref_a2a((uint32_t)(k / count), me, p, count, k % count);
 		else if (opt.kind == COLL_ALLGATHER)
 			want = ref_gather(k);
@@ -632,6 +803,8 @@ static int run_coll(coll_team_t *t, void *send, void *recv, size_t count)
 		return coll_reduce_scatter(t, send, recv, count, opt.dtype, opt.op, opt.algo);
 	case COLL_ALLGATHER: return coll_allgather(t, send, recv, count, opt.dtype, opt.algo);
 	case COLL_ALLTOALL: return coll_alltoall(t, send, recv, count, opt.dtype, opt.algo);
+	case COLL_ALLTOALLV:
+		return coll_alltoallv(t, send, vc.sc, vc.sd, recv, vc.rc, vc.rd, opt.dtype, opt.algo);
 	default: return coll_allreduce(t, send, recv, count, opt.dtype, opt.op, opt.algo);
 	}
 }
@@ -643,6 +816,18 @@ static int agree(emu_core_t *c, const uint32_t *all, uint32_t code, uint32_t *ou
 	if (rc)
 		fprintf(stderr, PROG ": node %u core %u: barrier failed: %s\n", emu_node_rank(c), emu_core_index(c),
 			dma_strerror(rc));
+	return rc;
+}
+
+/* The largest v over every core of the job (two 32-bit barrier rounds). */
+static int max_all(emu_core_t *c, const uint32_t *all, uint32_t total, uint64_t v, uint64_t *out)
+{
+	uint32_t hi, lo;
+	int rc = dma_barrier_team_max(c, all, total, (uint32_t)(v >> 32), &hi);
+	if (!rc)
+		rc = dma_barrier_team_max(c, all, total, (uint32_t)(v >> 32) == hi ? (uint32_t)v : 0, &lo);
+	if (!rc)
+		*out = (uint64_t)hi << 32 | lo;
 	return rc;
 }
 
@@ -704,6 +889,9 @@ static void print_header(emu_core_t *c, uint32_t k, const char *algo, int deflt,
 	       "link_max_B", "link_min_B", "check");
 	if (opt.kind == COLL_ALLTOALL)
 		printf(" %12s %12s  %s", "link_bnd_us", "round_bnd_us", "algo");
+	if (opt.kind == COLL_ALLTOALLV)
+		printf(" %12s %12s %12s  (pattern %s, seed %llu; per stage: most start-ups, longest message)",
+		       "startups", "longest_B", "extra_B", v_pattern_names[opt.pattern], (unsigned long long)opt.seed);
 	printf("\n");
 	fflush(stdout);
 }
@@ -721,6 +909,16 @@ static void print_row(const struct row *r, unsigned i)
 			printf(", \"link_bound_ps\": %.3f, \"round_bound_ps\": %.3f, \"algo\": ", r->link_ps, r->round_ps);
 			json_string(stdout, r->algo ? r->algo : "");
 		}
+		if (opt.kind == COLL_ALLTOALLV) {
+			printf(", \"pattern\": \"%s\", \"seed\": %llu, \"startups\": [", v_pattern_names[opt.pattern],
+			       (unsigned long long)opt.seed);
+			for (uint32_t g = 0; g < r->vst.stages && g < COLL_V_MAX_STAGES; g++)
+				printf("%s%llu", g ? ", " : "", (unsigned long long)r->vst.startups[g]);
+			printf("], \"longest\": [");
+			for (uint32_t g = 0; g < r->vst.stages && g < COLL_V_MAX_STAGES; g++)
+				printf("%s%llu", g ? ", " : "", (unsigned long long)r->vst.longest[g]);
+			printf("], \"extra_bytes\": %llu", (unsigned long long)r->vst.extra_bytes);
+		}
 		printf("}");
 		return;
 	}
@@ -729,6 +927,15 @@ static void print_row(const struct row *r, unsigned i)
 	       (long long)r->link_min, opt.check ? "ok" : "off");
 	if (opt.kind == COLL_ALLTOALL)
 		printf(" %12.3f %12.3f  %s", r->link_ps / 1e6, r->round_ps / 1e6, r->algo ? r->algo : "");
+	if (opt.kind == COLL_ALLTOALLV) {
+		char su[96] = "", lo[96] = "";
+		for (uint32_t g = 0; g < r->vst.stages && g < COLL_V_MAX_STAGES; g++) {
+			size_t a = strlen(su), b = strlen(lo);
+			snprintf(su + a, sizeof(su) - a, "%s%llu", g ? "/" : "", (unsigned long long)r->vst.startups[g]);
+			snprintf(lo + b, sizeof(lo) - b, "%s%llu", g ? "/" : "", (unsigned long long)r->vst.longest[g]);
+		}
+		printf(" %12s %12s %12llu", su, lo, (unsigned long long)r->vst.extra_bytes);
+	}
 	printf("\n");
 	fflush(stdout);
 }
@@ -784,16 +991,23 @@ static int bench_core(emu_core_t *c, void *arg)
 			code = CODE_SETUP;
 		}
 	}
+	size_t esz = coll_dtype_size(opt.dtype);
+	if (opt.kind == COLL_ALLTOALLV && member && v_setup(mrank, mp, nmax / esz)) {
+		fprintf(stderr, PROG ": node %u core %u: out of memory\n", me, ci);
+		code = CODE_SETUP;
+	}
 	if (cm) {
-		my_send = malloc(nmax);
-		my_recv = malloc(nmax);
+		size_t sb = opt.kind == COLL_ALLTOALLV ? vc.stot * esz + 1 : nmax;
+		size_t rb = opt.kind == COLL_ALLTOALLV ? vc.rtot * esz + 1 : nmax;
+		my_send = malloc(sb);
+		my_recv = malloc(rb);
 		if (!my_send || !my_recv) {
 			fprintf(stderr, PROG ": node %u core %u: cannot allocate 2 x %llu bytes of buffers\n", me, ci,
 				(unsigned long long)nmax);
 			code = CODE_SETUP;
 		}
 	}
-	if (lead && opt.kind == COLL_ALLTOALL) {
+	if (lead && (opt.kind == COLL_ALLTOALL || opt.kind == COLL_ALLTOALLV)) {
 		if ((mnode = malloc(mp * sizeof(uint32_t))))
 			for (uint32_t i = 0, core; i < mp; i++)
 				if (!cm)
@@ -806,6 +1020,10 @@ static int bench_core(emu_core_t *c, void *arg)
 	if (ci == 0) {
 		size_t sbytes = cm ? 1 : opt.kind == COLL_ALLGATHER ? nmax / p : nmax;
 		size_t rbytes = cm ? 1 : opt.kind == COLL_REDUCE_SCATTER ? nmax / p : nmax;
+		if (opt.kind == COLL_ALLTOALLV && !cm) {
+			sbytes = vc.stot * esz + 1;
+			rbytes = vc.rtot * esz + 1;
+		}
 		node.send = malloc(sbytes);
 		node.recv = malloc(rbytes);
 		node.leads = malloc(p * sizeof(uint32_t));
@@ -862,6 +1080,8 @@ static int bench_core(emu_core_t *c, void *arg)
 		uint64_t after[2 * TORUS_MAX_DIMS];
 		unsigned nl = 0;
 
+		if (opt.kind == COLL_ALLTOALLV && member)
+			v_setup(mrank, mp, count); /* allocated at the set-up: cannot fail */
 		/* warm-up calls, then the timed ones; every call is checked, the
 		 * link loads are those of the last one */
 		for (uint32_t it = 0; it < calls && !code; it++) {
@@ -946,7 +1166,24 @@ static int bench_core(emu_core_t *c, void *arg)
 		}
 
 		/* the most and least loaded link of the torus, after the timed part */
-		if (opt.kind == COLL_ALLTOALL) {
+		if (opt.kind == COLL_ALLTOALLV) {
+			/* what the last call counted: the most over the members */
+			struct coll_v_stats st;
+			memset(&st, 0, sizeof(st));
+			if (member && (cm || ci == 0))
+				coll_alltoallv_stats(team, &st);
+			uint64_t v;
+			if (max_all(c, all, total, st.stages, &v))
+				goto broken;
+			r.vst.stages = (uint32_t)v;
+			for (uint32_t g = 0; g < r.vst.stages && g < COLL_V_MAX_STAGES; g++)
+				if (max_all(c, all, total, st.startups[g], &r.vst.startups[g]) ||
+				    max_all(c, all, total, st.longest[g], &r.vst.longest[g]))
+					goto broken;
+			if (max_all(c, all, total, st.extra_bytes, &r.vst.extra_bytes))
+				goto broken;
+		}
+		if (opt.kind == COLL_ALLTOALL || opt.kind == COLL_ALLTOALLV) {
 			if (ci == 0 && links_by_barrier(c, p))
 				goto broken;
 		} else if (member) {
@@ -977,6 +1214,8 @@ static int bench_core(emu_core_t *c, void *arg)
 				r.round_ps = b.round_ps;
 				bound = b.link_ps > b.round_ps ? b.link_ps : b.round_ps;
 			}
+			if (opt.kind == COLL_ALLTOALLV)
+				bound = v_link_bound(emu_shape(c), params, mnode, mp, count);
 			r.bound_ps = bound;
 			r.ratio = bound > 0 ? (double)r.emulated_ps / bound : 0;
 			r.link_max = node.lrecv[0];
@@ -999,6 +1238,8 @@ out:
 	free(my_send);
 	free(my_recv);
 	free(mnode);
+	free(vc.sc);
+	vc.sc = NULL;
 	if (ci == 0) {
 		/* after the last barrier: no core of this node uses them any more */
 		free(node.send);

@@ -3,6 +3,7 @@
  * line (torus-bench --algo) and the tests all read it.
  */
 #include "coll_internal.h"
+#include "alltoallv/alltoallv.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -23,6 +24,8 @@ int coll_ring_fits(const coll_team_t *t);
 int coll_direct_fits(const coll_team_t *t);
 
 int coll_alltoall_fits_named(const coll_team_t *t, const char *name);
+/* a counter per message received: up to p - 1 per stage, two stages, and two more */
+static int coll_a2_fits(const coll_team_t *t) { return t->cores == 1 && 2 * t->size <= emu_params(t->core)->dma_counters; }
 int coll_alltoall_run_named(const struct coll_args *a, const char *name);
 #define A2A(name, cname, restrict, desc)                                                                      \
 	static int fits_##cname(const coll_team_t *t) { return coll_alltoall_fits_named(t, name); }          \
@@ -90,6 +93,14 @@ static const struct coll_algorithm alltoall[] = {
 	 "ClusteredAllToAll: phases by node size, 1-factor rounds of nodes, one inter-node pair per node and step (000, Fig. 2)"},
 };
 
+static const struct coll_algorithm alltoallv[] = {
+	{"a1", COLL_ALLTOALLV, coll_alltoallv_a1, "none", 0, NULL,
+	 "direct: every message straight to its owner, member j sending to j+1, j+2, ... (002, A1)"},
+	{"a2", COLL_ALLTOALLV, coll_alltoallv_a2, "one core per member (it runs an allgather of the counts inside); "
+	 "2 x team size <= dma_counters", 0, coll_a2_fits,
+	 "two-stage slicing: slice k of every message to member k, then on to its owner (002, A2; Ranka, Bader)"},
+};
+
 static const struct {
 	const char *name;
 	const struct coll_algorithm *algos;
@@ -99,6 +110,7 @@ static const struct {
 	{"allgather", allgather, sizeof(allgather) / sizeof(allgather[0])},
 	{"allreduce", allreduce, sizeof(allreduce) / sizeof(allreduce[0])},
 	{"alltoall", alltoall, sizeof(alltoall) / sizeof(alltoall[0])},
+	{"alltoallv", alltoallv, sizeof(alltoallv) / sizeof(alltoallv[0])},
 };
 
 const struct coll_algorithm *coll_catalogue(enum coll_kind kind, size_t *n)
@@ -204,7 +216,7 @@ static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_
 	const struct coll_algorithm *alg = NULL;
 	if (!t)
 		return -EINVAL;
-	int err = check_args(kind, a, send_bytes, recv_bytes, needs_op);
+	int err = kind == COLL_ALLTOALLV ? coll_v_check(a, t->size) : check_args(kind, a, send_bytes, recv_bytes, needs_op);
 	if (!err)
 		err = choose(kind, algo, t, a, &alg);
 	uint64_t h = 1469598103934665603ull;
@@ -220,6 +232,8 @@ static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_
 	t->npart = all ? t->nmembers : t->size;
 	/* enum coll_kind + 1 = enum torus_tag_coll */
 	t->tag_coll = t->tag_force ? t->tag_force : (uint32_t)kind + 1;
+	memset(&t->vstats, 0, sizeof(t->vstats));
+	t->vnow = 0;
 	if (all || t->sub == 0)
 		rc = alg->run(a);
 	if (t->cores > 1) {
@@ -235,7 +249,7 @@ static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_
 int coll_reduce_scatter(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
 			enum coll_op op, const char *algo)
 {
-	struct coll_args a = {t, send, recv, count, dtype, op, 0};
+	struct coll_args a = {.team = t, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op};
 	size_t esz = coll_dtype_size(dtype);
 	return run(COLL_REDUCE_SCATTER, algo, &a, t ? count * t->size * esz : 0, count * esz, 1);
 }
@@ -243,7 +257,7 @@ int coll_reduce_scatter(coll_team_t *t, const void *send, void *recv, size_t cou
 int coll_allgather(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
 		   const char *algo)
 {
-	struct coll_args a = {t, send, recv, count, dtype, COLL_SUM, 0};
+	struct coll_args a = {.team = t, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = COLL_SUM};
 	size_t esz = coll_dtype_size(dtype);
 	return run(COLL_ALLGATHER, algo, &a, count * esz, t ? count * t->size * esz : 0, 0);
 }
@@ -251,7 +265,7 @@ int coll_allgather(coll_team_t *t, const void *send, void *recv, size_t count, e
 int coll_allreduce(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
 		   enum coll_op op, const char *algo)
 {
-	struct coll_args a = {t, send, recv, count, dtype, op, 0};
+	struct coll_args a = {.team = t, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = op};
 	size_t esz = coll_dtype_size(dtype);
 	return run(COLL_ALLREDUCE, algo, &a, count * esz, count * esz, 1);
 }
@@ -259,10 +273,18 @@ int coll_allreduce(coll_team_t *t, const void *send, void *recv, size_t count, e
 int coll_alltoall(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
 		  const char *algo)
 {
-	struct coll_args a = {t, send, recv, count, dtype, COLL_SUM, 0};
+	struct coll_args a = {.team = t, .send = send, .recv = recv, .count = count, .dtype = dtype, .op = COLL_SUM};
 	size_t esz = coll_dtype_size(dtype), p = t ? t->size : 0;
 	/* p blocks of count elements each way: refuse what does not fit in size_t */
 	if (t && esz && count > SIZE_MAX / esz / p)
 		a.send = NULL, a.recv = NULL, count = 1;
 	return run(COLL_ALLTOALL, algo, &a, count * esz * p, count * esz * p, 0);
+}
+
+int coll_alltoallv(coll_team_t *t, const void *send, const int64_t *scounts, const int64_t *sdispls, void *recv,
+		   const int64_t *rcounts, const int64_t *rdispls, enum coll_dtype dtype, const char *algo)
+{
+	struct coll_args a = {.team = t, .send = send, .recv = recv, .dtype = dtype, .op = COLL_SUM,
+			      .scounts = scounts, .sdispls = sdispls, .rcounts = rcounts, .rdispls = rdispls};
+	return run(COLL_ALLTOALLV, algo, &a, 0, 0, 0);
 }

@@ -23,6 +23,8 @@ struct coll_team {
 	uint32_t seq;                   /* exchanges so far (tags messages) */
 	uint32_t tag_coll;              /* the call in progress, for trace tags (enum torus_tag_coll) */
 	uint32_t tag_force;             /* coll_team_set_trace_tag, 0 if none */
+	struct coll_v_stats vstats;     /* the last coll_alltoallv's counts */
+	int64_t vnow;                   /* bytes it holds allocated now */
 	void *scratch;                  /* this core's scratch buffer, kept between calls */
 	size_t scratch_cap, scratch_mapped;
 };
@@ -90,6 +92,11 @@ int coll_ring_reduce_scatter(coll_team_t *t, void *buf, const struct coll_blocks
 			     enum coll_op op, uint64_t count_check);
 int coll_ring_allgather(coll_team_t *t, void *buf, const struct coll_blocks *b, enum coll_dtype dtype,
 			uint64_t count_check);
+
+/* alltoallv's statistics (coll/alltoallv/alltoallv.c): a message sent in
+ * a stage, and scratch memory held. */
+void coll_v_note_sent(coll_team_t *t, uint32_t stage, uint64_t bytes);
+void coll_v_note_scratch(coll_team_t *t, uint64_t bytes);
 
 /* Virtual time of reducing `bytes` (machine parameter reduce_bw). */
 void coll_charge_reduce(emu_core_t *c, size_t bytes);

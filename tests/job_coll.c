@@ -197,7 +197,7 @@ static void mismatch(emu_core_t *c, coll_team_t *t)
 		return;
 	double *send = buf, *recv = buf + 2 * 8 * (p + 1);
 	size_t count = coll_team_rank(t) == 1 ? 6 : 5;
-	for (int kind = 0; kind < COLL_KIND_COUNT; kind++) {
+	for (int kind = 0; kind < COLL_ALLTOALLV; kind++) {
 		size_t na;
 		const struct coll_algorithm *al = coll_catalogue((enum coll_kind)kind, &na);
 		for (size_t i = 0; i < na; i++) {
@@ -226,11 +226,180 @@ static void mismatch(emu_core_t *c, coll_team_t *t)
 		free(buf);
 }
 
+/* ------------------------------------------------------------ alltoallv */
+
+/* Elements member i sends member j (pattern `pat`): 0 .. m, with member 1
+ * sending nothing and member 2 receiving nothing (when p > 3); pattern 1:
+ * one spike of m per member, 1 element elsewhere. */
+static int64_t v_count(int pat, uint32_t p, uint32_t i, uint32_t j, uint32_t m)
+{
+	if (pat == 1)
+		return j == (i * 7 + 3) % p ? m : 1;
+	if (p > 3 && (i == 1 || j == 2))
+		return 0;
+	uint64_t h = ((uint64_t)i * 2654435761u ^ (uint64_t)j * 40503u ^ (uint64_t)m * 977u) % 1000003u;
+	return (int64_t)(h % (m + 1));
+}
+
+/* One alltoallv of pattern pat on team t, checked; sdispls leave a gap of
+ * one element after every message, rdispls place the sources in reverse
+ * order (so a wrong offset or source shows). Returns 0 or 1 (failure). */
+static int run_v(emu_core_t *c, coll_team_t *t, const char *algo, enum coll_dtype dt, int pat, uint32_t m)
+{
+	static uint8_t *shared_s, *shared_r;
+	uint32_t p = coll_team_size(t), me = coll_team_rank(t), k = coll_team_cores(t);
+	int lead = emu_core_index(c) == 0 || k == 1, rc = 1;
+	size_t esz = coll_dtype_size(dt);
+	int64_t *sc = malloc(4 * p * sizeof(int64_t)), *sd = sc + p, *rcn = sc + 2 * p, *rd = sc + 3 * p;
+	int64_t stot = 0, rtot = 0;
+	for (uint32_t j = 0; j < p; j++) {
+		sc[j] = v_count(pat, p, me, j, m);
+		sd[j] = stot;
+		stot += sc[j] + 1;
+	}
+	for (uint32_t jj = p; jj-- > 0;) {
+		rcn[jj] = v_count(pat, p, jj, me, m);
+		rd[jj] = rtot;
+		rtot += rcn[jj];
+	}
+	uint8_t *send = NULL, *recv = NULL;
+	if (lead) {
+		send = malloc((size_t)stot * esz + 1);
+		recv = malloc((size_t)rtot * esz + 1);
+		for (uint32_t j = 0; send && j < p; j++)
+			fill(send + sd[j] * esz, dt, COLL_SUM, me * 1000 + j, 0, (size_t)sc[j]);
+		if (recv)
+			memset(recv, 0xA5, (size_t)rtot * esz);
+	}
+	if (k > 1) {
+		if (lead) {
+			shared_s = send;
+			shared_r = recv;
+		}
+		dma_barrier_node(c, k, 0, NULL);
+		send = shared_s;
+		recv = shared_r;
+	}
+	int r = send && recv ? coll_alltoallv(t, send, sc, sd, recv, rcn, rd, dt, algo) : -ENOMEM;
+	size_t na;
+	const struct coll_algorithm *al = coll_catalogue(COLL_ALLTOALLV, &na);
+	for (size_t ai = 0; ai < na; ai++)
+		if (!strcmp(al[ai].name, algo) && !coll_team_fits(t, &al[ai])) {
+			/* a team the algorithm does not fit: a clear error */
+			if (r != -ENOTSUP)
+				fail(c, "alltoallv/%s on a team it does not fit gave %d, not -ENOTSUP", algo, r);
+			r = -ENOTSUP;
+			rc = 0;
+		}
+	if (r == -ENOTSUP && !rc) {
+		/* checked above */
+	} else if (r) {
+		fail(c, "alltoallv/%s pattern %d m %u %s: %s", algo, pat, m, coll_dtype_name(dt), dma_strerror(r));
+	} else if (lead) {
+		uint8_t *ref = malloc((size_t)(m + 2) * esz);
+		rc = 0;
+		for (uint32_t i = 0; ref && i < p && !rc; i++) {
+			fill(ref, dt, COLL_SUM, i * 1000 + me, 0, (size_t)rcn[i]);
+			if (memcmp(ref, recv + rd[i] * esz, (size_t)rcn[i] * esz)) {
+				fail(c, "alltoallv/%s pattern %d m %u %s on %u members: wrong data from %u", algo, pat, m,
+				     coll_dtype_name(dt), p, i);
+				rc = 1;
+			}
+		}
+		free(ref);
+	} else {
+		rc = 0;
+	}
+	struct coll_v_stats st;
+	if (!r && lead && !coll_alltoallv_stats(t, &st) && st.stages < 1)
+		fail(c, "alltoallv/%s: no stage counted", algo);
+	if (k > 1)
+		dma_barrier_node(c, k, 0, NULL);
+	if (lead) {
+		free(send);
+		free(recv);
+	}
+	free(sc);
+	return rc;
+}
+
+/* Bad alltoallv calls: one member's error reaches every member. */
+static void bad_v(emu_core_t *c, coll_team_t *t)
+{
+	static uint8_t shared[2][64 * 8 * 64];
+	uint32_t p = coll_team_size(t), me = coll_team_rank(t), k = coll_team_cores(t);
+	if (p < 2 || p > 64)
+		return;
+	int64_t sc[64], sd[64], rcn[64], rd[64];
+	for (uint32_t j = 0; j < p; j++) {
+		sc[j] = rcn[j] = 2;
+		sd[j] = rd[j] = 2 * j;
+	}
+	uint8_t *send = shared[0], *recv = shared[1];
+	(void)k;
+	/* member 1 sends 3 elements to member 0, which expects 2: -EPROTO everywhere */
+	if (me == 1)
+		sc[0] = 3, sd[0] = 2 * p;
+	int r = coll_alltoallv(t, send, sc, sd, recv, rcn, rd, COLL_INT32, NULL);
+	if (r != -EPROTO)
+		fail(c, "alltoallv with counts that disagree gave %d, not -EPROTO", r);
+	if (me == 1)
+		sc[0] = 2, sd[0] = 0;
+	/* member 0 passes a negative count: -EINVAL everywhere */
+	if (me == 0)
+		sc[1] = -1;
+	r = coll_alltoallv(t, send, sc, sd, recv, rcn, rd, COLL_INT32, NULL);
+	if (r != -EINVAL)
+		fail(c, "alltoallv with a negative count (member 0) gave %d, not -EINVAL", r);
+	if (me == 0)
+		sc[1] = 2;
+	/* the last member's receive ranges overlap: -EINVAL everywhere */
+	if (me == p - 1)
+		rd[1] = rd[0] + 1;
+	r = coll_alltoallv(t, send, sc, sd, recv, rcn, rd, COLL_INT32, NULL);
+	if (r != -EINVAL)
+		fail(c, "alltoallv with overlapping receive ranges gave %d, not -EINVAL", r);
+	if (me == p - 1)
+		rd[1] = 2;
+	/* send and receive ranges overlap */
+	r = coll_alltoallv(t, send, sc, sd, send + 4, rcn, rd, COLL_INT32, NULL);
+	if (r != -EINVAL)
+		fail(c, "alltoallv with overlapping send and receive buffers gave %d, not -EINVAL", r);
+	r = coll_alltoallv(t, send, sc, sd, recv, rcn, rd, COLL_INT32, "no-such-algorithm");
+	if (r != -ENOENT)
+		fail(c, "alltoallv with an unknown algorithm gave %d, not -ENOENT", r);
+}
+
+static void run_v_all(emu_core_t *c, coll_team_t *t)
+{
+	size_t na;
+	const struct coll_algorithm *al = coll_catalogue(COLL_ALLTOALLV, &na);
+	for (size_t ai = 0; ai < na; ai++) {
+		if (only && strcmp(only, al[ai].name))
+			continue;
+		/* 4- and 8-byte elements (the algorithms only see sizes); teams
+		 * beyond 64 members once (the same code, and slow to exchange) */
+		static const enum coll_dtype dts[] = {COLL_INT32, COLL_DOUBLE};
+		for (int d = 0; d < 2; d++)
+			for (int pat = 0; pat < 2; pat++)
+				for (int ci = 0; ci < ncounts; ci++)
+					if (coll_team_size(t) <= 64 || (d == 0 && pat == 0 && ci == 0))
+						run_v(c, t, al[ai].name, dts[d], pat, (uint32_t)counts[ci]);
+		run_v(c, t, al[ai].name, COLL_INT32, 0, 0); /* every message empty */
+	}
+	if (coll_team_cores(t) == 1)
+		bad_v(c, t);
+}
+
 /* Every algorithm x dtype x op x count on one team. */
 static void run_all(emu_core_t *c, coll_team_t *t)
 {
 	for (int k = 0; k < COLL_KIND_COUNT; k++) {
 		size_t na;
+		if (k == COLL_ALLTOALLV) {
+			run_v_all(c, t);
+			continue;
+		}
 		const struct coll_algorithm *al = coll_catalogue((enum coll_kind)k, &na);
 		for (size_t ai = 0; ai < na; ai++)
 			for (int dt = 0; dt < COLL_DTYPE_COUNT && (!only || !strcmp(only, al[ai].name)); dt++) {
@@ -286,7 +455,7 @@ static int core_main(emu_core_t *c, void *arg)
 		}
 		if (mine != UINT32_MAX && coll_team_create(c, dm, nn, &diag) == 0) {
 			size_t na;
-			for (int k = 0; k < COLL_KIND_COUNT; k++) {
+			for (int k = 0; k < COLL_ALLTOALLV; k++) {
 				const struct coll_algorithm *al = coll_catalogue((enum coll_kind)k, &na);
 				for (int ci = 0; ci < ncounts; ci++)
 					run_one(c, diag, &al[0], COLL_INT64, COLL_SUM, counts[ci], 0); /* multicolor */

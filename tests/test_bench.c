@@ -209,6 +209,43 @@ static void test_alltoall_tiny_fifos(void)
 	result_free(&r);
 }
 
+/*
+ * alltoallv: every pattern on 3x3 (9 members), checked; the counts of
+ * 002's Table 3 for A1 (case1: every message non-empty, so P = 9 start-ups,
+ * the longest the size); extra memory measured, O(P) (the address table).
+ */
+static void test_alltoallv_patterns(void)
+{
+	static const char *const pats[] = {"pattern1", "pattern2", "case1", "case2", "case3", "case4", "random", "skewed"};
+	for (size_t k = 0; k < sizeof(pats) / sizeof(pats[0]); k++) {
+		struct result r = run("$B/torusrun --torus 3x3 --quiet --timeout 60 -- $B/torus-bench alltoallv --pattern %s "
+				      "--seed 5 --sizes 512:4K --json",
+				      pats[k]);
+		struct row w[4];
+		EXPECT(r.status == 0 && parse_rows(r.out, w, 4) == 4 && w[0].checked == 1 && w[3].checked == 1 &&
+			       w[3].ratio >= 1.0,
+		       "%s: status %d\n%.1500s\n%.1000s", pats[k], r.status, r.out, r.err);
+		EXPECT(strstr(r.out, "\"startups\": [") && strstr(r.out, "\"longest\": [") && strstr(r.out, "\"extra_bytes\": "),
+		       "%s: counts missing: %.500s", pats[k], r.out);
+		double extra = json_u64(r.out, "extra_bytes");
+		EXPECT(extra > 0 && extra <= 4096 + 128 * 9, "%s: extra_bytes %.0f", pats[k], extra);
+		if (!strcmp(pats[k], "case1"))
+			EXPECT(strstr(r.out, "\"startups\": [9], \"longest\": [4096]") != NULL, "case1 counts: %.2000s", r.out);
+		result_free(&r);
+	}
+	/* A2: 2P start-ups per member (Table 3), in two stages, each message
+	 * about L/P: on case1 the longest of a stage is P slices of m/P */
+	struct result r = run("$B/torusrun --torus 3x3 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a2 --pattern "
+			      "case1 --sizes 4K --json");
+	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [9, 9]") && strstr(r.out, "\"checked\": true"),
+	       "a2 case1: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
+	result_free(&r);
+	r = run("$B/torusrun --torus 3 --cores-map 1,3,2 --quiet --timeout 60 -- $B/torus-bench alltoallv "
+		"--members cores --pattern random --sizes 64:1K --dtype float");
+	EXPECT(r.status == 0 && count_lines(r.out, " ok ") == 5, "uneven members: status %d\n%.1000s\n%.1000s", r.status,
+	       r.out, r.err);
+	result_free(&r);
+}
 /* Payload bytes carried by every link of the job (torusrun --report). */
 static double job_payload(const char *report)
 {
@@ -394,6 +431,12 @@ static void test_alltoall_bad_options(void)
 	bad_input("alltoall --members cores --cores-per-node 1", "--cores-per-node is for node members");
 }
 
+static void test_alltoallv_bad_pattern(void)
+{
+	bad_input("alltoallv --pattern zigzag", "unknown --pattern 'zigzag'");
+	bad_input("alltoallv --seed -3", "bad --seed '-3'");
+}
+
 static void test_bad_reps(void) { bad_input("allreduce --reps 0", "bad --reps '0' (1 .. 1000)"); }
 static void test_bad_warmup(void) { bad_input("allreduce --warmup many", "bad --warmup 'many' (0 .. 1000)"); }
 
@@ -417,14 +460,15 @@ int main(void)
 		CUNIT_CASE(test_reduce_scatter_ring_json), CUNIT_CASE(test_ring_1d_every_link),
 		CUNIT_CASE(test_default_algo), CUNIT_CASE(test_warmup_reps), CUNIT_CASE(test_table),
 		CUNIT_CASE(test_multiplexed_repeatable), CUNIT_CASE(test_alltoall_json), CUNIT_CASE(test_alltoall_explain),
-		CUNIT_CASE(test_alltoall_uneven_members), CUNIT_CASE(test_alltoall_tiny_fifos)};
+		CUNIT_CASE(test_alltoall_uneven_members), CUNIT_CASE(test_alltoall_tiny_fifos),
+		CUNIT_CASE(test_alltoallv_patterns)};
 	static const struct cunit_case errors[] = {
 		CUNIT_CASE(test_bad_collective), CUNIT_CASE(test_bad_sizes), CUNIT_CASE(test_bad_dtype),
 		CUNIT_CASE(test_bad_op_for_dtype), CUNIT_CASE(test_bad_algo), CUNIT_CASE(test_too_small),
 		CUNIT_CASE(test_too_many_cores), CUNIT_CASE(test_env_algo_unknown), CUNIT_CASE(test_wrong_result_caught),
 		CUNIT_CASE(test_wrong_result_caught_reps), CUNIT_CASE(test_bad_reps), CUNIT_CASE(test_bad_warmup),
 		CUNIT_CASE(test_help), CUNIT_CASE(test_alltoall_wrong_result_caught), CUNIT_CASE(test_alltoall_bad_options),
-		CUNIT_CASE(test_alltoall_xor_on_six)};
+		CUNIT_CASE(test_alltoall_xor_on_six), CUNIT_CASE(test_alltoallv_bad_pattern)};
 	static const struct cunit_suite all[] = {{"bench.runs", runs, CUNIT_COUNT(runs)},
 						 {"bench.errors", errors, CUNIT_COUNT(errors)}};
 	int rc = cunit_main(all, CUNIT_COUNT(all));

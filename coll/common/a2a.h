@@ -73,6 +73,8 @@ struct coll_plan {
 	/* the member whose part is kept (puts from or to it, its copies), or
 	 * A2A_ALL: a member running the plan needs only its own */
 	uint32_t only;
+	uint64_t recv_bytes;      /* the recv buffer's length (0: p * block) */
+	int vstats;               /* count start-ups and extra memory (coll_alltoallv) */
 };
 
 #define A2A_NOWHERE UINT32_MAX
@@ -131,6 +133,11 @@ void a2a_mv_finish(struct coll_plan *pl, uint32_t step);
 /* ---------------------------------------------------------------- plans */
 
 const struct a2a_algo *a2a_find(const char *name);
+/* A plan built by hand (coll_alltoallv's algorithms): new, then steps,
+ * puts and copies, then done (sorts it; -ENOMEM if anything failed). */
+struct coll_plan *a2a_plan_new(uint32_t p, const uint32_t *node, const struct torus_shape *s, uint64_t block,
+			       uint32_t only);
+int a2a_plan_done(struct coll_plan *pl);
 /* only: the member whose part to keep, or A2A_ALL */
 int a2a_plan_build(const struct a2a_algo *al, const struct a2a_geom *g, uint64_t block, uint32_t only,
 		   struct coll_plan **out);

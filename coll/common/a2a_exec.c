@@ -100,8 +100,11 @@ static int setup(struct exec *e, uint64_t check)
 		rc = rc ? rc : -ENOMEM;
 	if (!rc && pl->tmp_bytes[me] && !(e->buf[A2A_TMP] = coll_scratch_get(t, pl->tmp_bytes[me])))
 		rc = -ENOMEM;
-	if (!rc && !(rc = dma_mem_register(c, e->buf[A2A_RECV], (size_t)p * pl->block, &e->rregion)))
+	uint64_t rbytes = pl->recv_bytes ? pl->recv_bytes : (uint64_t)p * pl->block;
+	if (!rc && rbytes && !(rc = dma_mem_register(c, e->buf[A2A_RECV], rbytes, &e->rregion)))
 		e->have_r = 1;
+	if (!rc && pl->vstats)
+		coll_v_note_scratch(t, pl->tmp_bytes[me]);
 	if (!rc && pl->tmp_bytes[me]) {
 		if (!(rc = dma_mem_register(c, e->buf[A2A_TMP], pl->tmp_bytes[me], &e->tregion)))
 			e->have_t = 1;
@@ -139,8 +142,10 @@ static int setup(struct exec *e, uint64_t check)
 			b++;
 		}
 	}
-	for (; e->x && a < e->nx; a++)
+	for (; e->x && a < e->nx; a++) {
 		e->x[a].to_node = COLL_XCHG_NONE;
+		e->x[a].mine = mine; /* what a received address is checked against */
+	}
 	for (; e->x && b < e->nx; b++)
 		e->x[b].from = COLL_XCHG_NONE;
 	free(from);
@@ -228,6 +233,8 @@ int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, vo
 			uint32_t fi = link == TORUS_ROUTE_LOCAL ? e.nfifo - 1 : link % e.nfifo;
 			if ((rc = dma_injfifo_post(e.f[fi], &d, DMA_POST_WAIT)))
 				dma_counter_add(c, e.inj, -(int64_t)x->len); /* it never left */
+			else if (pl->vstats)
+				coll_v_note_sent(t, S->phase, x->len);
 		}
 		for (; !rc && wi < pl->nputs && pl->puts[wi].step == st; wi++)
 			if (pl->puts[wi].dst == me)

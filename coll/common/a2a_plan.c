@@ -320,6 +320,43 @@ static int copy_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+struct coll_plan *a2a_plan_new(uint32_t p, const uint32_t *node, const struct torus_shape *s, uint64_t block,
+			       uint32_t only)
+{
+	struct coll_plan *pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return NULL;
+	pl->p = p;
+	pl->block = block;
+	pl->only = only;
+	pl->node = node;
+	pl->shape = s;
+	pl->tmp_bytes = calloc(p, sizeof(uint64_t));
+	pl->nslots = calloc(p, sizeof(uint32_t));
+	if (!pl->tmp_bytes || !pl->nslots) {
+		coll_plan_free(pl);
+		return NULL;
+	}
+	return pl;
+}
+
+int a2a_plan_done(struct coll_plan *pl)
+{
+	if (pl->oom)
+		return -ENOMEM;
+	/* by step (and pre-copies before post-copies), else as made */
+	if (pl->nputs) /* qsort must not see NULL, even with 0 */
+		qsort(pl->puts, pl->nputs, sizeof(*pl->puts), put_cmp);
+	if (pl->ncopies)
+		qsort(pl->copies, pl->ncopies, sizeof(*pl->copies), copy_cmp);
+	/* rounds: distinct (phase, round) labels, in step order */
+	pl->nrounds = 0;
+	for (uint32_t s = 0; s < pl->nsteps; s++)
+		if (!s || pl->steps[s].phase != pl->steps[s - 1].phase || pl->steps[s].round != pl->steps[s - 1].round)
+			pl->nrounds++;
+	return 0;
+}
+
 int a2a_plan_build(const struct a2a_algo *al, const struct a2a_geom *g, uint64_t block, uint32_t only,
 		   struct coll_plan **out)
 {
@@ -330,29 +367,13 @@ int a2a_plan_build(const struct a2a_algo *al, const struct a2a_geom *g, uint64_t
 		return -EINVAL;
 	if (!al->fits(g, &msgs, &why))
 		return -ENOTSUP;
-	struct coll_plan *pl = calloc(1, sizeof(*pl));
+	struct coll_plan *pl = a2a_plan_new(g->p, g->node, g->shape, block, only);
 	if (!pl)
 		return -ENOMEM;
 	pl->algo = al;
-	pl->p = g->p;
-	pl->block = block;
-	pl->only = only;
-	pl->node = g->node;
-	pl->shape = g->shape;
-	pl->tmp_bytes = calloc(g->p, sizeof(uint64_t));
-	pl->nslots = calloc(g->p, sizeof(uint32_t));
-	int rc = pl->tmp_bytes && pl->nslots ? al->build(pl, g) : -ENOMEM;
-	if (!rc && pl->oom)
-		rc = -ENOMEM;
-	/* by step (and pre-copies before post-copies), else as made */
-	if (!rc && pl->nputs) /* qsort must not see NULL, even with 0 */
-		qsort(pl->puts, pl->nputs, sizeof(*pl->puts), put_cmp);
-	if (!rc && pl->ncopies)
-		qsort(pl->copies, pl->ncopies, sizeof(*pl->copies), copy_cmp);
-	/* rounds: distinct (phase, round) labels, in step order */
-	for (uint32_t s = 0; s < pl->nsteps; s++)
-		if (!s || pl->steps[s].phase != pl->steps[s - 1].phase || pl->steps[s].round != pl->steps[s - 1].round)
-			pl->nrounds++;
+	int rc = al->build(pl, g);
+	if (!rc)
+		rc = a2a_plan_done(pl);
 	if (rc) {
 		coll_plan_free(pl);
 		return rc;

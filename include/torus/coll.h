@@ -14,7 +14,8 @@
  *   coll_allreduce       MPI_Allreduce: send and recv hold count elements;
  *   coll_alltoall        MPI_Alltoall: send and recv hold size*count
  *                        elements; member i's block j (send + j*count)
- *                        ends as member j's block i (recv + i*count).
+ *                        ends as member j's block i (recv + i*count);
+ *   coll_alltoallv       MPI_Alltoallv (below).
  *
  * Algorithms are chosen by name from one catalogue per collective (the
  * `algo` argument; NULL: the TORUS_COLL_<COLLECTIVE> environment variable,
@@ -98,7 +99,32 @@ int coll_allreduce(coll_team_t *t, const void *send, void *recv, size_t count, e
 int coll_alltoall(coll_team_t *t, const void *send, void *recv, size_t count, enum coll_dtype dtype,
 		  const char *algo);
 
-enum coll_kind { COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_ALLREDUCE, COLL_ALLTOALL, COLL_KIND_COUNT };
+/*
+ * MPI_Alltoallv: member i sends scounts[j] elements from send + sdispls[j]
+ * (in elements of dtype) to member j, which gets them at recv +
+ * rdispls[i]; rcounts[i] must equal member i's scounts[j]. Errors, on every
+ * member (never a hang): -EINVAL for a NULL array or buffer, a negative
+ * count or displacement, a size past 2^63 bytes, two receive ranges that
+ * overlap, or send and receive ranges that overlap; -EPROTO when a
+ * member's counts disagree with its peer's (found in the address
+ * exchange); and the errors of coll_alltoall. algo NULL: the default.
+ * coll_alltoallv_stats() then tells what the call did on this member.
+ */
+int coll_alltoallv(coll_team_t *t, const void *send, const int64_t *scounts, const int64_t *sdispls, void *recv,
+		   const int64_t *rcounts, const int64_t *rdispls, enum coll_dtype dtype, const char *algo);
+#define COLL_V_MAX_STAGES 8
+struct coll_v_stats {
+	uint32_t stages;                        /* communication stages of the algorithm */
+	uint64_t startups[COLL_V_MAX_STAGES];   /* messages this member sent, per stage */
+	uint64_t longest[COLL_V_MAX_STAGES];    /* its longest message per stage, bytes */
+	uint64_t extra_bytes;                   /* the most memory it allocated at once beyond send and recv */
+};
+/* What this core's last coll_alltoallv on t counted (0 or -EINVAL). */
+int coll_alltoallv_stats(const coll_team_t *t, struct coll_v_stats *out);
+
+enum coll_kind {
+	COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_ALLREDUCE, COLL_ALLTOALL, COLL_ALLTOALLV, COLL_KIND_COUNT
+};
 
 /*
  * Artificial computation delay (the experiment of Fig. 6(d)): every
@@ -183,6 +209,8 @@ struct coll_args {
 	enum coll_dtype dtype;
 	enum coll_op op;
 	uint64_t check;  /* hash of what every member must agree on (set by the dispatcher) */
+	/* coll_alltoallv: counts and displacements, in elements */
+	const int64_t *scounts, *sdispls, *rcounts, *rdispls;
 };
 
 struct coll_algorithm {

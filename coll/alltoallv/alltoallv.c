@@ -1,0 +1,139 @@
+/*
+ * coll_alltoallv (MPI_Alltoallv): the checks every member can make by
+ * itself, the dispatch, and the statistics a call leaves behind
+ * (coll_alltoallv_stats, for torus-bench alltoallv).
+ */
+#include "alltoallv.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Sizes are kept below 2^62 bytes, so sums of two never overflow. */
+#define V_MAX_BYTES (1ull << 62)
+
+struct range {
+	uint64_t lo, hi;
+};
+
+static int by_lo(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The non-empty ranges [displ, displ + count) * esz of a count list, sorted;
+ * -EINVAL for a negative entry or a size past V_MAX_BYTES. */
+static int ranges_of(const int64_t *counts, const int64_t *displs, uint32_t p, size_t esz, struct range *out,
+		     uint32_t *n)
+{
+	*n = 0;
+	for (uint32_t j = 0; j < p; j++) {
+		if (counts[j] < 0 || displs[j] < 0)
+			return -EINVAL;
+		uint64_t c = (uint64_t)counts[j], d = (uint64_t)displs[j];
+		if (c > V_MAX_BYTES / esz || d > V_MAX_BYTES / esz)
+			return -EINVAL;
+		if (c)
+			out[(*n)++] = (struct range){d * esz, (d + c) * esz};
+	}
+	if (*n > 1)
+		qsort(out, *n, sizeof(*out), by_lo);
+	return 0;
+}
+
+int coll_v_check(const struct coll_args *a, uint32_t p)
+{
+	size_t esz = coll_dtype_size(a->dtype);
+	if (!esz || !a->scounts || !a->sdispls || !a->rcounts || !a->rdispls)
+		return -EINVAL;
+	struct range *s = malloc((size_t)p * sizeof(*s)), *r = malloc((size_t)p * sizeof(*r));
+	uint32_t ns, nr;
+	int rc = s && r ? 0 : -ENOMEM;
+	if (!rc)
+		rc = ranges_of(a->scounts, a->sdispls, p, esz, s, &ns);
+	if (!rc)
+		rc = ranges_of(a->rcounts, a->rdispls, p, esz, r, &nr);
+	if (!rc && ((ns && !a->send) || (nr && !a->recv)))
+		rc = -EINVAL;
+	/* two sources may not land on the same bytes */
+	for (uint32_t i = 1; !rc && i < nr; i++)
+		if (r[i].lo < r[i - 1].hi)
+			rc = -EINVAL;
+	/* nor may anything land on what is being sent (sorted: a merge) */
+	for (uint32_t i = 0, k = 0; !rc && i < ns && k < nr;) {
+		const uint8_t *sb = (const uint8_t *)a->send, *rb = (const uint8_t *)a->recv;
+		uintptr_t slo = (uintptr_t)(sb + s[i].lo), shi = (uintptr_t)(sb + s[i].hi);
+		uintptr_t rlo = (uintptr_t)(rb + r[k].lo), rhi = (uintptr_t)(rb + r[k].hi);
+		if (slo < rhi && rlo < shi)
+			rc = -EINVAL;
+		else if (shi <= rhi)
+			i++;
+		else
+			k++;
+	}
+	free(s);
+	free(r);
+	return rc;
+}
+
+uint64_t coll_v_extent(const int64_t *counts, const int64_t *displs, uint32_t p, size_t esz)
+{
+	uint64_t hi = 0;
+	for (uint32_t j = 0; j < p; j++)
+		if (counts[j] > 0 && (uint64_t)(displs[j] + counts[j]) * esz > hi)
+			hi = (uint64_t)(displs[j] + counts[j]) * esz;
+	return hi;
+}
+
+void coll_v_account(coll_team_t *t, int64_t bytes)
+{
+	t->vnow += bytes;
+	if (bytes > 0 && (uint64_t)t->vnow > t->vstats.extra_bytes)
+		t->vstats.extra_bytes = (uint64_t)t->vnow;
+}
+
+void *coll_v_alloc(coll_team_t *t, size_t bytes)
+{
+	void *x = malloc(bytes ? bytes : 1);
+	if (x)
+		coll_v_account(t, (int64_t)bytes);
+	return x;
+}
+
+void coll_v_free(coll_team_t *t, void *x, size_t bytes)
+{
+	if (x) {
+		free(x);
+		coll_v_account(t, -(int64_t)bytes);
+	}
+}
+
+void coll_v_sent(coll_team_t *t, uint32_t stage, uint64_t bytes)
+{
+	struct coll_v_stats *st = &t->vstats;
+	if (stage >= COLL_V_MAX_STAGES)
+		return;
+	if (stage + 1 > st->stages)
+		st->stages = stage + 1;
+	st->startups[stage]++;
+	if (bytes > st->longest[stage])
+		st->longest[stage] = bytes;
+}
+
+int coll_alltoallv_stats(const coll_team_t *t, struct coll_v_stats *out)
+{
+	if (!t || !out)
+		return -EINVAL;
+	*out = t->vstats;
+	return 0;
+}
+
+void coll_v_note_sent(coll_team_t *t, uint32_t stage, uint64_t bytes) { coll_v_sent(t, stage, bytes); }
+
+void coll_v_note_scratch(coll_team_t *t, uint64_t bytes)
+{
+	/* held for the whole call: counted in, then out */
+	coll_v_account(t, (int64_t)bytes);
+	coll_v_account(t, -(int64_t)bytes);
+}
