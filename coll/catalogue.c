@@ -25,7 +25,10 @@ int coll_direct_fits(const coll_team_t *t);
 
 int coll_alltoall_fits_named(const coll_team_t *t, const char *name);
 /* a counter per message received: up to p - 1 per stage, two stages, and two more */
-static int coll_a2_fits(const coll_team_t *t) { return t->cores == 1 && 2 * t->size <= emu_params(t->core)->dma_counters; }
+static int coll_a2_fits(const coll_team_t *t)
+{
+	return t->cores == 1 && 2 * t->size <= emu_params(t->core)->dma_counters && coll_v_counts_fit(t);
+}
 int coll_alltoall_run_named(const struct coll_args *a, const char *name);
 #define A2A(name, cname, restrict, desc)                                                                      \
 	static int fits_##cname(const coll_team_t *t) { return coll_alltoall_fits_named(t, name); }          \
@@ -96,9 +99,12 @@ static const struct coll_algorithm alltoall[] = {
 static const struct coll_algorithm alltoallv[] = {
 	{"a1", COLL_ALLTOALLV, coll_alltoallv_a1, "none", 0, NULL,
 	 "direct: every message straight to its owner, member j sending to j+1, j+2, ... (002, A1)"},
-	{"a2", COLL_ALLTOALLV, coll_alltoallv_a2, "one core per member (it runs an allgather of the counts inside); "
+	{"a2", COLL_ALLTOALLV, coll_alltoallv_a2, "one core per member (it runs an allgather of the counts inside, which must fit); "
 	 "2 x team size <= dma_counters", 0, coll_a2_fits,
 	 "two-stage slicing: slice k of every message to member k, then on to its owner (002, A2; Ranka, Bader)"},
+	{"a3", COLL_ALLTOALLV, coll_alltoallv_a3, "a perfect square of members, one core each; 2 sqrt(team size) + 2 <= "
+	 "dma_counters; an allgather algorithm fits the team (for the counts)", 0, coll_a3_fits,
+	 "two stages on a sqrt(P) x sqrt(P) grid: along the row to the destination's column, then down it (002, A3)"},
 };
 
 static const struct {

@@ -11,6 +11,7 @@
 #include "cunit_main.h"
 
 #include "a2a.h"
+#include "alltoallv.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -454,6 +455,167 @@ static void test_bounds(void)
 	EXPECT(coll_alltoall_plan("direct", NULL, NULL, mn, 8, 8, &pl) == -EINVAL, "no shape");
 }
 
+/*
+ * alltoallv's A2 and A3 plans, executed on bytes: member i's send holds
+ * M[i][j] elements for j at SD[i][j] (a gap after each), member j's recv
+ * takes i's at RD[j][i] (sources in reverse order); every byte must land in
+ * its place, none twice, nothing read unwritten. esz 3 (odd sizes).
+ */
+static unsigned simulate_v(const struct coll_plan *pl, const int64_t *M, const int64_t *SD, const int64_t *RD,
+			   size_t esz, const char *what)
+{
+	uint32_t p = pl->p;
+	unsigned bad = 0;
+	uint64_t *len[3];
+	uint32_t **buf[3];
+	uint8_t **wrote[3];
+	for (int b = 0; b < 3; b++) {
+		len[b] = calloc(p, sizeof(uint64_t));
+		buf[b] = calloc(p, sizeof(uint32_t *));
+		wrote[b] = calloc(p, sizeof(uint8_t *));
+	}
+	for (uint32_t u = 0; u < p; u++) {
+		for (uint32_t j = 0; j < p; j++) {
+			uint64_t se = (uint64_t)(SD[u * p + j] + M[u * p + j]) * esz, re = (uint64_t)(RD[u * p + j] + M[j * p + u]) * esz;
+			len[0][u] = se > len[0][u] ? se : len[0][u];
+			len[1][u] = re > len[1][u] ? re : len[1][u];
+		}
+		len[2][u] = pl->tmp_bytes[u];
+		for (int b = 0; b < 3; b++) {
+			buf[b][u] = malloc((len[b][u] + 1) * sizeof(uint32_t));
+			wrote[b][u] = calloc(len[b][u] + 1, 1);
+			for (uint64_t x = 0; x < len[b][u]; x++)
+				buf[b][u][x] = UINT32_MAX;
+		}
+		for (uint32_t j = 0; j < p; j++)
+			for (uint64_t x = 0; x < (uint64_t)M[u * p + j] * esz; x++)
+				buf[0][u][(uint64_t)SD[u * p + j] * esz + x] = (u * 128 + j) * 4096 + (uint32_t)x;
+	}
+#define CHECKV(cond, ...)                                                                                        \
+	do {                                                                                                     \
+		if (!(cond) && bad++ < 5)                                                                        \
+			EXPECT(0, __VA_ARGS__);                                                                  \
+	} while (0)
+	size_t ci = 0, pi = 0;
+	for (uint32_t st = 0; st < pl->nsteps; st++)
+		for (int phase = 0; phase < 3; phase++) {
+			/* 0: pre-copies, 1: puts, 2: post-copies */
+			if (phase == 1) {
+				for (; pi < pl->nputs && pl->puts[pi].step == st; pi++) {
+					const struct a2a_put *x = &pl->puts[pi];
+					for (uint64_t b = 0; b < x->len; b++) {
+						uint64_t so = x->soff + b, d = x->doff + b;
+						if (so >= len[x->sbuf][x->src] || d >= len[x->dbuf][x->dst] || x->dbuf == A2A_SEND) {
+							CHECKV(0, "%s: put out of range", what);
+							break;
+						}
+						CHECKV(buf[x->sbuf][x->src][so] != UINT32_MAX, "%s: step %u %u->%u sends unwritten", what, st,
+						       x->src, x->dst);
+						CHECKV(!wrote[x->dbuf][x->dst][d], "%s: a byte written twice", what);
+						wrote[x->dbuf][x->dst][d] = 1;
+						buf[x->dbuf][x->dst][d] = buf[x->sbuf][x->src][so];
+					}
+				}
+				continue;
+			}
+			for (; ci < pl->ncopies && pl->copies[ci].step == st && pl->copies[ci].post == (phase == 2); ci++) {
+				const struct a2a_copy *k = &pl->copies[ci];
+				uint32_t u = k->member;
+				for (uint64_t b = 0; b < k->len; b++) {
+					uint64_t so = k->soff + b, d = k->doff + b;
+					if (so >= len[k->sbuf][u] || d >= len[k->dbuf][u] || k->dbuf == A2A_SEND) {
+						CHECKV(0, "%s: copy out of range", what);
+						break;
+					}
+					CHECKV(buf[k->sbuf][u][so] != UINT32_MAX, "%s: copies unwritten", what);
+					CHECKV(!wrote[k->dbuf][u][d], "%s: a byte copied over twice", what);
+					wrote[k->dbuf][u][d] = 1;
+					buf[k->dbuf][u][d] = buf[k->sbuf][u][so];
+				}
+			}
+		}
+	CHECKV(ci == pl->ncopies && pi == pl->nputs, "%s: out of step order", what);
+	for (uint32_t j = 0; j < p; j++)
+		for (uint32_t i = 0; i < p; i++)
+			for (uint64_t x = 0; x < (uint64_t)M[i * p + j] * esz; x++)
+				CHECKV(buf[1][j][(uint64_t)RD[j * p + i] * esz + x] == (i * 128 + j) * 4096 + (uint32_t)x,
+				       "%s: member %u's byte %llu from %u is wrong", what, j, (unsigned long long)x, i);
+	for (int b = 0; b < 3; b++) {
+		for (uint32_t u = 0; u < p; u++) {
+			free(buf[b][u]);
+			free(wrote[b][u]);
+		}
+		free(len[b]);
+		free(buf[b]);
+		free(wrote[b]);
+	}
+	return bad;
+#undef CHECKV
+}
+
+static void test_alltoallv_plans(void)
+{
+	uint64_t r = 12345;
+	for (uint32_t p = 2; p <= 100; p++) {
+		char sh[16];
+		snprintf(sh, sizeof(sh), "%u", p);
+		struct torus_shape s = shape_of(sh);
+		uint32_t *mn = malloc(p * sizeof(uint32_t));
+		int64_t *M = malloc((size_t)p * p * sizeof(int64_t)), *SD = malloc((size_t)p * p * sizeof(int64_t)),
+			*RD = malloc((size_t)p * p * sizeof(int64_t));
+		for (uint32_t i = 0; i < p; i++)
+			mn[i] = i;
+		for (size_t x = 0; x < (size_t)p * p; x++) {
+			r = r * 6364136223846793005ull + 1442695040888963407ull;
+			/* 0..5 elements, member 1 sends nothing */
+			M[x] = x / p == 1 ? 0 : (int64_t)((r >> 33) % 6);
+		}
+		for (uint32_t i = 0; i < p; i++) {
+			int64_t at = 0;
+			for (uint32_t j = 0; j < p; j++) {
+				SD[i * p + j] = at;
+				at += M[i * p + j] + 1;
+			}
+			at = 0;
+			for (uint32_t k = p; k-- > 0;) {
+				RD[i * p + k] = at;
+				at += M[k * p + i];
+			}
+		}
+		uint32_t q = 0;
+		while ((q + 1) * (q + 1) <= p)
+			q++;
+		for (int alg = 0; alg < 2; alg++) {
+			if (alg == 1 && q * q != p)
+				continue;
+			struct coll_plan *pl;
+			int rc = alg ? coll_v_plan_a3(p, mn, &s, 3, M, SD, RD, &pl) : coll_v_plan_a2(p, mn, &s, 3, M, SD, RD, &pl);
+			EXPECT(rc == 0, "%s p %u: %d", alg ? "a3" : "a2", p, rc);
+			if (rc)
+				continue;
+			char what[32];
+			snprintf(what, sizeof(what), "%s p %u", alg ? "a3" : "a2", p);
+			EXPECT(simulate_v(pl, M, SD, RD, 3, what) == 0, "%s", what);
+			/* start-ups: a member sends at most p - 1 messages a stage
+			 * (a2), or q - 1 (a3), besides its own */
+			uint32_t most = 0;
+			for (uint32_t u = 0; u < p; u++)
+				for (uint32_t st = 0; st < 2; st++) {
+					uint32_t n = 0;
+					for (size_t k = 0; k < pl->nputs; k++)
+						n += pl->puts[k].src == u && pl->puts[k].step == st;
+					most = n > most ? n : most;
+				}
+			EXPECT(most <= (alg ? q - 1 : p - 1), "%s: %u messages in a stage", what, most);
+			coll_plan_free(pl);
+		}
+		free(mn);
+		free(M);
+		free(SD);
+		free(RD);
+	}
+}
+
 /* direct sends large blocks in parts, all on one counter per pair: the
  * parts of each pair tile its block exactly, in both buffers, part k to
  * every member before part k+1. */
@@ -533,7 +695,8 @@ int main(void)
 		CUNIT_CASE(test_deliver_1d),     CUNIT_CASE(test_deliver_2d),     CUNIT_CASE(test_deliver_3d_4d),
 		CUNIT_CASE(test_deliver_core_maps), CUNIT_CASE(test_deliver_every_p), CUNIT_CASE(test_fig3),
 		CUNIT_CASE(test_theorem1_random), CUNIT_CASE(test_matchings),     CUNIT_CASE(test_round_counts),
-		CUNIT_CASE(test_bounds), CUNIT_CASE(test_default_rule), CUNIT_CASE(test_direct_parts)};
+		CUNIT_CASE(test_bounds), CUNIT_CASE(test_default_rule), CUNIT_CASE(test_direct_parts),
+		CUNIT_CASE(test_alltoallv_plans)};
 	static const struct cunit_suite all[] = {{"alltoall.plans", cases, CUNIT_COUNT(cases)}};
 	return cunit_main(all, CUNIT_COUNT(all));
 }

@@ -240,6 +240,18 @@ static void test_alltoallv_patterns(void)
 	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [9, 9]") && strstr(r.out, "\"checked\": true"),
 	       "a2 case1: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
 	result_free(&r);
+	/* A3 on a 3 x 3 grid: 2 sqrt(P) start-ups, one per stage and column
+	 * (row) of the grid */
+	r = run("$B/torusrun --torus 3x3 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a3 --pattern case1 "
+		"--sizes 4K --json");
+	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [3, 3]") && strstr(r.out, "\"checked\": true"),
+	       "a3 case1: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
+	result_free(&r);
+	/* and a team that is not a perfect square: refused by name */
+	r = run("$B/torusrun --torus 5 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a3 --sizes 1K");
+	EXPECT(r.status == 1 && strstr(r.err, "alltoallv (a3) of") && strstr(r.err, "restrictions"),
+	       "a3 on 5: status %d\n%.1000s", r.status, r.err);
+	result_free(&r);
 	r = run("$B/torusrun --torus 3 --cores-map 1,3,2 --quiet --timeout 60 -- $B/torus-bench alltoallv "
 		"--members cores --pattern random --sizes 64:1K --dtype float");
 	EXPECT(r.status == 0 && count_lines(r.out, " ok ") == 5, "uneven members: status %d\n%.1000s\n%.1000s", r.status,

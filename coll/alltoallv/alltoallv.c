@@ -137,3 +137,73 @@ void coll_v_note_scratch(coll_team_t *t, uint64_t bytes)
 	coll_v_account(t, (int64_t)bytes);
 	coll_v_account(t, -(int64_t)bytes);
 }
+
+int coll_v_counts(coll_team_t *t, const struct coll_args *a, const int64_t **out)
+{
+	uint32_t p = t->size, me = t->rank;
+	size_t mbytes = (size_t)p * p * sizeof(int64_t);
+	int64_t *M = malloc(mbytes);
+	*out = NULL;
+	int rc = coll_agree(t, M ? 0 : -ENOMEM);
+	if (!rc) {
+		/* a collective inside a collective: it sets the team's call
+		 * state (and statistics), which this call goes on with */
+		const uint32_t *part = t->part;
+		uint32_t npart = t->npart, tag = t->tag_coll;
+		rc = coll_allgather(t, a->scounts, M, p, COLL_INT64, NULL);
+		t->part = part;
+		t->npart = npart;
+		t->tag_coll = tag;
+	}
+	memset(&t->vstats, 0, sizeof(t->vstats));
+	t->vnow = 0;
+	if (!M)
+		return rc;
+	coll_v_account(t, (int64_t)mbytes);
+	*out = M;
+	/* what every member will send us is what we expect */
+	for (uint32_t j = 0; !rc && j < p; j++)
+		if (M[(size_t)j * p + me] != a->rcounts[j])
+			rc = -EPROTO;
+	return rc;
+}
+
+void coll_v_counts_free(coll_team_t *t, const int64_t *M)
+{
+	if (M) {
+		free((void *)(uintptr_t)M);
+		coll_v_account(t, -(int64_t)((size_t)t->size * t->size * sizeof(int64_t)));
+	}
+}
+
+int coll_v_counts_fit(const coll_team_t *t)
+{
+	size_t n;
+	const struct coll_algorithm *al = coll_catalogue(COLL_ALLGATHER, &n);
+	for (size_t i = 0; i < n; i++)
+		if (coll_team_fits(t, &al[i]))
+			return 1;
+	return 0;
+}
+
+int coll_v_build_mine(struct coll_plan *pl, const struct coll_args *a, const int64_t *M,
+		      int (*build)(struct coll_plan *, size_t, const int64_t *, const int64_t *, const int64_t *))
+{
+	coll_team_t *t = a->team;
+	uint32_t p = t->size, me = t->rank;
+	size_t bytes = (size_t)p * p * sizeof(int64_t);
+	/* the displacements of every member, of which this one knows its own:
+	 * the plan's parts for the others are not kept */
+	int64_t *SD = coll_v_alloc(t, bytes), *RD = coll_v_alloc(t, bytes);
+	int rc = SD && RD ? 0 : -ENOMEM;
+	if (!rc) {
+		memset(SD, 0, bytes);
+		memset(RD, 0, bytes);
+		memcpy(SD + (size_t)me * p, a->sdispls, p * sizeof(int64_t));
+		memcpy(RD + (size_t)me * p, a->rdispls, p * sizeof(int64_t));
+		rc = build(pl, coll_dtype_size(a->dtype), M, SD, RD);
+	}
+	coll_v_free(t, SD, SD ? bytes : 0);
+	coll_v_free(t, RD, RD ? bytes : 0);
+	return rc;
+}

@@ -15,7 +15,31 @@ void coll_v_account(coll_team_t *t, int64_t bytes);
 /* A message of `bytes` sent in stage `stage` (start-ups, longest). */
 void coll_v_sent(coll_team_t *t, uint32_t stage, uint64_t bytes);
 
+/* Every member's counts (M[i * p + j]: member i's scounts[j]), by an
+ * allgather of the rows (a put layer needs sizes before data; the team's
+ * statistics start over); -EPROTO if what a member will send us is not
+ * what we expect. Free with coll_v_counts_free (M may be set on errors). */
+int coll_v_counts(coll_team_t *t, const struct coll_args *a, const int64_t **M);
+void coll_v_counts_free(coll_team_t *t, const int64_t *M);
+/* Does an allgather algorithm fit the team (coll_v_counts needs one)? */
+int coll_v_counts_fit(const coll_team_t *t);
+
+struct coll_plan;
+/* Build this member's part of a plan (SD, RD: every member's displacements,
+ * SD[i * p + j] member i's sdispls[j], RD[j * p + i] member j's rdispls[i];
+ * here only its own are known, and only its own part is kept). */
+int coll_v_build_mine(struct coll_plan *pl, const struct coll_args *a, const int64_t *M,
+		      int (*build)(struct coll_plan *, size_t, const int64_t *, const int64_t *, const int64_t *));
+/* The whole plan of A2 or A3 for every member, from every member's counts
+ * and displacements (the tests execute it symbolically). */
+int coll_v_plan_a2(uint32_t p, const uint32_t *node, const struct torus_shape *s, size_t esz, const int64_t *M,
+		   const int64_t *SD, const int64_t *RD, struct coll_plan **out);
+int coll_v_plan_a3(uint32_t p, const uint32_t *node, const struct torus_shape *s, size_t esz, const int64_t *M,
+		   const int64_t *SD, const int64_t *RD, struct coll_plan **out);
+
+int coll_a3_fits(const coll_team_t *t);
 int coll_alltoallv_a1(const struct coll_args *a);
+int coll_alltoallv_a3(const struct coll_args *a);
 int coll_alltoallv_a2(const struct coll_args *a);
 
 #endif

@@ -41,10 +41,11 @@ static const struct a2a_algo a2_algo = {"a2", TORUS_ALGO_OTHER, NULL, NULL};
 static inline uint64_t s_off(uint64_t e, uint32_t k, uint32_t p) { return e * k / p; }
 static inline uint64_t s_len(uint64_t e, uint32_t k, uint32_t p) { return e * (k + 1) / p - e * k / p; }
 
-static int build(struct coll_plan *pl, const struct coll_args *a, const int64_t *M, uint32_t me)
+static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int64_t *SD, const int64_t *RD)
 {
 	uint32_t p = pl->p;
-	uint64_t esz = coll_dtype_size(a->dtype);
+	uint64_t esz = esz_;
+	uint32_t me = pl->only;
 	uint64_t *land = malloc((size_t)p * p * sizeof(uint64_t)); /* land[i * p + k]: i's slices at k */
 	if (!land)
 		return -ENOMEM;
@@ -59,9 +60,9 @@ static int build(struct coll_plan *pl, const struct coll_args *a, const int64_t 
 				continue;
 			uint64_t pack = i == k ? 0 : a2a_tmp(pl, i, len);
 			uint64_t at = land[(size_t)i * p + k] = a2a_tmp(pl, k, len), acc = 0;
-			for (uint32_t j = 0; i == me && j < p; j++) {
+			for (uint32_t j = 0; (me == A2A_ALL || i == me) && j < p; j++) {
 				uint64_t e = (uint64_t)M[(size_t)i * p + j], n = s_len(e, k, p) * esz;
-				a2a_copy(pl, st0, 0, me, A2A_SEND, ((uint64_t)a->sdispls[j] + s_off(e, k, p)) * esz, A2A_TMP,
+				a2a_copy(pl, st0, 0, i, A2A_SEND, ((uint64_t)SD[(size_t)i * p + j] + s_off(e, k, p)) * esz, A2A_TMP,
 					 (i == k ? at : pack) + acc, n);
 				acc += n;
 			}
@@ -87,15 +88,15 @@ static int build(struct coll_plan *pl, const struct coll_args *a, const int64_t 
 				for (uint32_t jj = 0; jj < j; jj++)
 					within += s_len((uint64_t)M[(size_t)i * p + jj], k, p) * esz;
 				uint64_t src = land[(size_t)i * p + k] + within;
-				uint64_t place = ((uint64_t)(j == me ? a->rdispls[i] : 0) + s_off(e, k, p)) * esz;
+				uint64_t place = ((uint64_t)RD[(size_t)j * p + i] + s_off(e, k, p)) * esz;
 				if (k == j) {
-					if (k == me) /* our own slices: straight into recv */
-						a2a_copy(pl, st1, 0, me, A2A_TMP, src, A2A_RECV, place, n);
+					if (me == A2A_ALL || k == me) /* our own slices: straight into recv */
+						a2a_copy(pl, st1, 0, k, A2A_TMP, src, A2A_RECV, place, n);
 				} else {
-					if (k == me)
-						a2a_copy(pl, st1, 0, me, A2A_TMP, src, A2A_TMP, pack + acc, n);
-					if (j == me)
-						a2a_copy(pl, st1, 1, me, A2A_TMP, dst + acc2, A2A_RECV, place, n);
+					if (me == A2A_ALL || k == me)
+						a2a_copy(pl, st1, 0, k, A2A_TMP, src, A2A_TMP, pack + acc, n);
+					if (me == A2A_ALL || j == me)
+						a2a_copy(pl, st1, 1, j, A2A_TMP, dst + acc2, A2A_RECV, place, n);
 				}
 				acc += n;
 				acc2 += n;
@@ -111,34 +112,18 @@ int coll_alltoallv_a2(const struct coll_args *a)
 {
 	coll_team_t *t = a->team;
 	uint32_t p = t->size, me = t->rank;
-	size_t esz = coll_dtype_size(a->dtype), mbytes = (size_t)p * p * sizeof(int64_t);
-	int64_t *M = malloc(mbytes); /* counted below, once the allgather is over */
-	int rc = coll_agree(t, M ? 0 : -ENOMEM);
-	if (!rc) {
-		/* a collective inside a collective: it sets the team's call
-		 * state, which this call goes on with afterwards */
-		const uint32_t *part = t->part;
-		uint32_t npart = t->npart, tag = t->tag_coll;
-		rc = coll_allgather(t, a->scounts, M, p, COLL_INT64, NULL);
-		t->part = part;
-		t->npart = npart;
-		t->tag_coll = tag;
-	}
-	/* (the allgather started its own statistics) */
-	memset(&t->vstats, 0, sizeof(t->vstats));
-	t->vstats.stages = 2;
-	coll_v_account(t, (int64_t)mbytes);
-	for (uint32_t j = 0; !rc && j < p; j++)
-		if (M[(size_t)j * p + me] != a->rcounts[j])
-			rc = -EPROTO;
+	size_t esz = coll_dtype_size(a->dtype);
+	const int64_t *M = NULL;
 	struct coll_plan *pl = NULL;
+	int rc = coll_v_counts(t, a, &M);
+	t->vstats.stages = 2;
 	if (!rc && !(pl = a2a_plan_new(p, t->node, emu_shape(t->core), esz, me)))
 		rc = -ENOMEM;
 	if (!rc) {
 		pl->algo = &a2_algo;
 		pl->recv_bytes = coll_v_extent(a->rcounts, a->rdispls, p, esz);
 		pl->vstats = 1;
-		rc = build(pl, a, M, me);
+		rc = coll_v_build_mine(pl, a, M, build);
 		if (!rc)
 			rc = a2a_plan_done(pl);
 	}
@@ -154,7 +139,24 @@ int coll_alltoallv_a2(const struct coll_args *a)
 			coll_v_sent(t, s, len);
 	}
 	coll_plan_free(pl);
-	free(M);
-	coll_v_account(t, -(int64_t)mbytes);
+	coll_v_counts_free(t, M);
+	return rc;
+}
+
+int coll_v_plan_a2(uint32_t p, const uint32_t *node, const struct torus_shape *s, size_t esz, const int64_t *M,
+		   const int64_t *SD, const int64_t *RD, struct coll_plan **out)
+{
+	struct coll_plan *pl = a2a_plan_new(p, node, s, esz, A2A_ALL);
+	if (!pl)
+		return -ENOMEM;
+	pl->algo = &a2_algo;
+	int rc = build(pl, esz, M, SD, RD);
+	if (!rc)
+		rc = a2a_plan_done(pl);
+	if (rc) {
+		coll_plan_free(pl);
+		pl = NULL;
+	}
+	*out = pl;
 	return rc;
 }
