@@ -589,7 +589,7 @@ static void test_alltoallv_plans(void)
 			if (alg == 1 && q * q != p)
 				continue;
 			struct coll_plan *pl;
-			int rc = alg ? coll_v_plan_a3(p, mn, &s, 3, M, SD, RD, &pl) : coll_v_plan_a2(p, mn, &s, 3, M, SD, RD, &pl);
+			int rc = coll_v_plan(alg ? &coll_v_a3 : &coll_v_a2, p, mn, &s, 3, M, SD, RD, &pl);
 			EXPECT(rc == 0, "%s p %u: %d", alg ? "a3" : "a2", p, rc);
 			if (rc)
 				continue;

@@ -5,6 +5,8 @@
  */
 #include "alltoallv.h"
 
+#include "../common/a2a.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,5 +207,56 @@ int coll_v_build_mine(struct coll_plan *pl, const struct coll_args *a, const int
 	}
 	coll_v_free(t, SD, SD ? bytes : 0);
 	coll_v_free(t, RD, RD ? bytes : 0);
+	return rc;
+}
+
+int coll_v_run(const struct coll_args *a, const struct coll_v_algo *al)
+{
+	coll_team_t *t = a->team;
+	uint32_t p = t->size, me = t->rank;
+	size_t esz = coll_dtype_size(a->dtype);
+	const int64_t *M = NULL;
+	struct coll_plan *pl = NULL;
+	int rc = coll_v_counts(t, a, &M);
+	t->vstats.stages = 2;
+	if (!rc && !(pl = a2a_plan_new(p, t->node, emu_shape(t->core), esz, me)))
+		rc = -ENOMEM;
+	if (!rc) {
+		pl->algo = al->tag;
+		pl->recv_bytes = coll_v_extent(a->rcounts, a->rdispls, p, esz);
+		pl->vstats = 1;
+		rc = coll_v_build_mine(pl, a, M, al->build);
+		if (!rc)
+			rc = a2a_plan_done(pl);
+	}
+	rc = coll_agree(t, rc);
+	if (!rc)
+		rc = a2a_execute(t, pl, a->send, a->recv, a->check);
+	/* the messages to itself count as start-ups too (002, Table 3) */
+	for (uint32_t st = 0; !rc && st < 2; st++) {
+		uint64_t len = al->self_bytes(M, p, me, st) * esz;
+		if (len)
+			coll_v_sent(t, st, len);
+	}
+	coll_plan_free(pl);
+	coll_v_counts_free(t, M);
+	return rc;
+}
+
+int coll_v_plan(const struct coll_v_algo *al, uint32_t p, const uint32_t *node, const struct torus_shape *s,
+		size_t esz, const int64_t *M, const int64_t *SD, const int64_t *RD, struct coll_plan **out)
+{
+	struct coll_plan *pl = a2a_plan_new(p, node, s, esz, A2A_ALL);
+	*out = NULL;
+	if (!pl)
+		return -ENOMEM;
+	pl->algo = al->tag;
+	int rc = al->build(pl, esz, M, SD, RD);
+	if (!rc)
+		rc = a2a_plan_done(pl);
+	if (rc)
+		coll_plan_free(pl);
+	else
+		*out = pl;
 	return rc;
 }

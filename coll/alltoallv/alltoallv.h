@@ -30,12 +30,21 @@ struct coll_plan;
  * here only its own are known, and only its own part is kept). */
 int coll_v_build_mine(struct coll_plan *pl, const struct coll_args *a, const int64_t *M,
 		      int (*build)(struct coll_plan *, size_t, const int64_t *, const int64_t *, const int64_t *));
-/* The whole plan of A2 or A3 for every member, from every member's counts
- * and displacements (the tests execute it symbolically). */
-int coll_v_plan_a2(uint32_t p, const uint32_t *node, const struct torus_shape *s, size_t esz, const int64_t *M,
-		   const int64_t *SD, const int64_t *RD, struct coll_plan **out);
-int coll_v_plan_a3(uint32_t p, const uint32_t *node, const struct torus_shape *s, size_t esz, const int64_t *M,
-		   const int64_t *SD, const int64_t *RD, struct coll_plan **out);
+/* A two-stage algorithm built as a plan from the allgathered counts. */
+struct a2a_algo;
+struct coll_v_algo {
+	const struct a2a_algo *tag; /* its name and trace tag */
+	int (*build)(struct coll_plan *pl, size_t esz, const int64_t *M, const int64_t *SD, const int64_t *RD);
+	/* elements of member me's message to itself in stage st (0 or 1) */
+	uint64_t (*self_bytes)(const int64_t *M, uint32_t p, uint32_t me, uint32_t st);
+};
+extern const struct coll_v_algo coll_v_a2, coll_v_a3;
+/* Run it: the counts, this member's plan, the executor, the statistics. */
+int coll_v_run(const struct coll_args *a, const struct coll_v_algo *al);
+/* Its whole plan for every member, from every member's counts and
+ * displacements (the tests execute it on bytes). */
+int coll_v_plan(const struct coll_v_algo *al, uint32_t p, const uint32_t *node, const struct torus_shape *s,
+		size_t esz, const int64_t *M, const int64_t *SD, const int64_t *RD, struct coll_plan **out);
 
 int coll_a3_fits(const coll_team_t *t);
 int coll_alltoallv_a1(const struct coll_args *a);

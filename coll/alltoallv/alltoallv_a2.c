@@ -108,55 +108,16 @@ static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int6
 	return 0;
 }
 
-int coll_alltoallv_a2(const struct coll_args *a)
+/* the two messages to itself: its slice of its own messages, the slices
+ * of everyone's messages to it that it forwards to itself */
+static uint64_t self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint32_t st)
 {
-	coll_team_t *t = a->team;
-	uint32_t p = t->size, me = t->rank;
-	size_t esz = coll_dtype_size(a->dtype);
-	const int64_t *M = NULL;
-	struct coll_plan *pl = NULL;
-	int rc = coll_v_counts(t, a, &M);
-	t->vstats.stages = 2;
-	if (!rc && !(pl = a2a_plan_new(p, t->node, emu_shape(t->core), esz, me)))
-		rc = -ENOMEM;
-	if (!rc) {
-		pl->algo = &a2_algo;
-		pl->recv_bytes = coll_v_extent(a->rcounts, a->rdispls, p, esz);
-		pl->vstats = 1;
-		rc = coll_v_build_mine(pl, a, M, build);
-		if (!rc)
-			rc = a2a_plan_done(pl);
-	}
-	rc = coll_agree(t, rc);
-	if (!rc)
-		rc = a2a_execute(t, pl, a->send, a->recv, a->check);
-	/* the two messages to itself count as start-ups too (002, Table 3) */
-	for (uint32_t s = 0; !rc && s < 2; s++) {
-		uint64_t len = 0;
-		for (uint32_t j = 0; j < p; j++)
-			len += s_len((uint64_t)M[s ? (size_t)j * p + me : (size_t)me * p + j], me, p) * esz;
-		if (len)
-			coll_v_sent(t, s, len);
-	}
-	coll_plan_free(pl);
-	coll_v_counts_free(t, M);
-	return rc;
+	uint64_t n = 0;
+	for (uint32_t j = 0; j < p; j++)
+		n += s_len((uint64_t)M[st ? (size_t)j * p + me : (size_t)me * p + j], me, p);
+	return n;
 }
 
-int coll_v_plan_a2(uint32_t p, const uint32_t *node, const struct torus_shape *s, size_t esz, const int64_t *M,
-		   const int64_t *SD, const int64_t *RD, struct coll_plan **out)
-{
-	struct coll_plan *pl = a2a_plan_new(p, node, s, esz, A2A_ALL);
-	if (!pl)
-		return -ENOMEM;
-	pl->algo = &a2_algo;
-	int rc = build(pl, esz, M, SD, RD);
-	if (!rc)
-		rc = a2a_plan_done(pl);
-	if (rc) {
-		coll_plan_free(pl);
-		pl = NULL;
-	}
-	*out = pl;
-	return rc;
-}
+const struct coll_v_algo coll_v_a2 = {&a2_algo, build, self_bytes};
+
+int coll_alltoallv_a2(const struct coll_args *a) { return coll_v_run(a, &coll_v_a2); }

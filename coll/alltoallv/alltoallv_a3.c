@@ -119,57 +119,17 @@ static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int6
 	return 0;
 }
 
-int coll_alltoallv_a3(const struct coll_args *a)
+/* the two messages to itself: its row message for its own column, and the
+ * column message to itself */
+static uint64_t self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint32_t st)
 {
-	coll_team_t *t = a->team;
-	uint32_t p = t->size, me = t->rank, q = isqrt(p);
-	size_t esz = coll_dtype_size(a->dtype);
-	uint64_t self[2] = {0, 0};
-	const int64_t *M = NULL;
-	struct coll_plan *pl = NULL;
-	int rc = coll_v_counts(t, a, &M);
-	t->vstats.stages = 2;
-	if (!rc && !(pl = a2a_plan_new(p, t->node, emu_shape(t->core), esz, me)))
-		rc = -ENOMEM;
-	if (!rc) {
-		pl->algo = &a3_algo;
-		pl->recv_bytes = coll_v_extent(a->rcounts, a->rdispls, p, esz);
-		pl->vstats = 1;
-		rc = coll_v_build_mine(pl, a, M, build);
-		if (!rc)
-			rc = a2a_plan_done(pl);
-		/* the messages to itself: its row message for its own column, and
-		 * its column message to itself */
-		for (uint32_t r = 0; r < q; r++) {
-			self[0] += (uint64_t)M[(size_t)me * p + r * q + me % q] * esz;
-			self[1] += (uint64_t)M[(size_t)(me / q * q + r) * p + me] * esz;
-		}
-	}
-	rc = coll_agree(t, rc);
-	if (!rc)
-		rc = a2a_execute(t, pl, a->send, a->recv, a->check);
-	for (uint32_t s = 0; !rc && s < 2; s++)
-		if (self[s])
-			coll_v_sent(t, s, self[s]);
-	coll_plan_free(pl);
-	coll_v_counts_free(t, M);
-	return rc;
+	uint32_t q = isqrt(p);
+	uint64_t n = 0;
+	for (uint32_t r = 0; r < q; r++)
+		n += (uint64_t)(st ? M[(size_t)(me / q * q + r) * p + me] : M[(size_t)me * p + r * q + me % q]);
+	return n;
 }
 
-int coll_v_plan_a3(uint32_t p, const uint32_t *node, const struct torus_shape *s, size_t esz, const int64_t *M,
-		   const int64_t *SD, const int64_t *RD, struct coll_plan **out)
-{
-	struct coll_plan *pl = a2a_plan_new(p, node, s, esz, A2A_ALL);
-	if (!pl)
-		return -ENOMEM;
-	pl->algo = &a3_algo;
-	int rc = build(pl, esz, M, SD, RD);
-	if (!rc)
-		rc = a2a_plan_done(pl);
-	if (rc) {
-		coll_plan_free(pl);
-		pl = NULL;
-	}
-	*out = pl;
-	return rc;
-}
+const struct coll_v_algo coll_v_a3 = {&a3_algo, build, self_bytes};
+
+int coll_alltoallv_a3(const struct coll_args *a) { return coll_v_run(a, &coll_v_a3); }
