@@ -39,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_bench_util.h"
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -54,46 +56,6 @@ static void usage(FILE *f)
 		"  mpi_alltoall: ranks P block B bytes: median T s (min Tmin, max Tmax), check ok\n"
 		"Every element of every call's result is checked; a wrong result prints\n"
 		"\"check FAILED\" and exits 1, a bad command line exits 2.\n");
-}
-
-/* "65536", "64K", "64KiB", "1M" -> bytes; -1 on error */
-static long long parse_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || v < 0)
-		return -1;
-	long long mul = 1;
-	if (*end == 'K' || *end == 'k')
-		mul = 1LL << 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		mul = 1LL << 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		mul = 1LL << 30, end++;
-	if (mul > 1 && (!strcmp(end, "iB") || !strcmp(end, "B")))
-		end += strlen(end);
-	else if (mul == 1 && !strcmp(end, "B"))
-		end++;
-	if (*end || v > (1LL << 40) / mul)
-		return -1;
-	return v * mul;
-}
-
-static long parse_reps(const char *s)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 1 || v > 1000000)
-		return -1;
-	return v;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
 }
 
 /* 0: run; 1: --help printed; 2: error printed */
