@@ -88,28 +88,10 @@ static int parse_args(int argc, char **argv, long long *bytes, long *reps, int r
 				return 2;
 			}
 		}
-		if (which == 1) {
-			*bytes = parse_size(val);
-			if (*bytes < 0) {
-				if (rank == 0)
-					fprintf(stderr, "mpi_allreduce: bad size '%s'\n", val);
-				return 2;
-			}
-		} else {
-			*reps = parse_reps(val);
-			if (*reps < 0) {
-				if (rank == 0)
-					fprintf(stderr, "mpi_allreduce: bad repetition count '%s' (1..1000000)\n", val);
-				return 2;
-			}
-		}
+		if (bench_positional("mpi_allreduce", which, val, bytes, reps, rank))
+			return 2;
 	}
-	if (*bytes < (long long)sizeof(double)) {
-		if (rank == 0)
-			fprintf(stderr, "mpi_allreduce: %lld bytes is less than one double\n", *bytes);
-		return 2;
-	}
-	return 0;
+	return bench_min_size("mpi_allreduce", *bytes, sizeof(double), "double", rank);
 }
 
 /* index of the first wrong element, or -1 */

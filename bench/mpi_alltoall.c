@@ -79,28 +79,10 @@ static int parse_args(int argc, char **argv, long long *bytes, long *reps, int r
 				fprintf(stderr, "mpi_alltoall: too many arguments (try --help)\n");
 			return 2;
 		}
-		if (npos == 1) {
-			*bytes = parse_size(a);
-			if (*bytes < 0) {
-				if (rank == 0)
-					fprintf(stderr, "mpi_alltoall: bad size '%s'\n", a);
-				return 2;
-			}
-		} else {
-			*reps = parse_reps(a);
-			if (*reps < 0) {
-				if (rank == 0)
-					fprintf(stderr, "mpi_alltoall: bad repetition count '%s' (1..1000000)\n", a);
-				return 2;
-			}
-		}
+		if (bench_positional("mpi_alltoall", npos, a, bytes, reps, rank))
+			return 2;
 	}
-	if (*bytes < (long long)sizeof(int32_t)) {
-		if (rank == 0)
-			fprintf(stderr, "mpi_alltoall: %lld bytes is less than one int32\n", *bytes);
-		return 2;
-	}
-	return 0;
+	return bench_min_size("mpi_alltoall", *bytes, sizeof(int32_t), "int32", rank);
 }
 
 /* element i of the block src sends to dst (splitmix64 finaliser of a unique key) */

@@ -8,6 +8,7 @@
 #define BENCH_MPI_BENCH_UTIL_H
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,34 @@ static inline int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
+}
+
+/* Positional argument `which` (1: the size, 2: the repetitions) of prog:
+ * 0, or 2 after saying what is wrong (on rank 0). */
+static inline int bench_positional(const char *prog, int which, const char *val, long long *bytes, long *reps,
+				   int rank)
+{
+	if (which == 1 && (*bytes = parse_size(val)) < 0) {
+		if (rank == 0)
+			fprintf(stderr, "%s: bad size '%s'\n", prog, val);
+		return 2;
+	}
+	if (which == 2 && (*reps = parse_reps(val)) < 0) {
+		if (rank == 0)
+			fprintf(stderr, "%s: bad repetition count '%s' (1..1000000)\n", prog, val);
+		return 2;
+	}
+	return 0;
+}
+
+/* 0 if bytes holds at least one element of `what` (esz bytes), else 2 */
+static inline int bench_min_size(const char *prog, long long bytes, size_t esz, const char *what, int rank)
+{
+	if (bytes >= (long long)esz)
+		return 0;
+	if (rank == 0)
+		fprintf(stderr, "%s: %lld bytes is less than one %s\n", prog, bytes, what);
+	return 2;
 }
 
 #endif

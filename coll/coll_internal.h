@@ -98,6 +98,9 @@ int coll_ring_allgather(coll_team_t *t, void *buf, const struct coll_blocks *b, 
 void coll_v_note_sent(coll_team_t *t, uint32_t stage, uint64_t bytes);
 void coll_v_note_scratch(coll_team_t *t, uint64_t bytes);
 
+/* Virtual time of a local copy of `bytes` on the core (copy_bw). */
+void coll_charge_copy(emu_core_t *c, uint64_t bytes);
+
 /* Virtual time of reducing `bytes` (machine parameter reduce_bw). */
 void coll_charge_reduce(emu_core_t *c, size_t bytes);
 

@@ -25,12 +25,6 @@
 #include <errno.h>
 #include <string.h>
 
-static void charge_copy(emu_core_t *c, uint64_t bytes)
-{
-	uint64_t bw = emu_params(c)->copy_bw;
-	emu_core_compute(c, (torus_vt_t)(((unsigned __int128)bytes * 1000000000000ull + bw - 1) / bw));
-}
-
 int coll_alltoallv_a1(const struct coll_args *a)
 {
 	coll_team_t *t = a->team;
@@ -101,7 +95,7 @@ int coll_alltoallv_a1(const struct coll_args *a)
 		uint64_t bytes = (uint64_t)a->scounts[me] * esz;
 		memmove((uint8_t *)a->recv + (uint64_t)a->rdispls[me] * esz,
 			(const uint8_t *)a->send + (uint64_t)a->sdispls[me] * esz, bytes);
-		charge_copy(c, bytes);
+		coll_charge_copy(c, bytes);
 		coll_v_sent(t, 0, bytes);
 	}
 	if (!rc && have_k)

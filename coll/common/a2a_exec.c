@@ -28,12 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void charge_copy(emu_core_t *c, uint64_t bytes)
-{
-	uint64_t bw = emu_params(c)->copy_bw;
-	emu_core_compute(c, (torus_vt_t)(((unsigned __int128)bytes * 1000000000000ull + bw - 1) / bw));
-}
-
 struct exec {
 	coll_team_t *t;
 	const struct coll_plan *pl;
@@ -61,7 +55,7 @@ static void do_copies(struct exec *e, size_t *ci, uint32_t step, int post)
 		bytes += k->len;
 	}
 	if (bytes)
-		charge_copy(e->t->core, bytes);
+		coll_charge_copy(e->t->core, bytes);
 }
 
 /* Skip copies of step `step` (and post) that are not ours: the cursor

@@ -44,3 +44,9 @@ void coll_charge_reduce(emu_core_t *c, size_t bytes)
 		t += (torus_vt_t)((unsigned __int128)bytes * extra / 1024);
 	emu_core_compute(c, t);
 }
+
+void coll_charge_copy(emu_core_t *c, uint64_t bytes)
+{
+	uint64_t bw = emu_params(c)->copy_bw;
+	emu_core_compute(c, (torus_vt_t)(((unsigned __int128)bytes * 1000000000000ull + bw - 1) / bw));
+}
