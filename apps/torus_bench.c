@@ -267,7 +267,7 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 
 /* Parse the command line into opt. Returns 1 for --help, 0, or -1 with
  * opt.error set. */
-static int parse_args(int argc, char **argv)
+static int parse_args_raw(int argc, char **argv)
 {
 	const char *coll = NULL, *sizes = "1K:1M", *dtype = NULL, *op = NULL;
 	for (int i = 1; i < argc; i++)
@@ -435,6 +435,17 @@ static int parse_args(int argc, char **argv)
 		opt.corrupt_elem = ce;
 	}
 	return 0;
+}
+
+/* parse_args_raw, with the error kept to one line: the arguments it quotes
+ * may hold control characters (fuzz-benchargs found a newline in one) */
+static int parse_args(int argc, char **argv)
+{
+	int rc = parse_args_raw(argc, argv);
+	for (char *e = opt.error; rc == -1 && *e; e++)
+		if ((unsigned char)*e < 0x20 || *e == 0x7f)
+			*e = '?';
+	return rc;
 }
 
 /* ------------------------------------------------------------ reference */

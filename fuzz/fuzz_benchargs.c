@@ -1,0 +1,75 @@
+/*
+ * torus-bench's command line (parse_args in apps/torus_bench.c, compiled
+ * into this target with its main renamed). The input is the arguments,
+ * separated by NUL bytes (at most 16 of at most 63 bytes each).
+ *
+ * Invariants (abort() when one breaks):
+ *  - parsing gives 1 (--help), 0 or -1;
+ *  - on -1 the error is one non-empty line;
+ *  - on 0: a known collective, dtype, op and pattern; 1 to 64 sizes from 1
+ *    byte to 1 TiB, each twice the one before; an --algo that the
+ *    collective's catalogue has; --members cores only for alltoall and
+ *    alltoallv, --explain only for alltoall; 1 .. 1000 timed calls.
+ */
+#define main torus_bench_main
+#include "../apps/torus_bench.c"
+#undef main
+
+#define CHECK(x)                                                                                   \
+	do {                                                                                       \
+		if (!(x)) {                                                                        \
+			fprintf(stderr, "fuzz-benchargs: invariant broken at line %d: %s\n", __LINE__, #x); \
+			abort();                                                                   \
+		}                                                                                  \
+	} while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct opts fresh;
+	static int saved;
+	if (!saved) {
+		fresh = opt;
+		saved = 1;
+	}
+	opt = fresh;
+	char args[16][64], *argv[17];
+	int argc = 1;
+	argv[0] = "torus-bench";
+	for (size_t i = 0; i < size && argc <= 16;) {
+		size_t n = 0;
+		while (i < size && data[i] && n < 63)
+			args[argc - 1][n++] = (char)data[i++];
+		args[argc - 1][n] = '\0';
+		argv[argc] = args[argc - 1];
+		argc++;
+		while (i < size && data[i]) /* the rest of an over-long argument */
+			i++;
+		i++;
+	}
+	int rc = parse_args(argc, argv);
+	CHECK(rc == 1 || rc == 0 || rc == -1);
+	if (rc == -1) {
+		CHECK(opt.error[0] && !strchr(opt.error, '\n'));
+		return 0;
+	}
+	if (rc == 1)
+		return 0;
+	CHECK((unsigned)opt.kind < COLL_KIND_COUNT && coll_dtype_size(opt.dtype) && (unsigned)opt.op < COLL_OP_COUNT);
+	CHECK(opt.pattern >= 0 && opt.pattern < V_NPATTERNS);
+	CHECK(opt.nsizes >= 1 && opt.nsizes <= MAX_SIZES);
+	for (unsigned k = 0; k < opt.nsizes; k++) {
+		CHECK(opt.sizes[k] >= 1 && opt.sizes[k] <= MAX_BYTES);
+		CHECK(k == 0 || opt.sizes[k] == 2 * opt.sizes[k - 1]);
+	}
+	if (opt.algo) {
+		size_t n, found = 0;
+		const struct coll_algorithm *al = coll_catalogue(opt.kind, &n);
+		for (size_t i = 0; i < n; i++)
+			found += !strcmp(al[i].name, opt.algo);
+		CHECK(found == 1);
+	}
+	CHECK(!opt.members_cores || opt.kind == COLL_ALLTOALL || opt.kind == COLL_ALLTOALLV);
+	CHECK(!opt.explain || opt.kind == COLL_ALLTOALL);
+	CHECK(opt.reps >= 1 && opt.reps <= MAX_REPS && opt.warmup <= MAX_REPS);
+	return 0;
+}
