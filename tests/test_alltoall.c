@@ -582,31 +582,38 @@ static void test_alltoallv_plans(void)
 				at += M[k * p + i];
 			}
 		}
-		uint32_t q = 0;
+		uint32_t q = 0, C = 0;
 		while ((q + 1) * (q + 1) <= p)
 			q++;
-		for (int alg = 0; alg < 2; alg++) {
-			if (alg == 1 && q * q != p)
+		while (C * C < p)
+			C++;
+		static const struct coll_v_algo *const algs[] = {&coll_v_a2, &coll_v_a3, &coll_v_a4};
+		static const char *const vnames[] = {"a2", "a3", "a4"};
+		for (int alg = 0; alg < 3; alg++) {
+			if ((alg == 1 && q * q != p) || (alg == 2 && p % C))
 				continue;
 			struct coll_plan *pl;
-			int rc = coll_v_plan(alg ? &coll_v_a3 : &coll_v_a2, p, mn, &s, 3, M, SD, RD, &pl);
-			EXPECT(rc == 0, "%s p %u: %d", alg ? "a3" : "a2", p, rc);
+			int rc = coll_v_plan(algs[alg], p, mn, &s, 3, M, SD, RD, &pl);
+			EXPECT(rc == 0, "%s p %u: %d", vnames[alg], p, rc);
 			if (rc)
 				continue;
 			char what[32];
-			snprintf(what, sizeof(what), "%s p %u", alg ? "a3" : "a2", p);
+			snprintf(what, sizeof(what), "%s p %u", vnames[alg], p);
 			EXPECT(simulate_v(pl, M, SD, RD, 3, what) == 0, "%s", what);
 			/* start-ups: a member sends at most p - 1 messages a stage
-			 * (a2), or q - 1 (a3), besides its own */
-			uint32_t most = 0;
-			for (uint32_t u = 0; u < p; u++)
-				for (uint32_t st = 0; st < 2; st++) {
+			 * (a2), or q - 1 (a3), or C - 1 along a row and R - 1 down
+			 * a column (a4), besides its own */
+			for (uint32_t st = 0; st < algs[alg]->stages; st++) {
+				uint32_t most = 0;
+				for (uint32_t u = 0; u < p; u++) {
 					uint32_t n = 0;
 					for (size_t k = 0; k < pl->nputs; k++)
 						n += pl->puts[k].src == u && pl->puts[k].step == st;
 					most = n > most ? n : most;
 				}
-			EXPECT(most <= (alg ? q - 1 : p - 1), "%s: %u messages in a stage", what, most);
+				uint32_t cap = alg == 0 ? p - 1 : alg == 1 ? q - 1 : st % 2 ? p / C - 1 : C - 1;
+				EXPECT(most <= cap, "%s: %u messages in stage %u", what, most, st);
+			}
 			coll_plan_free(pl);
 		}
 		free(mn);

@@ -247,6 +247,26 @@ static void test_alltoallv_patterns(void)
 	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [3, 3]") && strstr(r.out, "\"checked\": true"),
 	       "a3 case1: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
 	result_free(&r);
+	/* A4 on 3 x 3: 2C + 2R start-ups (Table 3 of 002, for a complete
+	 * array), one per stage and member of the row or column; and Table 2:
+	 * no message longer than ceil(sqrt P) L_max / P (L_max = 9 x 4K here)
+	 * but for the rounding of the slices, an element per member */
+	r = run("$B/torusrun --torus 3x3 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a4 --pattern case1 "
+		"--sizes 4K --json");
+	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [3, 3, 3, 3]") && strstr(r.out, "\"checked\": true"),
+	       "a4 case1: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
+	const char *lg = strstr(r.out, "\"longest\": [");
+	unsigned long long L[4] = {0, 0, 0, 0};
+	EXPECT(lg && sscanf(lg, "\"longest\": [%llu, %llu, %llu, %llu]", &L[0], &L[1], &L[2], &L[3]) == 4,
+	       "a4 longest: %.500s", r.out);
+	for (int s = 0; s < 4; s++)
+		EXPECT(L[s] >= 12288 - 9 * 8 && L[s] <= 12288 + 9 * 8, "a4 stage %d's longest message %llu", s, L[s]);
+	result_free(&r);
+	/* a team whose array would be incomplete (5 = 3 + 2): refused by name */
+	r = run("$B/torusrun --torus 5 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a4 --sizes 1K");
+	EXPECT(r.status == 1 && strstr(r.err, "alltoallv (a4) of") && strstr(r.err, "restrictions"),
+	       "a4 on 5: status %d\n%.1000s", r.status, r.err);
+	result_free(&r);
 	/* and a team that is not a perfect square: refused by name */
 	r = run("$B/torusrun --torus 5 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a3 --sizes 1K");
 	EXPECT(r.status == 1 && strstr(r.err, "alltoallv (a3) of") && strstr(r.err, "restrictions"),

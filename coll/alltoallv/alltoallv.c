@@ -218,7 +218,7 @@ int coll_v_run(const struct coll_args *a, const struct coll_v_algo *al)
 	const int64_t *M = NULL;
 	struct coll_plan *pl = NULL;
 	int rc = coll_v_counts(t, a, &M);
-	t->vstats.stages = 2;
+	t->vstats.stages = al->stages;
 	if (!rc && !(pl = a2a_plan_new(p, t->node, emu_shape(t->core), esz, me)))
 		rc = -ENOMEM;
 	if (!rc) {
@@ -233,7 +233,7 @@ int coll_v_run(const struct coll_args *a, const struct coll_v_algo *al)
 	if (!rc)
 		rc = a2a_execute(t, pl, a->send, a->recv, a->check);
 	/* the messages to itself count as start-ups too (002, Table 3) */
-	for (uint32_t st = 0; !rc && st < 2; st++) {
+	for (uint32_t st = 0; !rc && st < al->stages; st++) {
 		uint64_t len = al->self_bytes(M, p, me, st) * esz;
 		if (len)
 			coll_v_sent(t, st, len);

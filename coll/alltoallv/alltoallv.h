@@ -35,10 +35,11 @@ struct a2a_algo;
 struct coll_v_algo {
 	const struct a2a_algo *tag; /* its name and trace tag */
 	int (*build)(struct coll_plan *pl, size_t esz, const int64_t *M, const int64_t *SD, const int64_t *RD);
-	/* elements of member me's message to itself in stage st (0 or 1) */
+	/* elements of member me's message to itself in stage st */
 	uint64_t (*self_bytes)(const int64_t *M, uint32_t p, uint32_t me, uint32_t st);
+	uint32_t stages;
 };
-extern const struct coll_v_algo coll_v_a2, coll_v_a3;
+extern const struct coll_v_algo coll_v_a2, coll_v_a3, coll_v_a4;
 /* Run it: the counts, this member's plan, the executor, the statistics. */
 int coll_v_run(const struct coll_args *a, const struct coll_v_algo *al);
 /* Its whole plan for every member, from every member's counts and
@@ -47,6 +48,8 @@ int coll_v_plan(const struct coll_v_algo *al, uint32_t p, const uint32_t *node, 
 		size_t esz, const int64_t *M, const int64_t *SD, const int64_t *RD, struct coll_plan **out);
 
 int coll_a3_fits(const coll_team_t *t);
+int coll_a4_fits(const coll_team_t *t);
+int coll_alltoallv_a4(const struct coll_args *a);
 int coll_alltoallv_a1(const struct coll_args *a);
 int coll_alltoallv_a3(const struct coll_args *a);
 int coll_alltoallv_a2(const struct coll_args *a);

@@ -118,6 +118,6 @@ static uint64_t self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint32_t s
 	return n;
 }
 
-const struct coll_v_algo coll_v_a2 = {&a2_algo, build, self_bytes};
+const struct coll_v_algo coll_v_a2 = {&a2_algo, build, self_bytes, 2};
 
 int coll_alltoallv_a2(const struct coll_args *a) { return coll_v_run(a, &coll_v_a2); }
