@@ -50,7 +50,7 @@ int coll_v_check(const struct coll_args *a, uint32_t p)
 	if (!esz || !a->scounts || !a->sdispls || !a->rcounts || !a->rdispls)
 		return -EINVAL;
 	struct range *s = malloc((size_t)p * sizeof(*s)), *r = malloc((size_t)p * sizeof(*r));
-	uint32_t ns, nr;
+	uint32_t ns = 0, nr = 0;
 	int rc = s && r ? 0 : -ENOMEM;
 	if (!rc)
 		rc = ranges_of(a->scounts, a->sdispls, p, esz, s, &ns);
