@@ -105,11 +105,11 @@ static const struct coll_algorithm alltoallv[] = {
 	{"a3", COLL_ALLTOALLV, coll_alltoallv_a3, "a perfect square of members, one core each; 2 sqrt(team size) + 2 <= "
 	 "dma_counters; an allgather algorithm fits the team (for the counts)", 0, coll_a3_fits,
 	 "two stages on a sqrt(P) x sqrt(P) grid: along the row to the destination's column, then down it (002, A3)"},
-	{"a4", COLL_ALLTOALLV, coll_alltoallv_a4, "team size a multiple of C = ceil(sqrt(team size)) (complete arrays; "
-	 "the incomplete ones of 002 3.2.2 are not built yet), one core per member; 2 C + 2 team size / C + 2 <= "
-	 "dma_counters; an allgather algorithm fits the team (for the counts)", 0, coll_a4_fits,
-	 "four stages on R x C rows and columns: slices along the row, parts down the column (every member then holds "
-	 "1/P of each destination's data), collect along the row, then down the column (002, A4)"},
+	{"a4", COLL_ALLTOALLV, coll_alltoallv_a4, "one core per member; 2 C + 2 R + 4 <= dma_counters (C = ceil(sqrt(team "
+	 "size)) columns, R rows); an allgather algorithm fits the team (for the counts)", 0, coll_a4_fits,
+	 "four stages on R rows of C, the last one incomplete: slices along the row (pseudo-nodes' stand-ins for the last "
+	 "row), parts down the column (every member then holds 1/P of each destination's data), collect along the row, "
+	 "then down the column (002, A4)"},
 };
 
 static const struct {

@@ -262,10 +262,26 @@ static void test_alltoallv_patterns(void)
 	for (int s = 0; s < 4; s++)
 		EXPECT(L[s] >= 12288 - 9 * 8 && L[s] <= 12288 + 9 * 8, "a4 stage %d's longest message %llu", s, L[s]);
 	result_free(&r);
-	/* a team whose array would be incomplete (5 = 3 + 2): refused by name */
-	r = run("$B/torusrun --torus 5 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a4 --sizes 1K");
-	EXPECT(r.status == 1 && strstr(r.err, "alltoallv (a4) of") && strstr(r.err, "restrictions"),
-	       "a4 on 5: status %d\n%.1000s", r.status, r.err);
+	/* an incomplete array, 002's Fig. 8: 18 members in 4 rows of 5, the
+	 * last of 3, whose members send to the pseudo-nodes' stand-ins; Table
+	 * 2's bounds for a node of an incomplete column, (ceil(sqrt P) + 1)
+	 * L_max / P in stages II and IV, the most (L_max = 18 x 4K) */
+	r = run("$B/torusrun --torus 3x3x2 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a4 --pattern case1 "
+		"--sizes 4K --json");
+	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [5, 4, 5, 4]") && strstr(r.out, "\"checked\": true"),
+	       "a4 on 18: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
+	lg = strstr(r.out, "\"longest\": [");
+	EXPECT(lg && sscanf(lg, "\"longest\": [%llu, %llu, %llu, %llu]", &L[0], &L[1], &L[2], &L[3]) == 4,
+	       "a4 longest on 18: %.500s", r.out);
+	for (int s = 0; s < 4; s++)
+		EXPECT(L[s] <= 6 * 73728 / 18 + 18 * 8, "a4 on 18: stage %d's longest message %llu", s, L[s]);
+	result_free(&r);
+	/* 5 members: C = floor(sqrt 5) = 2, so that the last row's member has
+	 * a complete row to stand in for its pseudo-node (002 3.2.2 (A)) */
+	r = run("$B/torusrun --torus 5 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a4 --pattern random "
+		"--sizes 1K --json");
+	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [2, 3, 2, 3]") && strstr(r.out, "\"checked\": true"),
+	       "a4 on 5: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
 	result_free(&r);
 	/* and a team that is not a perfect square: refused by name */
 	r = run("$B/torusrun --torus 5 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a3 --sizes 1K");
