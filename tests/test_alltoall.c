@@ -499,6 +499,11 @@ static unsigned simulate_v(const struct coll_plan *pl, const int64_t *M, const i
 	size_t ci = 0, pi = 0;
 	for (uint32_t st = 0; st < pl->nsteps; st++)
 		for (int phase = 0; phase < 3; phase++) {
+			/* behind the barrier of a stage_sync plan, scratch may be
+			 * written again: once by what packs, once by what lands */
+			if (pl->stage_sync && phase < 2)
+				for (uint32_t u = 0; u < p; u++)
+					memset(wrote[A2A_TMP][u], 0, len[A2A_TMP][u]);
 			/* 0: pre-copies, 1: puts, 2: post-copies */
 			if (phase == 1) {
 				for (; pi < pl->nputs && pl->puts[pi].step == st; pi++) {

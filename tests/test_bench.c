@@ -261,6 +261,10 @@ static void test_alltoallv_patterns(void)
 	       "a4 longest: %.500s", r.out);
 	for (int s = 0; s < 4; s++)
 		EXPECT(L[s] >= 12288 - 9 * 8 && L[s] <= 12288 + 9 * 8, "a4 stage %d's longest message %llu", s, L[s]);
+	/* Theorem 1: buffers of at most 2 ceil(sqrt P)^2 L_max / P, measured;
+	 * besides them only the counts (8 P^2 bytes) */
+	double ex = json_u64(r.out, "extra_bytes");
+	EXPECT(ex > 0 && ex <= 2.0 * 9 * 36864 / 9 + 8 * 81, "a4 extra_bytes %.0f", ex);
 	result_free(&r);
 	/* an incomplete array, 002's Fig. 8: 18 members in 4 rows of 5, the
 	 * last of 3, whose members send to the pseudo-nodes' stand-ins; Table
@@ -275,6 +279,8 @@ static void test_alltoallv_patterns(void)
 	       "a4 longest on 18: %.500s", r.out);
 	for (int s = 0; s < 4; s++)
 		EXPECT(L[s] <= 6 * 73728 / 18 + 18 * 8, "a4 on 18: stage %d's longest message %llu", s, L[s]);
+	ex = json_u64(r.out, "extra_bytes");
+	EXPECT(ex > 0 && ex <= 2.0 * 25 * 73728 / 18 + 8 * 18 * 18, "a4 on 18: extra_bytes %.0f", ex);
 	result_free(&r);
 	/* 5 members: C = floor(sqrt 5) = 2, so that the last row's member has
 	 * a complete row to stand in for its pseudo-node (002 3.2.2 (A)) */

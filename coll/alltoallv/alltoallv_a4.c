@@ -37,9 +37,10 @@
  * stand in for pseudo-nodes (Table 3: 4 ceil(sqrt P) + 2); four stages each
  * moving about L_max bytes, in messages of about ceil(sqrt P) L_max / P
  * (Table 2). Extra memory: the counts (8 P^2 bytes), the plan's tables
- * (O(P^2) for the sizes), and the packing and landing scratch of the four
- * stages (about 8 L_max, where 002's Theorem 1 reuses two buffers of
- * ceil(sqrt P)^2 L_max / P each behind a barrier per stage).
+ * while it is built (O(P^2)), and Theorem 1's two buffers, one every stage
+ * lands in and one every stage packs into, each at most ceil(sqrt P)^2
+ * L_max / P, reused behind a team barrier at the start of every stage
+ * after the first (as in 002's Fig. 12).
  */
 #include "alltoallv.h"
 
@@ -290,22 +291,30 @@ static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int6
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* scratch, in one order on every member: per stage, the landing area
-	 * then the packing area (its messages to itself are composed where
-	 * they land) */
+	/* scratch, as in 002's Theorem 1: a receive buffer every stage lands
+	 * in and a send buffer every stage packs into (its message to itself
+	 * too, copied over once the stage's messages are in), reused behind a
+	 * barrier at the start of every stage (stage_sync) */
+	pl->stage_sync = 1;
 	uint64_t *land[4], *pack[4];
-	for (uint32_t u = 0; u < p; u++)
+	for (int s = 0; s < 4; s++) {
+		land[s] = base;
+		pack[s] = base + p;
+	}
+	for (uint32_t u = 0; u < p; u++) {
+		uint64_t rmax = 0, smax = 0;
 		for (int s = 0; s < 4; s++) {
-			land[s] = base + (size_t)(2 * s) * p;
-			pack[s] = base + (size_t)(2 * s + 1) * p;
 			uint64_t in = 0, out = 0;
 			for (uint32_t i = 0; i < g.nin[s][u]; i++)
 				in += g.in[s][(size_t)u * W + i].len;
 			for (uint32_t i = 0; i < g.nout[s][u]; i++)
-				out += g.out[s][(size_t)u * W + i].to == u ? 0 : g.out[s][(size_t)u * W + i].len;
-			land[s][u] = in ? a2a_tmp(pl, u, in * esz) : 0;
-			pack[s][u] = out ? a2a_tmp(pl, u, out * esz) : 0;
+				out += g.out[s][(size_t)u * W + i].len;
+			rmax = in > rmax ? in : rmax;
+			smax = out > smax ? out : smax;
 		}
+		base[u] = rmax ? a2a_tmp(pl, u, rmax * esz) : 0;
+		base[p + u] = smax ? a2a_tmp(pl, u, smax * esz) : 0;
+	}
 	uint32_t st[4];
 	for (uint32_t s = 0; s < 4; s++)
 		st[s] = a2a_step(pl, s, 0);
@@ -327,8 +336,11 @@ static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int6
 				const struct dest *d = &g.out[s][(size_t)u * W + o];
 				if (!d->len)
 					continue;
-				uint64_t dst = d->to == u ? land[s][u] + d->at * esz : pack[s][u] + poff;
-				uint64_t at = 0;
+				uint64_t dst = pack[s][u] + poff, at = 0;
+				/* to itself: copied to where it lands once the stage's
+				 * messages are in (before what unpacks it) */
+				if (d->to == u && MINE(u))
+					a2a_copy(pl, st[s], 1, u, A2A_TMP, dst, A2A_TMP, land[s][u] + d->at * esz, d->len * esz);
 				if (MINE(u) && s == 0) {
 					/* the slices of its messages, in destination order */
 					for (uint32_t j = 0; j < p; j++) {
@@ -397,11 +409,10 @@ static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int6
 						at += n;
 					}
 				}
-				if (d->to != u) {
+				if (d->to != u)
 					a2a_put(pl, st[s], u, d->to, A2A_TMP, pack[s][u] + poff, A2A_TMP, land[s][d->to] + d->at * esz,
 						d->len * esz, 0);
-					poff += d->len * esz;
-				}
+				poff += d->len * esz;
 			}
 		}
 	}

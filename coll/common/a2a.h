@@ -75,6 +75,11 @@ struct coll_plan {
 	uint32_t only;
 	uint64_t recv_bytes;      /* the recv buffer's length (0: p * block) */
 	int vstats;               /* count start-ups and extra memory (coll_alltoallv) */
+	/* a team barrier in every step after the first, between its packing
+	 * and its puts (after the member's own earlier puts have left): steps
+	 * may then reuse scratch that earlier steps landed in or sent from
+	 * (002's barrier at the start of every stage of A4) */
+	int stage_sync;
 };
 
 #define A2A_NOWHERE UINT32_MAX
