@@ -63,6 +63,18 @@ struct coll_xchg {
  * sends, so that no neighbour waits for us in vain.
  */
 int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t n);
+
+/* A member's injection FIFOs, one per first link of a route (modulo
+ * inj_fifos; within the node the last), so that messages to different
+ * links go out side by side rather than one after another. */
+struct coll_fifos {
+	dma_injfifo_t *f[32];
+	uint8_t *route; /* first link from this node to each node */
+	uint32_t n;
+};
+int coll_fifos_open(emu_core_t *c, struct coll_fifos *fs);
+dma_injfifo_t *coll_fifo_to(const struct coll_fifos *fs, uint32_t node);
+void coll_fifos_close(struct coll_fifos *fs);
 /* Register this core's address handler (team creation does it; the first
  * call on a team then waits for every member, so all handlers exist). */
 int coll_exchange_init(emu_core_t *c);

@@ -11,7 +11,13 @@
  * and the agreement that follows makes every member fail alike (-EPROTO).
  * Then the puts to j+1, j+2, ..., each straight from send + sdispls into
  * the receiver's recv (empty messages are not sent), the copy to itself,
- * and the wait for every byte.
+ * and the wait for every byte. As the all-to-all's direct does, a message
+ * of two parts of 8 full packets or more goes in parts, part k to every
+ * member before part k+1, and each put goes into the injection FIFO of
+ * its route's first link: with one FIFO for all, the node injected one
+ * message at a time, and a uniform alltoallv took twice as long as the
+ * regular all-to-all of the same volume (823 against 417 us on 4x4x4 with
+ * 4 KiB messages; 408 us now).
  *
  * Cost: P start-ups per member (P - 1 puts and the copy to itself, Table 3
  * of 002, counted by coll_alltoallv_stats as the non-empty ones), the
@@ -40,7 +46,8 @@ int coll_alltoallv_a1(const struct coll_args *a)
 	int rc = a->scounts[me] != a->rcounts[me] ? -EPROTO : 0;
 	uint32_t region = UINT32_MAX, k = 0, inj = 0;
 	int have_r = 0, have_k = 0, have_inj = 0;
-	dma_injfifo_t *f = NULL;
+	struct coll_fifos fs;
+	memset(&fs, 0, sizeof(fs));
 	size_t xbytes = (p > 1 ? p - 1 : 1) * sizeof(struct coll_xchg);
 	struct coll_xchg *x = coll_v_alloc(t, xbytes);
 	if (!x)
@@ -54,7 +61,7 @@ int coll_alltoallv_a1(const struct coll_args *a)
 	if (!rc && !(rc = dma_counter_alloc(c, &inj)))
 		have_inj = 1;
 	if (!rc)
-		rc = dma_injfifo_open(c, 0, &f);
+		rc = coll_fifos_open(c, &fs);
 	/* the exchange runs even after a failure (check 0): nobody waits in vain */
 	for (uint32_t i = 1; x && i < p; i++) {
 		uint32_t j = (me + i) % p;
@@ -73,24 +80,32 @@ int coll_alltoallv_a1(const struct coll_args *a)
 			rc = -EPROTO;
 	}
 	rc = coll_agree(t, rc ? rc : xr);
-	for (uint32_t i = 1; !rc && i < p; i++) {
-		uint32_t j = (me + i) % p;
-		uint64_t bytes = (uint64_t)a->scounts[j] * esz;
-		if (!bytes)
-			continue;
-		const struct coll_addr *to = &x[i - 1].theirs;
-		struct dma_desc d;
-		if ((rc = dma_counter_add(c, inj, (int64_t)bytes)))
-			break;
-		dma_desc_put(&d, t->node[j], (const uint8_t *)a->send + (uint64_t)a->sdispls[j] * esz, bytes, to->region,
-			     to->offset, to->counter0, inj);
-		d.tag = TORUS_TAG(t->tag_coll, TORUS_ALGO_DIRECT, 0, 0, (uint32_t)i);
-		if ((rc = dma_injfifo_post(f, &d, DMA_POST_WAIT))) {
-			dma_counter_add(c, inj, -(int64_t)bytes); /* it never left */
-			break;
-		}
-		coll_v_sent(t, 0, bytes);
+	uint64_t part = 8ull * torus_params_payload(emu_params(c)), parts = 1;
+	for (uint32_t j = 0; j < p; j++) {
+		uint64_t bytes = (uint64_t)a->scounts[j] * esz, n = bytes >= 2 * part ? (bytes + part - 1) / part : 1;
+		parts = n > parts ? n : parts;
 	}
+	for (uint64_t q = 0; !rc && q < parts; q++)
+		for (uint32_t i = 1; !rc && i < p; i++) {
+			uint32_t j = (me + i) % p;
+			uint64_t bytes = (uint64_t)a->scounts[j] * esz, n = bytes >= 2 * part ? (bytes + part - 1) / part : 1;
+			if (!bytes || q >= n)
+				continue;
+			uint64_t lo = q * part, len = q + 1 == n ? bytes - lo : part;
+			const struct coll_addr *to = &x[i - 1].theirs;
+			struct dma_desc d;
+			if ((rc = dma_counter_add(c, inj, (int64_t)len)))
+				break;
+			dma_desc_put(&d, t->node[j], (const uint8_t *)a->send + (uint64_t)a->sdispls[j] * esz + lo, len,
+				     to->region, to->offset + lo, to->counter0, inj);
+			d.tag = TORUS_TAG(t->tag_coll, TORUS_ALGO_DIRECT, 0, 0, (uint32_t)i);
+			if ((rc = dma_injfifo_post(coll_fifo_to(&fs, t->node[j]), &d, DMA_POST_WAIT))) {
+				dma_counter_add(c, inj, -(int64_t)len); /* it never left */
+				break;
+			}
+			if (!q)
+				coll_v_sent(t, 0, bytes); /* a message, however many parts */
+		}
 	if (!rc && a->scounts[me]) {
 		uint64_t bytes = (uint64_t)a->scounts[me] * esz;
 		memmove((uint8_t *)a->recv + (uint64_t)a->rdispls[me] * esz,
@@ -109,6 +124,7 @@ int coll_alltoallv_a1(const struct coll_args *a)
 		dma_counter_free(c, k);
 	if (have_r)
 		dma_mem_deregister(c, region);
+	coll_fifos_close(&fs);
 	coll_v_free(t, x, xbytes);
 	return rc;
 }

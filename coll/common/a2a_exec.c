@@ -37,10 +37,33 @@ struct exec {
 	int32_t *addr_of;   /* member -> index in x (its address), -1 */
 	struct coll_xchg *x;
 	size_t nx;
-	dma_injfifo_t *f[32];
-	uint8_t *route;     /* first link from this node to each node */
-	uint32_t nfifo;
+	struct coll_fifos fs;
 };
+
+int coll_fifos_open(emu_core_t *c, struct coll_fifos *fs)
+{
+	memset(fs, 0, sizeof(*fs));
+	fs->n = emu_params(c)->inj_fifos < 32 ? emu_params(c)->inj_fifos : 32;
+	if (!(fs->route = malloc(emu_shape(c)->nnodes)))
+		return -ENOMEM;
+	torus_route_table(emu_shape(c), emu_node_rank(c), fs->route);
+	int rc = 0;
+	for (uint32_t i = 0; !rc && i < fs->n; i++)
+		rc = dma_injfifo_open(c, i, &fs->f[i]);
+	return rc;
+}
+
+dma_injfifo_t *coll_fifo_to(const struct coll_fifos *fs, uint32_t node)
+{
+	uint32_t link = fs->route[node];
+	return fs->f[link == TORUS_ROUTE_LOCAL ? fs->n - 1 : link % fs->n];
+}
+
+void coll_fifos_close(struct coll_fifos *fs)
+{
+	free(fs->route);
+	fs->route = NULL;
+}
 
 static void do_copies(struct exec *e, size_t *ci, uint32_t step, int post)
 {
@@ -110,13 +133,8 @@ static int setup(struct exec *e, uint64_t check)
 			rc = dma_counter_add(c, e->k0 + pl->puts[i].slot, (int64_t)pl->puts[i].len);
 	if (!rc && !(rc = dma_counter_alloc(c, &e->inj)))
 		e->have_inj = 1;
-	e->nfifo = emu_params(c)->inj_fifos < 32 ? emu_params(c)->inj_fifos : 32;
-	if (!rc && !(e->route = malloc(emu_shape(c)->nnodes)))
-		rc = -ENOMEM;
 	if (!rc)
-		torus_route_table(emu_shape(c), emu_node_rank(c), e->route);
-	for (uint32_t i = 0; !rc && i < e->nfifo; i++)
-		rc = dma_injfifo_open(c, i, &e->f[i]);
+		rc = coll_fifos_open(c, &e->fs);
 	/* the exchange runs even after a failure (check 0), so nobody waits
 	 * for us in vain */
 	struct coll_addr mine = {.region = e->rregion, .region2 = e->have_t ? e->tregion : UINT32_MAX,
@@ -164,7 +182,7 @@ static int finish(struct exec *e, int rc)
 		dma_mem_deregister(c, e->rregion);
 	free(e->x);
 	free(e->addr_of);
-	free(e->route);
+	coll_fifos_close(&e->fs);
 	return rc;
 }
 
@@ -229,9 +247,7 @@ int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, vo
 			dma_desc_put(&d, t->node[x->dst], e.buf[x->sbuf] + x->soff, x->len, region, x->doff,
 				     to->counter0 + x->slot, e.inj);
 			d.tag = TORUS_TAG(t->tag_coll, pl->algo->tag, 0, S->phase, st);
-			uint32_t link = e.route[t->node[x->dst]];
-			uint32_t fi = link == TORUS_ROUTE_LOCAL ? e.nfifo - 1 : link % e.nfifo;
-			if ((rc = dma_injfifo_post(e.f[fi], &d, DMA_POST_WAIT)))
+			if ((rc = dma_injfifo_post(coll_fifo_to(&e.fs, t->node[x->dst]), &d, DMA_POST_WAIT)))
 				dma_counter_add(c, e.inj, -(int64_t)x->len); /* it never left */
 			else if (pl->vstats)
 				coll_v_note_sent(t, S->phase, x->len);
