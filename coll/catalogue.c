@@ -110,6 +110,9 @@ static const struct coll_algorithm alltoallv[] = {
 	 "four stages on R rows of C, the last one incomplete: slices along the row (pseudo-nodes' stand-ins for the last "
 	 "row), parts down the column (every member then holds 1/P of each destination's data), collect along the row, "
 	 "then down the column (002, A4)"},
+	{"a4_blocking", COLL_ALLTOALLV, coll_alltoallv_a4_blocking, "as a4", 0, coll_a4_fits,
+	 "a4 in 002's blocking mode: each stage in rounds of the C- and R-Schedules (Fig. 6), one message sent and one "
+	 "awaited per round (the revised R-schedule's stalls not inserted)"},
 };
 
 static const struct {

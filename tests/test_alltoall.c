@@ -592,9 +592,9 @@ static void test_alltoallv_plans(void)
 			q++;
 		while (C * C < p)
 			C++;
-		static const struct coll_v_algo *const algs[] = {&coll_v_a2, &coll_v_a3, &coll_v_a4};
-		static const char *const vnames[] = {"a2", "a3", "a4"};
-		for (int alg = 0; alg < 3; alg++) {
+		static const struct coll_v_algo *const algs[] = {&coll_v_a2, &coll_v_a3, &coll_v_a4, &coll_v_a4b};
+		static const char *const vnames[] = {"a2", "a3", "a4", "a4_blocking"};
+		for (int alg = 0; alg < 4; alg++) {
 			if (alg == 1 && q * q != p)
 				continue;
 			struct coll_plan *pl;
@@ -608,7 +608,19 @@ static void test_alltoallv_plans(void)
 			/* start-ups: a member sends at most p - 1 messages a stage
 			 * (a2), or q - 1 (a3), or one per other column or row of the
 			 * array, at most ceil(sqrt p) (a4), besides its own */
-			for (uint32_t st = 0; st < algs[alg]->stages; st++) {
+			if (alg == 3) {
+				/* blocking: one message a round from each member */
+				uint32_t most = 0;
+				for (uint32_t st = 0; st < pl->nsteps; st++)
+					for (uint32_t u = 0; u < p; u++) {
+						uint32_t n = 0;
+						for (size_t k = 0; k < pl->nputs; k++)
+							n += pl->puts[k].src == u && pl->puts[k].step == st;
+						most = n > most ? n : most;
+					}
+				EXPECT(most <= 1, "%s: %u messages in a round", what, most);
+			}
+			for (uint32_t st = 0; alg < 3 && st < algs[alg]->stages; st++) {
 				uint32_t most = 0;
 				for (uint32_t u = 0; u < p; u++) {
 					uint32_t n = 0;

@@ -29,9 +29,10 @@
  *   4. stage IV (R-Collect, C-Comm): each member sends to each member j of
  *      its column everything it holds for j, which j unpacks into recv.
  * Slices and parts are contiguous runs rather than 002's element round
- * robin (a put layer moves runs; A2 does the same). All messages of a
- * stage are posted at once (002's non-blocking mode), so the stalls of the
- * revised R-schedule, which order blocking sends, have nothing to order.
+ * robin (a put layer moves runs; A2 does the same). "a4" posts all
+ * messages of a stage at once (002's non-blocking mode); "a4_blocking"
+ * sends them round by round (round_of), without the revised R-schedule's
+ * stalls.
  *
  * Cost: at most 2C + 2R start-ups per member, 2 more for the members that
  * stand in for pseudo-nodes (Table 3: 4 ceil(sqrt P) + 2); four stages each
@@ -277,7 +278,24 @@ static void pack2_run(void *arg, uint32_t i, uint32_t k, uint64_t koff, uint64_t
 		 x->dst + at * x->esz, n * x->esz);
 }
 
-static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int64_t *SD, const int64_t *RD)
+/*
+ * Blocking mode: the round of stage s in which u sends to v, following
+ * 002's C- and R-Schedules (Fig. 6): round k along a row to the column k
+ * places on, down a column to the row k places on, its own message in
+ * round 0. Each member sends one message a round and waits for the one it
+ * receives before the next (the stand-ins of an incomplete array receive
+ * two in some rounds: the revised R-schedule's stalls are not inserted).
+ */
+static uint32_t round_of(const struct a4 *g, int s, uint32_t u, uint32_t v)
+{
+	if (s % 2 == 0)
+		return (v % g->C + g->C - u % g->C) % g->C;
+	uint32_t n = rows_of(g, u % g->C);
+	return (v / g->C + n - u / g->C) % n;
+}
+
+static int build_mode(struct coll_plan *pl, size_t esz_, const int64_t *M, const int64_t *SD, const int64_t *RD,
+		      int blocking)
 {
 	uint32_t p = pl->p, me = pl->only;
 	uint64_t esz = esz_;
@@ -315,9 +333,15 @@ static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int6
 		base[u] = rmax ? a2a_tmp(pl, u, rmax * esz) : 0;
 		base[p + u] = smax ? a2a_tmp(pl, u, smax * esz) : 0;
 	}
+	/* a step per stage, or per round of each stage (blocking) */
 	uint32_t st[4];
-	for (uint32_t s = 0; s < 4; s++)
+	for (uint32_t s = 0; s < 4; s++) {
+		uint32_t rounds = !blocking ? 1 : s % 2 ? g.R : C;
 		st[s] = a2a_step(pl, s, 0);
+		for (uint32_t k = 1; k < rounds; k++)
+			a2a_step(pl, s, k);
+	}
+#define RND(s, u, v) (blocking ? round_of(&g, (s), (u), (v)) : 0u)
 #define MINE(u) (me == A2A_ALL || (u) == me)
 	for (int s = 0; s < 4; s++) {
 		for (uint32_t u = 0; u < p; u++) {
@@ -401,7 +425,8 @@ static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int6
 						for (uint32_t x = 0, in = 0; MINE(j) && x < g.nin[1][sd]; x++) {
 							uint32_t sx = g.in[1][(size_t)sd * W + x].u;
 							uint64_t lo, pn = l2(&g, sx, j, a, &lo);
-							struct unpack un = {pl, st[3], j, esz, land[3][j] + (d->at + at + in) * esz, RD};
+							struct unpack un = {pl, st[3] + RND(3, u, j), j, esz,
+									    land[3][j] + (d->at + at + in) * esz, RD};
 							if (pn)
 								part_runs(&g, sx, j, lo, pn, unpack_run, &un);
 							in += pn;
@@ -410,18 +435,29 @@ static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int6
 					}
 				}
 				if (d->to != u)
-					a2a_put(pl, st[s], u, d->to, A2A_TMP, pack[s][u] + poff, A2A_TMP, land[s][d->to] + d->at * esz,
-						d->len * esz, 0);
+					a2a_put(pl, st[s] + RND(s, u, d->to), u, d->to, A2A_TMP, pack[s][u] + poff, A2A_TMP,
+						land[s][d->to] + d->at * esz, d->len * esz, 0);
 				poff += d->len * esz;
 			}
 		}
 	}
 #undef MINE
+#undef RND
 out:
 	free(base);
 	free(pre);
 	a4_free(&g);
 	return rc;
+}
+
+static int build(struct coll_plan *pl, size_t esz, const int64_t *M, const int64_t *SD, const int64_t *RD)
+{
+	return build_mode(pl, esz, M, SD, RD, 0);
+}
+
+static int build_blocking(struct coll_plan *pl, size_t esz, const int64_t *M, const int64_t *SD, const int64_t *RD)
+{
+	return build_mode(pl, esz, M, SD, RD, 1);
 }
 
 /* Elements of member me's message to itself in stage st (0 to 3). */
@@ -438,6 +474,10 @@ static uint64_t self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint32_t s
 	return n;
 }
 
+static const struct a2a_algo a4b_algo = {"a4_blocking", TORUS_ALGO_OTHER, NULL, NULL};
+
 const struct coll_v_algo coll_v_a4 = {&a4_algo, build, self_bytes, 4};
+const struct coll_v_algo coll_v_a4b = {&a4b_algo, build_blocking, self_bytes, 4};
 
 int coll_alltoallv_a4(const struct coll_args *a) { return coll_v_run(a, &coll_v_a4); }
+int coll_alltoallv_a4_blocking(const struct coll_args *a) { return coll_v_run(a, &coll_v_a4b); }

@@ -75,10 +75,10 @@ struct coll_plan {
 	uint32_t only;
 	uint64_t recv_bytes;      /* the recv buffer's length (0: p * block) */
 	int vstats;               /* count start-ups and extra memory (coll_alltoallv) */
-	/* a team barrier in every step after the first, between its packing
-	 * and its puts (after the member's own earlier puts have left): steps
-	 * may then reuse scratch that earlier steps landed in or sent from
-	 * (002's barrier at the start of every stage of A4) */
+	/* a team barrier at the start of every phase after the first, between
+	 * its packing and its puts (after the member's own earlier puts have
+	 * left): phases may then reuse scratch that earlier ones landed in or
+	 * sent from (002's barrier at the start of every stage of A4) */
 	int stage_sync;
 };
 

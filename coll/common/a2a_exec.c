@@ -228,12 +228,13 @@ int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, vo
 	size_t pi = 0, ci = 0, wi = 0;
 	for (uint32_t st = 0; !rc && st < pl->nsteps; st++) {
 		const struct a2a_step *S = &pl->steps[st];
-		/* what it packs may overwrite what it sent last step */
-		if (pl->stage_sync && st && (rc = dma_counter_wait(c, e.inj)))
+		/* a new stage: what it packs may overwrite what it sent last
+		 * stage, and what others send what every member packed from */
+		int sync = pl->stage_sync && st && S->phase != pl->steps[st - 1].phase;
+		if (sync && (rc = dma_counter_wait(c, e.inj)))
 			break;
 		do_copies(&e, &ci, st, 0);
-		/* and what others send may overwrite what every member packed from */
-		if (pl->stage_sync && st && (rc = coll_agree(t, 0)))
+		if (sync && (rc = coll_agree(t, 0)))
 			break;
 		for (; !rc && pi < pl->nputs && pl->puts[pi].step == st; pi++) {
 			const struct a2a_put *x = &pl->puts[pi];
