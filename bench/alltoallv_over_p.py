@@ -5,7 +5,7 @@ the link-load bound, the start-ups and the longest message per stage of
 each. Prints a Markdown table per pattern.
 
     bench/alltoallv_over_p.py [--build build] [--torus 2x2 --torus 3x3 ...]
-        [--patterns pattern1,pattern2] [--algos a1,a2,a3,a4,a4_blocking] [--size 8K]
+        [--patterns pattern1,pattern2] [--algos a1,a2,a3,a4,a4_blocking,a4_dual] [--size 8K]
 
 One member per node, doubles, the largest message --size (1024 elements,
 002's M_max, by default), seed 1, every result checked. An algorithm that
@@ -49,7 +49,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--torus", action="append")
     ap.add_argument("--patterns", default="pattern1,pattern2")
-    ap.add_argument("--algos", default="a1,a2,a3,a4,a4_blocking")
+    ap.add_argument("--algos", default="a1,a2,a3,a4,a4_blocking,a4_dual")
     ap.add_argument("--size", default="8K", help="largest message (default 8K: 1024 doubles)")
     a = ap.parse_args()
     tori = a.torus or DEFAULT_TORI

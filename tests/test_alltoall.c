@@ -469,6 +469,9 @@ static unsigned simulate_v(const struct coll_plan *pl, const int64_t *M, const i
 	uint64_t *len[3];
 	uint32_t **buf[3];
 	uint8_t **wrote[3];
+	/* the phase + 1 of the last put that sent each scratch byte: with
+	 * stage_sync 2 no phase may pack over what the phase before sent */
+	uint32_t **sentph = calloc(p, sizeof(uint32_t *));
 	for (int b = 0; b < 3; b++) {
 		len[b] = calloc(p, sizeof(uint64_t));
 		buf[b] = calloc(p, sizeof(uint32_t *));
@@ -481,6 +484,7 @@ static unsigned simulate_v(const struct coll_plan *pl, const int64_t *M, const i
 			len[1][u] = re > len[1][u] ? re : len[1][u];
 		}
 		len[2][u] = pl->tmp_bytes[u];
+		sentph[u] = calloc(len[2][u] + 1, sizeof(uint32_t));
 		for (int b = 0; b < 3; b++) {
 			buf[b][u] = malloc((len[b][u] + 1) * sizeof(uint32_t));
 			wrote[b][u] = calloc(len[b][u] + 1, 1);
@@ -518,6 +522,8 @@ static unsigned simulate_v(const struct coll_plan *pl, const int64_t *M, const i
 						       x->src, x->dst);
 						CHECKV(!wrote[x->dbuf][x->dst][d], "%s: a byte written twice", what);
 						wrote[x->dbuf][x->dst][d] = 1;
+						if (x->sbuf == A2A_TMP)
+							sentph[x->src][so] = pl->steps[st].phase + 1;
 						buf[x->dbuf][x->dst][d] = buf[x->sbuf][x->src][so];
 					}
 				}
@@ -534,6 +540,9 @@ static unsigned simulate_v(const struct coll_plan *pl, const int64_t *M, const i
 					}
 					CHECKV(buf[k->sbuf][u][so] != UINT32_MAX, "%s: copies unwritten", what);
 					CHECKV(!wrote[k->dbuf][u][d], "%s: a byte copied over twice", what);
+					CHECKV(!(pl->stage_sync == 2 && k->dbuf == A2A_TMP && phase == 0 && pl->steps[st].phase &&
+						 sentph[u][d] == pl->steps[st].phase),
+					       "%s: phase %u packs over what the phase before sent", what, pl->steps[st].phase);
 					wrote[k->dbuf][u][d] = 1;
 					buf[k->dbuf][u][d] = buf[k->sbuf][u][so];
 				}
@@ -545,6 +554,9 @@ static unsigned simulate_v(const struct coll_plan *pl, const int64_t *M, const i
 			for (uint64_t x = 0; x < (uint64_t)M[i * p + j] * esz; x++)
 				CHECKV(buf[1][j][(uint64_t)RD[j * p + i] * esz + x] == (i * 128 + j) * 4096 + (uint32_t)x,
 				       "%s: member %u's byte %llu from %u is wrong", what, j, (unsigned long long)x, i);
+	for (uint32_t u = 0; u < p; u++)
+		free(sentph[u]);
+	free(sentph);
 	for (int b = 0; b < 3; b++) {
 		for (uint32_t u = 0; u < p; u++) {
 			free(buf[b][u]);
@@ -592,9 +604,9 @@ static void test_alltoallv_plans(void)
 			q++;
 		while (C * C < p)
 			C++;
-		static const struct coll_v_algo *const algs[] = {&coll_v_a2, &coll_v_a3, &coll_v_a4, &coll_v_a4b};
-		static const char *const vnames[] = {"a2", "a3", "a4", "a4_blocking"};
-		for (int alg = 0; alg < 4; alg++) {
+		static const struct coll_v_algo *const algs[] = {&coll_v_a2, &coll_v_a3, &coll_v_a4, &coll_v_a4b, &coll_v_a4d};
+		static const char *const vnames[] = {"a2", "a3", "a4", "a4_blocking", "a4_dual"};
+		for (int alg = 0; alg < 5; alg++) {
 			if (alg == 1 && q * q != p)
 				continue;
 			struct coll_plan *pl;
@@ -620,7 +632,7 @@ static void test_alltoallv_plans(void)
 					}
 				EXPECT(most <= 1, "%s: %u messages in a round", what, most);
 			}
-			for (uint32_t st = 0; alg < 3 && st < algs[alg]->stages; st++) {
+			for (uint32_t st = 0; alg != 3 && st < algs[alg]->stages; st++) {
 				uint32_t most = 0;
 				for (uint32_t u = 0; u < p; u++) {
 					uint32_t n = 0;
@@ -629,6 +641,7 @@ static void test_alltoallv_plans(void)
 					most = n > most ? n : most;
 				}
 				uint32_t cap = alg == 0 ? p - 1 : alg == 1 ? q - 1 : C;
+				/* (a4_dual: the same messages as a4, from two buffers) */
 				EXPECT(most <= cap, "%s: %u messages in stage %u", what, most, st);
 			}
 			coll_plan_free(pl);

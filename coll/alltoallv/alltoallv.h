@@ -39,7 +39,7 @@ struct coll_v_algo {
 	uint64_t (*self_bytes)(const int64_t *M, uint32_t p, uint32_t me, uint32_t st);
 	uint32_t stages;
 };
-extern const struct coll_v_algo coll_v_a2, coll_v_a3, coll_v_a4, coll_v_a4b;
+extern const struct coll_v_algo coll_v_a2, coll_v_a3, coll_v_a4, coll_v_a4b, coll_v_a4d;
 /* Run it: the counts, this member's plan, the executor, the statistics. */
 int coll_v_run(const struct coll_args *a, const struct coll_v_algo *al);
 /* Its whole plan for every member, from every member's counts and
@@ -51,6 +51,7 @@ int coll_a3_fits(const coll_team_t *t);
 int coll_a4_fits(const coll_team_t *t);
 int coll_alltoallv_a4(const struct coll_args *a);
 int coll_alltoallv_a4_blocking(const struct coll_args *a);
+int coll_alltoallv_a4_dual(const struct coll_args *a);
 int coll_alltoallv_a1(const struct coll_args *a);
 int coll_alltoallv_a3(const struct coll_args *a);
 int coll_alltoallv_a2(const struct coll_args *a);

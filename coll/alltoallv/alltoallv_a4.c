@@ -32,7 +32,7 @@
  * robin (a put layer moves runs; A2 does the same). "a4" posts all
  * messages of a stage at once (002's non-blocking mode); "a4_blocking"
  * sends them round by round (round_of), without the revised R-schedule's
- * stalls.
+ * stalls; "a4_dual" is the non-blocking mode with two send buffers.
  *
  * Cost: at most 2C + 2R start-ups per member, 2 more for the members that
  * stand in for pseudo-nodes (Table 3: 4 ceil(sqrt P) + 2); four stages each
@@ -294,9 +294,12 @@ static uint32_t round_of(const struct a4 *g, int s, uint32_t u, uint32_t v)
 	return (v / g->C + n - u / g->C) % n;
 }
 
+enum { A4_NONBLOCKING, A4_BLOCKING, A4_DUAL };
+
 static int build_mode(struct coll_plan *pl, size_t esz_, const int64_t *M, const int64_t *SD, const int64_t *RD,
-		      int blocking)
+		      int mode)
 {
+	int blocking = mode == A4_BLOCKING;
 	uint32_t p = pl->p, me = pl->only;
 	uint64_t esz = esz_;
 	struct a4 g;
@@ -312,15 +315,19 @@ static int build_mode(struct coll_plan *pl, size_t esz_, const int64_t *M, const
 	/* scratch, as in 002's Theorem 1: a receive buffer every stage lands
 	 * in and a send buffer every stage packs into (its message to itself
 	 * too, copied over once the stage's messages are in), reused behind a
-	 * barrier at the start of every stage (stage_sync) */
-	pl->stage_sync = 1;
+	 * barrier at the start of every stage (stage_sync); with two send
+	 * buffers (A4_DUAL, 002's "n2"), one for the even stages and one for
+	 * the odd, a stage packs without waiting for the last one's messages
+	 * to leave */
+	int dual = mode == A4_DUAL;
+	pl->stage_sync = dual ? 2 : 1;
 	uint64_t *land[4], *pack[4];
 	for (int s = 0; s < 4; s++) {
 		land[s] = base;
-		pack[s] = base + p;
+		pack[s] = base + (size_t)p * (1 + (dual ? s % 2 : 0));
 	}
 	for (uint32_t u = 0; u < p; u++) {
-		uint64_t rmax = 0, smax = 0;
+		uint64_t rmax = 0, smax[2] = {0, 0};
 		for (int s = 0; s < 4; s++) {
 			uint64_t in = 0, out = 0;
 			for (uint32_t i = 0; i < g.nin[s][u]; i++)
@@ -328,10 +335,11 @@ static int build_mode(struct coll_plan *pl, size_t esz_, const int64_t *M, const
 			for (uint32_t i = 0; i < g.nout[s][u]; i++)
 				out += g.out[s][(size_t)u * W + i].len;
 			rmax = in > rmax ? in : rmax;
-			smax = out > smax ? out : smax;
+			smax[dual ? s % 2 : 0] = out > smax[dual ? s % 2 : 0] ? out : smax[dual ? s % 2 : 0];
 		}
 		base[u] = rmax ? a2a_tmp(pl, u, rmax * esz) : 0;
-		base[p + u] = smax ? a2a_tmp(pl, u, smax * esz) : 0;
+		for (int b = 0; b < 1 + dual; b++)
+			base[(size_t)p * (1 + b) + u] = smax[b] ? a2a_tmp(pl, u, smax[b] * esz) : 0;
 	}
 	/* a step per stage, or per round of each stage (blocking) */
 	uint32_t st[4];
@@ -452,12 +460,17 @@ out:
 
 static int build(struct coll_plan *pl, size_t esz, const int64_t *M, const int64_t *SD, const int64_t *RD)
 {
-	return build_mode(pl, esz, M, SD, RD, 0);
+	return build_mode(pl, esz, M, SD, RD, A4_NONBLOCKING);
 }
 
 static int build_blocking(struct coll_plan *pl, size_t esz, const int64_t *M, const int64_t *SD, const int64_t *RD)
 {
-	return build_mode(pl, esz, M, SD, RD, 1);
+	return build_mode(pl, esz, M, SD, RD, A4_BLOCKING);
+}
+
+static int build_dual(struct coll_plan *pl, size_t esz, const int64_t *M, const int64_t *SD, const int64_t *RD)
+{
+	return build_mode(pl, esz, M, SD, RD, A4_DUAL);
 }
 
 /* Elements of member me's message to itself in stage st (0 to 3). */
@@ -475,9 +488,12 @@ static uint64_t self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint32_t s
 }
 
 static const struct a2a_algo a4b_algo = {"a4_blocking", TORUS_ALGO_OTHER, NULL, NULL};
+static const struct a2a_algo a4d_algo = {"a4_dual", TORUS_ALGO_OTHER, NULL, NULL};
 
 const struct coll_v_algo coll_v_a4 = {&a4_algo, build, self_bytes, 4};
 const struct coll_v_algo coll_v_a4b = {&a4b_algo, build_blocking, self_bytes, 4};
+const struct coll_v_algo coll_v_a4d = {&a4d_algo, build_dual, self_bytes, 4};
 
 int coll_alltoallv_a4(const struct coll_args *a) { return coll_v_run(a, &coll_v_a4); }
 int coll_alltoallv_a4_blocking(const struct coll_args *a) { return coll_v_run(a, &coll_v_a4b); }
+int coll_alltoallv_a4_dual(const struct coll_args *a) { return coll_v_run(a, &coll_v_a4d); }

@@ -78,7 +78,10 @@ struct coll_plan {
 	/* a team barrier at the start of every phase after the first, between
 	 * its packing and its puts (after the member's own earlier puts have
 	 * left): phases may then reuse scratch that earlier ones landed in or
-	 * sent from (002's barrier at the start of every stage of A4) */
+	 * sent from (002's barrier at the start of every stage of A4); 2: the
+	 * plan packs even and odd phases into different areas, so a phase
+	 * packs without waiting for its own last puts to leave (every member
+	 * received those of the phase before last before the last barrier) */
 	int stage_sync;
 };
 

@@ -231,7 +231,7 @@ int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, vo
 		/* a new stage: what it packs may overwrite what it sent last
 		 * stage, and what others send what every member packed from */
 		int sync = pl->stage_sync && st && S->phase != pl->steps[st - 1].phase;
-		if (sync && (rc = dma_counter_wait(c, e.inj)))
+		if (sync && pl->stage_sync == 1 && (rc = dma_counter_wait(c, e.inj)))
 			break;
 		do_copies(&e, &ci, st, 0);
 		if (sync && (rc = coll_agree(t, 0)))
