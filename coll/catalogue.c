@@ -112,7 +112,7 @@ static const struct coll_algorithm alltoallv[] = {
 	 "then down the column (002, A4)"},
 	{"a4_blocking", COLL_ALLTOALLV, coll_alltoallv_a4_blocking, "as a4", 0, coll_a4_fits,
 	 "a4 in 002's blocking mode: each stage in rounds of the C- and R-Schedules (Fig. 6), one message sent and one "
-	 "awaited per round (the revised R-schedule's stalls not inserted)"},
+	 "awaited per round, with the revised R-schedule's stalls for incomplete arrays (Fig. 10)"},
 	{"a4_dual", COLL_ALLTOALLV, coll_alltoallv_a4_dual, "as a4", 0, coll_a4_fits,
 	 "a4 with 002's dual send buffer (n2): even and odd stages pack into different buffers, so a stage need not wait "
 	 "for the last one's messages to leave"},

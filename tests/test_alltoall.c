@@ -621,16 +621,21 @@ static void test_alltoallv_plans(void)
 			 * (a2), or q - 1 (a3), or one per other column or row of the
 			 * array, at most ceil(sqrt p) (a4), besides its own */
 			if (alg == 3) {
-				/* blocking: one message a round from each member */
-				uint32_t most = 0;
+				/* blocking: one message a round from each member, and
+				 * (the revised R-schedule) one to each */
+				uint32_t most = 0, most_in = 0;
 				for (uint32_t st = 0; st < pl->nsteps; st++)
 					for (uint32_t u = 0; u < p; u++) {
-						uint32_t n = 0;
-						for (size_t k = 0; k < pl->nputs; k++)
+						uint32_t n = 0, in = 0;
+						for (size_t k = 0; k < pl->nputs; k++) {
 							n += pl->puts[k].src == u && pl->puts[k].step == st;
+							in += pl->puts[k].dst == u && pl->puts[k].step == st;
+						}
 						most = n > most ? n : most;
+						most_in = in > most_in ? in : most_in;
 					}
-				EXPECT(most <= 1, "%s: %u messages in a round", what, most);
+				EXPECT(most <= 1 && most_in <= 1, "%s: %u messages from and %u to a member in a round", what,
+				       most, most_in);
 			}
 			for (uint32_t st = 0; alg != 3 && st < algs[alg]->stages; st++) {
 				uint32_t most = 0;

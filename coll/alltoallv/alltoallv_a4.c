@@ -31,7 +31,7 @@
  * Slices and parts are contiguous runs rather than 002's element round
  * robin (a put layer moves runs; A2 does the same). "a4" posts all
  * messages of a stage at once (002's non-blocking mode); "a4_blocking"
- * sends them round by round (round_of), without the revised R-schedule's
+ * sends them round by round (round_of), with the revised R-schedule's
  * stalls; "a4_dual" is the non-blocking mode with two send buffers.
  *
  * Cost: at most 2C + 2R start-ups per member, 2 more for the members that
@@ -281,17 +281,29 @@ static void pack2_run(void *arg, uint32_t i, uint32_t k, uint64_t koff, uint64_t
 /*
  * Blocking mode: the round of stage s in which u sends to v, following
  * 002's C- and R-Schedules (Fig. 6): round k along a row to the column k
- * places on, down a column to the row k places on, its own message in
- * round 0. Each member sends one message a round and waits for the one it
- * receives before the next (the stand-ins of an incomplete array receive
- * two in some rounds: the revised R-schedule's stalls are not inserted).
+ * places on, down a column to the row k places on (its own message, a
+ * copy, in round 0). Each member sends one message a round and waits for
+ * the one it receives before the next. In an incomplete array the last
+ * row's messages to the stand-ins go first, and the revised R-schedule
+ * (Section 3.2.2 (B), Fig. 10) delays the others with one stall each so
+ * that no member receives two in a round: in complete row m < r, for
+ * 0 <= k <= C - r + m, the member in column (m + C - k) % C stalls in
+ * round r - m + k. (The text says round r - m + 1 + k; Fig. 10, and the
+ * one-message-a-round check in test_alltoall, want r - m + k.)
  */
 static uint32_t round_of(const struct a4 *g, int s, uint32_t u, uint32_t v)
 {
-	if (s % 2 == 0)
-		return (v % g->C + g->C - u % g->C) % g->C;
-	uint32_t n = rows_of(g, u % g->C);
-	return (v / g->C + n - u / g->C) % n;
+	if (s % 2) {
+		uint32_t n = rows_of(g, u % g->C);
+		return (v / g->C + n - u / g->C) % n;
+	}
+	uint32_t C = g->C, m = u / C, b = u % C, k = (v % C + C - b) % C;
+	if (k && g->r < C && m < g->r) {
+		uint32_t kk = (m + C - b) % C; /* the k of the rule that names column b */
+		if (kk <= C - g->r + m && k >= g->r - m + kk)
+			k++; /* at or after its stall */
+	}
+	return k;
 }
 
 enum { A4_NONBLOCKING, A4_BLOCKING, A4_DUAL };
@@ -344,7 +356,7 @@ static int build_mode(struct coll_plan *pl, size_t esz_, const int64_t *M, const
 	/* a step per stage, or per round of each stage (blocking) */
 	uint32_t st[4];
 	for (uint32_t s = 0; s < 4; s++) {
-		uint32_t rounds = !blocking ? 1 : s % 2 ? g.R : C;
+		uint32_t rounds = !blocking ? 1 : s % 2 ? g.R : C + 1; /* + 1: the stalls */
 		st[s] = a2a_step(pl, s, 0);
 		for (uint32_t k = 1; k < rounds; k++)
 			a2a_step(pl, s, k);
