@@ -79,9 +79,11 @@ struct coll_plan {
 	 * its packing and its puts (after the member's own earlier puts have
 	 * left): phases may then reuse scratch that earlier ones landed in or
 	 * sent from (002's barrier at the start of every stage of A4); 2: the
-	 * plan packs even and odd phases into different areas, so a phase
-	 * packs without waiting for its own last puts to leave (every member
-	 * received those of the phase before last before the last barrier) */
+	 * plan packs even and odd phases into different areas, and their puts
+	 * count on two injection counters: a phase waits only for the puts of
+	 * the phase before last, from the area it packs into, which every
+	 * member had received before the last barrier (the wait is immediate;
+	 * it is the ordering ThreadSanitizer and the code can see) */
 	int stage_sync;
 };
 

@@ -33,7 +33,8 @@ struct exec {
 	const struct coll_plan *pl;
 	uint8_t *buf[3];
 	uint32_t rregion, tregion, k0, inj, nslots;
-	int have_r, have_t, have_k, have_inj;
+	int have_r, have_t, have_k, have_inj, have_inj2;
+	uint32_t inj2; /* stage_sync 2: the odd phases' injection counter */
 	int32_t *addr_of;   /* member -> index in x (its address), -1 */
 	struct coll_xchg *x;
 	size_t nx;
@@ -133,6 +134,8 @@ static int setup(struct exec *e, uint64_t check)
 			rc = dma_counter_add(c, e->k0 + pl->puts[i].slot, (int64_t)pl->puts[i].len);
 	if (!rc && !(rc = dma_counter_alloc(c, &e->inj)))
 		e->have_inj = 1;
+	if (!rc && pl->stage_sync == 2 && !(rc = dma_counter_alloc(c, &e->inj2)))
+		e->have_inj2 = 1;
 	if (!rc)
 		rc = coll_fifos_open(c, &e->fs);
 	/* the exchange runs even after a failure (check 0), so nobody waits
@@ -169,6 +172,11 @@ static int setup(struct exec *e, uint64_t check)
 static int finish(struct exec *e, int rc)
 {
 	emu_core_t *c = e->t->core;
+	if (e->have_inj2) {
+		int w = dma_counter_wait(c, e->inj2);
+		rc = rc ? rc : w;
+		dma_counter_free(c, e->inj2);
+	}
 	if (e->have_inj) {
 		int w = dma_counter_wait(c, e->inj); /* sources may be reused after this */
 		rc = rc ? rc : w;
@@ -231,7 +239,10 @@ int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, vo
 		/* a new stage: what it packs may overwrite what it sent last
 		 * stage, and what others send what every member packed from */
 		int sync = pl->stage_sync && st && S->phase != pl->steps[st - 1].phase;
-		if (sync && pl->stage_sync == 1 && (rc = dma_counter_wait(c, e.inj)))
+		/* (two send areas: the puts of the phase before last, from the
+		 * area this one packs into, left long ago; the wait says so) */
+		uint32_t inj = pl->stage_sync == 2 && S->phase % 2 ? e.inj2 : e.inj;
+		if (sync && (rc = dma_counter_wait(c, inj)))
 			break;
 		do_copies(&e, &ci, st, 0);
 		if (sync && (rc = coll_agree(t, 0)))
@@ -243,13 +254,13 @@ int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, vo
 			const struct coll_addr *to = &e.x[e.addr_of[x->dst]].theirs;
 			uint32_t region = x->dbuf == A2A_TMP ? to->region2 : to->region;
 			struct dma_desc d;
-			if ((rc = dma_counter_add(c, e.inj, (int64_t)x->len)))
+			if ((rc = dma_counter_add(c, inj, (int64_t)x->len)))
 				break;
 			dma_desc_put(&d, t->node[x->dst], e.buf[x->sbuf] + x->soff, x->len, region, x->doff,
-				     to->counter0 + x->slot, e.inj);
+				     to->counter0 + x->slot, inj);
 			d.tag = TORUS_TAG(t->tag_coll, pl->algo->tag, 0, S->phase, st);
 			if ((rc = dma_injfifo_post(coll_fifo_to(&e.fs, t->node[x->dst]), &d, DMA_POST_WAIT)))
-				dma_counter_add(c, e.inj, -(int64_t)x->len); /* it never left */
+				dma_counter_add(c, inj, -(int64_t)x->len); /* it never left */
 			else if (pl->vstats)
 				coll_v_note_sent(t, S->phase, x->len);
 		}
