@@ -209,6 +209,19 @@ static void test_alltoall_tiny_fifos(void)
 	result_free(&r);
 }
 
+/* One checked alltoallv of `args` on `torus` whose most start-ups per stage
+ * read `startups` (as the JSON prints them); the result, for more checks. */
+static struct result alltoallv_startups(const char *torus, const char *args, const char *startups)
+{
+	struct result r = run("$B/torusrun --torus %s --quiet --timeout 60 -- $B/torus-bench alltoallv %s --json", torus,
+			      args);
+	char want[64];
+	snprintf(want, sizeof(want), "\"startups\": [%s]", startups);
+	EXPECT(r.status == 0 && strstr(r.out, want) && strstr(r.out, "\"checked\": true"),
+	       "%s on %s (want %s): status %d\n%.1500s\n%.500s", args, torus, want, r.status, r.out, r.err);
+	return r;
+}
+
 /*
  * alltoallv: every pattern on 3x3 (9 members), checked; the counts of
  * 002's Table 3 for A1 (case1: every message non-empty, so P = 9 start-ups,
@@ -235,26 +248,17 @@ static void test_alltoallv_patterns(void)
 	}
 	/* A2: 2P start-ups per member (Table 3), in two stages, each message
 	 * about L/P: on case1 the longest of a stage is P slices of m/P */
-	struct result r = run("$B/torusrun --torus 3x3 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a2 --pattern "
-			      "case1 --sizes 4K --json");
-	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [9, 9]") && strstr(r.out, "\"checked\": true"),
-	       "a2 case1: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
+	struct result r = alltoallv_startups("3x3", "--algo a2 --pattern case1 --sizes 4K", "9, 9");
 	result_free(&r);
 	/* A3 on a 3 x 3 grid: 2 sqrt(P) start-ups, one per stage and column
 	 * (row) of the grid */
-	r = run("$B/torusrun --torus 3x3 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a3 --pattern case1 "
-		"--sizes 4K --json");
-	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [3, 3]") && strstr(r.out, "\"checked\": true"),
-	       "a3 case1: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
+	r = alltoallv_startups("3x3", "--algo a3 --pattern case1 --sizes 4K", "3, 3");
 	result_free(&r);
 	/* A4 on 3 x 3: 2C + 2R start-ups (Table 3 of 002, for a complete
 	 * array), one per stage and member of the row or column; and Table 2:
 	 * no message longer than ceil(sqrt P) L_max / P (L_max = 9 x 4K here)
 	 * but for the rounding of the slices, an element per member */
-	r = run("$B/torusrun --torus 3x3 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a4 --pattern case1 "
-		"--sizes 4K --json");
-	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [3, 3, 3, 3]") && strstr(r.out, "\"checked\": true"),
-	       "a4 case1: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
+	r = alltoallv_startups("3x3", "--algo a4 --pattern case1 --sizes 4K", "3, 3, 3, 3");
 	const char *lg = strstr(r.out, "\"longest\": [");
 	unsigned long long L[4] = {0, 0, 0, 0};
 	EXPECT(lg && sscanf(lg, "\"longest\": [%llu, %llu, %llu, %llu]", &L[0], &L[1], &L[2], &L[3]) == 4,
@@ -270,10 +274,7 @@ static void test_alltoallv_patterns(void)
 	 * last of 3, whose members send to the pseudo-nodes' stand-ins; Table
 	 * 2's bounds for a node of an incomplete column, (ceil(sqrt P) + 1)
 	 * L_max / P in stages II and IV, the most (L_max = 18 x 4K) */
-	r = run("$B/torusrun --torus 3x3x2 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a4 --pattern case1 "
-		"--sizes 4K --json");
-	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [5, 4, 5, 4]") && strstr(r.out, "\"checked\": true"),
-	       "a4 on 18: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
+	r = alltoallv_startups("3x3x2", "--algo a4 --pattern case1 --sizes 4K", "5, 4, 5, 4");
 	lg = strstr(r.out, "\"longest\": [");
 	EXPECT(lg && sscanf(lg, "\"longest\": [%llu, %llu, %llu, %llu]", &L[0], &L[1], &L[2], &L[3]) == 4,
 	       "a4 longest on 18: %.500s", r.out);
@@ -284,10 +285,7 @@ static void test_alltoallv_patterns(void)
 	result_free(&r);
 	/* 5 members: C = floor(sqrt 5) = 2, so that the last row's member has
 	 * a complete row to stand in for its pseudo-node (002 3.2.2 (A)) */
-	r = run("$B/torusrun --torus 5 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a4 --pattern random "
-		"--sizes 1K --json");
-	EXPECT(r.status == 0 && strstr(r.out, "\"startups\": [2, 3, 2, 3]") && strstr(r.out, "\"checked\": true"),
-	       "a4 on 5: status %d\n%.1500s\n%.500s", r.status, r.out, r.err);
+	r = alltoallv_startups("5", "--algo a4 --pattern random --sizes 1K", "2, 3, 2, 3");
 	result_free(&r);
 	/* and a team that is not a perfect square: refused by name */
 	r = run("$B/torusrun --torus 5 --quiet --timeout 60 -- $B/torus-bench alltoallv --algo a3 --sizes 1K");

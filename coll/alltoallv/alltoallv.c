@@ -233,11 +233,12 @@ int coll_v_run(const struct coll_args *a, const struct coll_v_algo *al)
 	if (!rc)
 		rc = a2a_execute(t, pl, a->send, a->recv, a->check);
 	/* the messages to itself count as start-ups too (002, Table 3) */
-	for (uint32_t st = 0; !rc && st < al->stages; st++) {
-		uint64_t len = al->self_bytes(M, p, me, st) * esz;
-		if (len)
-			coll_v_sent(t, st, len);
-	}
+	uint64_t self[COLL_V_MAX_STAGES] = {0};
+	if (!rc)
+		al->self_bytes(M, p, me, self);
+	for (uint32_t st = 0; !rc && st < al->stages; st++)
+		if (self[st])
+			coll_v_sent(t, st, self[st] * esz);
 	coll_plan_free(pl);
 	coll_v_counts_free(t, M);
 	return rc;

@@ -35,8 +35,8 @@ struct a2a_algo;
 struct coll_v_algo {
 	const struct a2a_algo *tag; /* its name and trace tag */
 	int (*build)(struct coll_plan *pl, size_t esz, const int64_t *M, const int64_t *SD, const int64_t *RD);
-	/* elements of member me's message to itself in stage st */
-	uint64_t (*self_bytes)(const int64_t *M, uint32_t p, uint32_t me, uint32_t st);
+	/* elements of member me's message to itself in each stage: n[stages] */
+	void (*self_bytes)(const int64_t *M, uint32_t p, uint32_t me, uint64_t *n);
 	uint32_t stages;
 };
 extern const struct coll_v_algo coll_v_a2, coll_v_a3, coll_v_a4, coll_v_a4b, coll_v_a4d;

@@ -110,12 +110,11 @@ static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int6
 
 /* the two messages to itself: its slice of its own messages, the slices
  * of everyone's messages to it that it forwards to itself */
-static uint64_t self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint32_t st)
+static void self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint64_t *n)
 {
-	uint64_t n = 0;
-	for (uint32_t j = 0; j < p; j++)
-		n += s_len((uint64_t)M[st ? (size_t)j * p + me : (size_t)me * p + j], me, p);
-	return n;
+	for (uint32_t st = 0; st < 2; st++)
+		for (uint32_t j = 0; j < p; j++)
+			n[st] += s_len((uint64_t)M[st ? (size_t)j * p + me : (size_t)me * p + j], me, p);
 }
 
 const struct coll_v_algo coll_v_a2 = {&a2_algo, build, self_bytes, 2};

@@ -121,13 +121,12 @@ static int build(struct coll_plan *pl, size_t esz_, const int64_t *M, const int6
 
 /* the two messages to itself: its row message for its own column, and the
  * column message to itself */
-static uint64_t self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint32_t st)
+static void self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint64_t *n)
 {
 	uint32_t q = isqrt(p);
-	uint64_t n = 0;
-	for (uint32_t r = 0; r < q; r++)
-		n += (uint64_t)(st ? M[(size_t)(me / q * q + r) * p + me] : M[(size_t)me * p + r * q + me % q]);
-	return n;
+	for (uint32_t st = 0; st < 2; st++)
+		for (uint32_t r = 0; r < q; r++)
+			n[st] += (uint64_t)(st ? M[(size_t)(me / q * q + r) * p + me] : M[(size_t)me * p + r * q + me % q]);
 }
 
 const struct coll_v_algo coll_v_a3 = {&a3_algo, build, self_bytes, 2};

@@ -485,18 +485,18 @@ static int build_dual(struct coll_plan *pl, size_t esz, const int64_t *M, const 
 	return build_mode(pl, esz, M, SD, RD, A4_DUAL);
 }
 
-/* Elements of member me's message to itself in stage st (0 to 3). */
-static uint64_t self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint32_t st)
+/* Elements of member me's message to itself in each of the four stages
+ * (one pass over the array for all four). */
+static void self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint64_t *n)
 {
 	struct a4 g;
-	uint64_t n = 0;
-	if (st >= 4 || a4_init(&g, p, M))
-		return 0;
-	for (uint32_t o = 0; o < g.nout[st][me]; o++)
-		if (g.out[st][(size_t)me * g.w + o].to == me)
-			n += g.out[st][(size_t)me * g.w + o].len;
+	if (a4_init(&g, p, M))
+		return;
+	for (int st = 0; st < 4; st++)
+		for (uint32_t o = 0; o < g.nout[st][me]; o++)
+			if (g.out[st][(size_t)me * g.w + o].to == me)
+				n[st] += g.out[st][(size_t)me * g.w + o].len;
 	a4_free(&g);
-	return n;
 }
 
 static const struct a2a_algo a4b_algo = {"a4_blocking", TORUS_ALGO_OTHER, NULL, NULL};
