@@ -94,11 +94,15 @@ static const char *const v_pattern_names[V_NPATTERNS] = {"pattern1", "pattern2",
 							 "case3",    "case4",    "random", "skewed"};
 
 static uint64_t mix(uint64_t x); /* the reference's hash, below */
+static int v_symmetric;          /* --inplace: random and skewed symmetric */
 
 static int64_t v_count(int pat, uint64_t seed, uint32_t p, uint32_t i, uint32_t j, uint64_t m)
 {
 	uint64_t d = (j + (uint64_t)p - i) % p, small = m / 64 ? m / 64 : 1, n = (uint64_t)p * m;
-	uint64_t h = mix(seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)i << 32 | j));
+	/* in place, random and skewed are symmetric (i sends j what j sends
+	 * i, as MPI_IN_PLACE has it), so every member's totals match */
+	uint32_t hi_ = v_symmetric && i > j ? j : i, hj_ = v_symmetric && i > j ? i : j;
+	uint64_t h = mix(seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)hi_ << 32 | hj_));
 	uint32_t C = 1, spike;
 	while ((uint64_t)C * C < p)
 		C++;
@@ -147,6 +151,7 @@ struct opts {
 	int json, check;
 	int members_cores; /* alltoall --members cores: every core is a member */
 	int explain;       /* alltoall --explain: print the schedule, run nothing */
+	int inplace;       /* alltoallv --inplace: coll_alltoallv_inplace */
 	int pattern;       /* alltoallv --pattern (enum v_pattern) */
 	uint64_t seed;     /* alltoallv --seed */
 	int64_t corrupt_node;  /* TORUS_BENCH_CORRUPT: -1, or the node */
@@ -185,6 +190,10 @@ static void usage(FILE *f)
 		"                        C = ceil(sqrt p)) of 002's Fig. 14, case1..case4 of 004,\n"
 		"                        random (uniform 0..size), skewed (size * u^4); default random\n"
 		"  --seed S              alltoallv: the patterns' random seed (default 1)\n"
+		"  --inplace             alltoallv: in place (coll_alltoallv_inplace, 004's algorithms:\n"
+		"                        auto, bitonic, pairwise); the pattern must give every member\n"
+		"                        as much to receive as to send: case1..case4 do, and random\n"
+		"                        and skewed become symmetric (i sends j what j sends i)\n"
 		"  --explain             alltoall: print the algorithm's schedule for the first size\n"
 		"                        (phases, rounds, steps, who sends to whom) and run nothing;\n"
 		"                        with --json, as JSON with a top-level \"steps\"\n"
@@ -292,6 +301,10 @@ static int parse_args_raw(int argc, char **argv)
 			opt.check = 0;
 			continue;
 		}
+		if (!strcmp(a, "--inplace")) {
+			opt.inplace = v_symmetric = 1;
+			continue;
+		}
 		if (!strcmp(a, "--explain")) {
 			opt.explain = 1;
 			continue;
@@ -384,6 +397,10 @@ static int parse_args_raw(int argc, char **argv)
 	}
 	if (opt.members_cores && opt.k) {
 		snprintf(opt.error, sizeof(opt.error), "--cores-per-node is for node members (--members nodes)");
+		return -1;
+	}
+	if (opt.inplace && opt.kind != COLL_ALLTOALLV) {
+		snprintf(opt.error, sizeof(opt.error), "--inplace is for alltoallv only");
 		return -1;
 	}
 	if (opt.explain && opt.kind != COLL_ALLTOALL) {
@@ -710,7 +727,7 @@ static int job_check(emu_core_t *c, char *msg, size_t len, uint32_t *k)
  * entry. *deflt: not chosen by --algo. */
 static const char *algo_used(int *deflt, char *env, size_t len)
 {
-	snprintf(env, len, "TORUS_COLL_%s", coll_kind_name(opt.kind));
+	snprintf(env, len, "TORUS_COLL_%s%s", coll_kind_name(opt.kind), opt.inplace ? "_inplace" : "");
 	for (char *s = env; *s; s++)
 		*s = (char)(*s >= 'a' && *s <= 'z' ? *s - 32 : *s);
 	*deflt = !opt.algo;
@@ -720,7 +737,23 @@ static const char *algo_used(int *deflt, char *env, size_t len)
 		return getenv(env);
 	if (opt.kind == COLL_ALLTOALL)
 		return "default"; /* the catalogue's rule, size by size */
-	return coll_catalogue(opt.kind, NULL)[0].name;
+	size_t n;
+	const struct coll_algorithm *al = coll_catalogue(opt.kind, &n);
+	for (size_t i = 0; i < n; i++)
+		if (!(al[i].flags & COLL_F_INPLACE) == !opt.inplace)
+			return al[i].name; /* in-place calls default to the first in-place entry */
+	return al[0].name;
+}
+
+/* Is algo an in-place algorithm run without --inplace, or the reverse? */
+static int inplace_mismatch(const char *algo)
+{
+	size_t n;
+	const struct coll_algorithm *al = coll_catalogue(opt.kind, &n);
+	for (size_t i = 0; opt.kind == COLL_ALLTOALLV && i < n; i++)
+		if (!strcmp(al[i].name, algo))
+			return !(al[i].flags & COLL_F_INPLACE) != !opt.inplace;
+	return 0;
 }
 
 /* Payload bytes sent so far on each outgoing link direction of this node. */
@@ -752,6 +785,8 @@ static void fill(void *send, void *recv, uint32_t me, uint32_t p, size_t count, 
 			for (int64_t k = 0; k < vc.sc[j]; k++)
 				put_elem(opt.dtype, send, (size_t)(vc.sd[j] + k), v_value(me, j, (uint64_t)k));
 		memset(recv, 0xa5, vc.rtot * esz);
+		if (opt.inplace) /* the buffer starts with what we send */
+			memcpy(recv, send, (vc.stot < vc.rtot ? vc.stot : vc.rtot) * esz);
 		return;
 	}
 	if (opt.kind == COLL_ALLTOALL) {
@@ -815,6 +850,8 @@ static int run_coll(coll_team_t *t, void *send, void *recv, size_t count)
 	case COLL_ALLGATHER: return coll_allgather(t, send, recv, count, opt.dtype, opt.algo);
 	case COLL_ALLTOALL: return coll_alltoall(t, send, recv, count, opt.dtype, opt.algo);
 	case COLL_ALLTOALLV:
+		if (opt.inplace)
+			return coll_alltoallv_inplace(t, recv, vc.sc, vc.rc, opt.dtype, opt.algo);
 		return coll_alltoallv(t, send, vc.sc, vc.sd, recv, vc.rc, vc.rd, opt.dtype, opt.algo);
 	default: return coll_allreduce(t, send, recv, count, opt.dtype, opt.op, opt.algo);
 	}
@@ -929,6 +966,8 @@ static void print_row(const struct row *r, unsigned i)
 			for (uint32_t g = 0; g < r->vst.stages && g < COLL_V_MAX_STAGES; g++)
 				printf("%s%llu", g ? ", " : "", (unsigned long long)r->vst.longest[g]);
 			printf("], \"extra_bytes\": %llu", (unsigned long long)r->vst.extra_bytes);
+			if (r->vst.ran[0])
+				printf(", \"ran\": \"%s\"", r->vst.ran);
 		}
 		printf("}");
 		return;
@@ -1168,6 +1207,14 @@ static int bench_core(emu_core_t *c, void *arg)
 						algo, (unsigned long long)r.bytes, dma_strerror(err),
 						err == DMA_ERR_NOSPACE ? " (too many nodes for this algorithm? see --help; "
 									 "try --param dma_counters=N)"
+						: err == -EINVAL && opt.inplace
+							? " (in place, every member must receive as much as it sends: "
+							  "case1..case4, random and skewed give that)"
+						: err == -ENOTSUP && inplace_mismatch(algo)
+							? " (an in-place algorithm runs only with --inplace, and the others only "
+							  "without)"
+						: err == -ENOTSUP && opt.inplace && !strcmp(algo, "bitonic")
+							? " (bitonic needs every member's total alike: case1..case4 give that)"
 						: err == -ENOTSUP ? " (the team does not meet the algorithm's restrictions)"
 								  : "");
 			}
@@ -1183,6 +1230,7 @@ static int bench_core(emu_core_t *c, void *arg)
 			memset(&st, 0, sizeof(st));
 			if (member && (cm || ci == 0))
 				coll_alltoallv_stats(team, &st);
+			memcpy(r.vst.ran, st.ran, sizeof(st.ran)); /* alike on every member: the lead's */
 			uint64_t v;
 			if (max_all(c, all, total, st.stages, &v))
 				goto broken;

@@ -116,6 +116,18 @@ static const struct coll_algorithm alltoallv[] = {
 	{"a4_dual", COLL_ALLTOALLV, coll_alltoallv_a4_dual, "as a4", 0, coll_a4_fits,
 	 "a4 with 002's dual send buffer (n2): even and odd stages pack into different buffers, so a stage need not wait "
 	 "for the last one's messages to leave"},
+	{"auto", COLL_ALLTOALLV, coll_alltoallv_inplace_auto, "in place (coll_alltoallv_inplace); one core per member; "
+	 "6 <= dma_counters; the regular all-to-all of the counts fits", COLL_F_INPLACE, coll_inplace_fits,
+	 "in place: pairwise, or bitonic where every N is alike and (P-1) x the largest message > N L(L+1)/4, L = "
+	 "ceil(log2 P) (the switch "
+	 "004 leaves open)"},
+	{"bitonic", COLL_ALLTOALLV, coll_alltoallv_bitonic, "as auto; every member's total N equal", COLL_F_INPLACE,
+	 coll_inplace_fits,
+	 "in place, O(P) memory: the bitonic network as merge-split steps, each an equal swap through a bounce buffer and "
+	 "an in-place merge of runs (004, section 3.2): O(N log^2 P)"},
+	{"pairwise", COLL_ALLTOALLV, coll_alltoallv_pairwise, "as auto", COLL_F_INPLACE, coll_inplace_fits,
+	 "in place, O(P) memory: asymmetric pairwise exchange, partners in increasing order, b hands a all of S(a) it "
+	 "holds for as much of S(a+1), ... (004, section 3.3): P - 1 steps"},
 };
 
 static const struct {
@@ -177,7 +189,7 @@ static int choose(enum coll_kind kind, const char *algo, const coll_team_t *t, c
 	const char *want = algo;
 	if (!want) {
 		char env[64];
-		snprintf(env, sizeof(env), "TORUS_COLL_%s", kinds[kind].name);
+		snprintf(env, sizeof(env), "TORUS_COLL_%s%s", kinds[kind].name, a->inplace ? "_inplace" : "");
 		for (char *p = env; *p; p++)
 			*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
 		want = getenv(env);
@@ -185,7 +197,13 @@ static int choose(enum coll_kind kind, const char *algo, const coll_team_t *t, c
 			want = coll_alltoall_default_team(t, (uint64_t)a->count * coll_dtype_size(a->dtype));
 	}
 	for (size_t i = 0; i < n; i++) {
+		/* in-place calls default to in-place algorithms, and only run those */
+		int ip = (list[i].flags & COLL_F_INPLACE) != 0;
+		if (!want && kind == COLL_ALLTOALLV && ip != (a->inplace != 0))
+			continue;
 		if (want ? !strcmp(want, list[i].name) : coll_team_fits(t, &list[i])) {
+			if (kind == COLL_ALLTOALLV && ip != (a->inplace != 0))
+				return -ENOTSUP;
 			*out = &list[i];
 			return coll_team_fits(t, &list[i]) ? 0 : -ENOTSUP;
 		}
@@ -233,11 +251,11 @@ static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_
 	const struct coll_algorithm *alg = NULL;
 	if (!t)
 		return -EINVAL;
-	int err = kind == COLL_ALLTOALLV ? coll_v_check(a, t->size) : check_args(kind, a, send_bytes, recv_bytes, needs_op);
+	int err = kind == COLL_ALLTOALLV ? (a->inplace ? coll_vi_check(a, t->size) : coll_v_check(a, t->size)) : check_args(kind, a, send_bytes, recv_bytes, needs_op);
 	if (!err)
 		err = choose(kind, algo, t, a, &alg);
 	uint64_t h = 1469598103934665603ull;
-	h = mix(mix(mix(mix(h, kind), a->count), a->dtype), needs_op ? a->op : 0);
+	h = mix(mix(mix(mix(mix(h, kind), a->count), a->dtype), needs_op ? a->op : 0), (uint64_t)a->inplace);
 	for (const char *p = alg ? alg->name : ""; *p; p++)
 		h = mix(h, (uint8_t)*p);
 	a->check = h;
@@ -253,6 +271,8 @@ static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_
 	t->vnow = 0;
 	if (all || t->sub == 0)
 		rc = alg->run(a);
+	if (kind == COLL_ALLTOALLV && !t->vstats.ran[0])
+		snprintf(t->vstats.ran, sizeof(t->vstats.ran), "%s", alg->name);
 	if (t->cores > 1) {
 		/* a node's cores leave together (the result is complete), with the
 		 * worst error among them */
@@ -303,5 +323,13 @@ int coll_alltoallv(coll_team_t *t, const void *send, const int64_t *scounts, con
 {
 	struct coll_args a = {.team = t, .send = send, .recv = recv, .dtype = dtype, .op = COLL_SUM,
 			      .scounts = scounts, .sdispls = sdispls, .rcounts = rcounts, .rdispls = rdispls};
+	return run(COLL_ALLTOALLV, algo, &a, 0, 0, 0);
+}
+
+int coll_alltoallv_inplace(coll_team_t *t, void *buf, const int64_t *scounts, const int64_t *rcounts,
+			   enum coll_dtype dtype, const char *algo)
+{
+	struct coll_args a = {.team = t, .send = buf, .recv = buf, .dtype = dtype, .op = COLL_SUM,
+			      .scounts = scounts, .rcounts = rcounts, .inplace = 1};
 	return run(COLL_ALLTOALLV, algo, &a, 0, 0, 0);
 }

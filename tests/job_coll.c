@@ -323,6 +323,85 @@ static int run_v(emu_core_t *c, coll_team_t *t, const char *algo, enum coll_dtyp
 	return rc;
 }
 
+/* In place: pattern 0 symmetric (i sends j what j sends i, MPI_IN_PLACE's
+ * rule: every member's totals match, members' totals differ; member 1
+ * sends and receives nothing), pattern 1 circulant (a count per distance
+ * (j - i) mod p: every member's N alike, as bitonic needs). */
+static int64_t vi_count(int pat, uint32_t p, uint32_t i, uint32_t j, uint32_t m)
+{
+	if (pat == 1) {
+		uint64_t d = (j + p - i) % p;
+		return (int64_t)((d * 2654435761u ^ (uint64_t)m * 977u) % 1000003u % (m + 1));
+	}
+	uint32_t a = i < j ? i : j, b = i < j ? j : i;
+	if (p > 3 && a == 1)
+		return 0;
+	return (int64_t)(((uint64_t)a * 2654435761u ^ (uint64_t)b * 40503u ^ (uint64_t)m * 977u) % 1000003u % (m + 1));
+}
+
+/* One coll_alltoallv_inplace, checked; 0 or 1 (failure). */
+static int run_vi(emu_core_t *c, coll_team_t *t, const char *algo, enum coll_dtype dt, int pat, uint32_t m)
+{
+	uint32_t p = coll_team_size(t), me = coll_team_rank(t);
+	size_t esz = coll_dtype_size(dt);
+	int64_t *sc = malloc(2 * p * sizeof(int64_t)), *rcn = sc + p, n = 0, nmax = 0;
+	for (uint32_t j = 0; j < p; j++) {
+		sc[j] = vi_count(pat, p, me, j, m);
+		rcn[j] = vi_count(pat, p, j, me, m);
+		n += sc[j];
+	}
+	for (uint32_t i = 0; i < p; i++) {
+		int64_t ni = 0;
+		for (uint32_t j = 0; j < p; j++)
+			ni += vi_count(pat, p, i, j, m);
+		nmax = ni > nmax ? ni : nmax;
+	}
+	int unequal = 0;
+	for (uint32_t i = 0; i < p && !unequal; i++) {
+		int64_t ni = 0;
+		for (uint32_t j = 0; j < p; j++)
+			ni += vi_count(pat, p, i, j, m);
+		unequal = ni != nmax;
+	}
+	uint8_t *buf = malloc((size_t)n * esz + 1);
+	for (uint32_t j = 0, o = 0; buf && j < p; o += (uint32_t)sc[j], j++)
+		fill(buf + (size_t)o * esz, dt, COLL_SUM, me * 1000 + j, 0, (size_t)sc[j]);
+	int r = buf ? coll_alltoallv_inplace(t, buf, sc, rcn, dt, algo) : -ENOMEM, rc = 0;
+	if (!strcmp(algo, "bitonic") && unequal) {
+		/* members' N differ: bitonic refuses, on every member */
+		if (r != -ENOTSUP) {
+			fail(c, "alltoallv in place/bitonic with unequal totals gave %d, not -ENOTSUP", r);
+			rc = 1;
+		}
+	} else if (r) {
+		fail(c, "alltoallv in place/%s pattern %d m %u %s on %u members: %s", algo, pat, m, coll_dtype_name(dt), p,
+		     dma_strerror(r));
+		rc = 1;
+	} else {
+		uint8_t *ref = malloc((size_t)(m + 1) * esz);
+		size_t o = 0;
+		for (uint32_t i = 0; ref && i < p && !rc; o += (size_t)rcn[i], i++) {
+			fill(ref, dt, COLL_SUM, i * 1000 + me, 0, (size_t)rcn[i]);
+			if (memcmp(ref, buf + o * esz, (size_t)rcn[i] * esz)) {
+				fail(c, "alltoallv in place/%s pattern %d m %u %s on %u members: wrong data from %u", algo, pat,
+				     m, coll_dtype_name(dt), p, i);
+				rc = 1;
+			}
+		}
+		free(ref);
+		struct coll_v_stats st;
+		/* O(P) memory: the bounce buffer and tables, whatever m */
+		if (!coll_alltoallv_stats(t, &st) && st.extra_bytes > 4096 + 1024 + 512 * (uint64_t)p) {
+			fail(c, "alltoallv in place/%s on %u members: %llu extra bytes", algo, p,
+			     (unsigned long long)st.extra_bytes);
+			rc = 1;
+		}
+	}
+	free(buf);
+	free(sc);
+	return rc;
+}
+
 /* Bad alltoallv calls: one member's error reaches every member. */
 static void bad_v(emu_core_t *c, coll_team_t *t)
 {
@@ -377,6 +456,24 @@ static void run_v_all(emu_core_t *c, coll_team_t *t)
 	for (size_t ai = 0; ai < na; ai++) {
 		if (only && strcmp(only, al[ai].name))
 			continue;
+		if (al[ai].flags & COLL_F_INPLACE) {
+			/* one core per member: node teams of several cores refuse */
+			if (!coll_team_fits(t, &al[ai])) {
+				int64_t z[256] = {0};
+				if (coll_team_size(t) <= 256) {
+					int r = coll_alltoallv_inplace(t, z, z, z, COLL_INT32, al[ai].name);
+					if (r != -ENOTSUP)
+						fail(c, "alltoallv in place/%s on a team it does not fit gave %d", al[ai].name, r);
+				}
+				continue;
+			}
+			for (int pat = 0; pat < 2; pat++)
+				for (int ci = 0; ci < ncounts; ci++)
+					if (coll_team_size(t) <= 64 || ci == 0)
+						run_vi(c, t, al[ai].name, pat ? COLL_DOUBLE : COLL_INT32, pat, (uint32_t)counts[ci]);
+			run_vi(c, t, al[ai].name, COLL_INT32, 1, 0); /* every message empty */
+			continue;
+		}
 		/* 4- and 8-byte elements (the algorithms only see sizes); teams
 		 * beyond 64 members once (the same code, and slow to exchange) */
 		static const enum coll_dtype dts[] = {COLL_INT32, COLL_DOUBLE};
@@ -585,8 +682,47 @@ static int links_main(emu_core_t *c, void *arg)
 	return __atomic_load_n(&failures, __ATOMIC_RELAXED) ? 1 : 0;
 }
 
+/*
+ * --inplace-sweep M: the in-place algorithms on teams of the first P nodes
+ * (core 0 of each), for every P from 2 to the node count, both patterns
+ * with largest message M; the others wait at the barrier.
+ */
+static int sweep_main(emu_core_t *c, void *arg)
+{
+	uint32_t m = *(const uint32_t *)arg, nn = emu_node_count(c), *mem = malloc(nn * sizeof(uint32_t));
+	for (uint32_t n = 0, g = 0; n < nn; g += emu_cores_of(c, n), n++)
+		mem[n] = g;
+	int in = emu_core_index(c) == 0;
+	size_t na;
+	const struct coll_algorithm *al = coll_catalogue(COLL_ALLTOALLV, &na);
+	for (uint32_t p = 2; p <= nn; p++) {
+		coll_team_t *t = NULL;
+		if (in && emu_node_rank(c) < p) {
+			if (coll_team_create(c, mem, p, &t)) {
+				fail(c, "team of %u nodes", p);
+				break;
+			}
+			for (size_t ai = 0; ai < na; ai++)
+				if (al[ai].flags & COLL_F_INPLACE)
+					for (int pat = 0; pat < 2; pat++)
+						run_vi(c, t, al[ai].name, COLL_INT32, pat, m);
+			coll_team_free(t);
+		}
+		dma_barrier(c);
+	}
+	free(mem);
+	if (emu_node_rank(c) == 0 && in && !__atomic_load_n(&failures, __ATOMIC_RELAXED))
+		printf("coll-check: in place on every team of 2 to %u nodes: all results match\n", nn);
+	return __atomic_load_n(&failures, __ATOMIC_RELAXED) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--inplace-sweep")) {
+		static uint32_t m;
+		m = (uint32_t)strtoul(argv[2], NULL, 10);
+		return emu_job_main(argc, argv, sweep_main, &m);
+	}
 	if (argc == 3 && !strcmp(argv[1], "--links")) {
 		links_n = strtoull(argv[2], NULL, 10);
 		return emu_job_main(argc, argv, links_main, NULL);

@@ -570,6 +570,22 @@ static unsigned simulate_v(const struct coll_plan *pl, const int64_t *M, const i
 #undef CHECKV
 }
 
+/* The in-place switch: pairwise whenever members' totals differ (bitonic
+ * cannot), else bitonic only when (P-1) M > N L(L+1)/4; 004's cases land
+ * where BENCHMARKS.md measured the faster one. */
+static void test_inplace_switch(void)
+{
+	const double N = 1 << 20;
+	CU_ASSERT_EQUAL(coll_alltoallv_inplace_pick(64, N, 0, N), 1); /* unequal: pairwise */
+	for (uint32_t p = 4; p <= 64; p *= 2) {
+		CU_ASSERT_EQUAL(coll_alltoallv_inplace_pick(p, N, 1, N / p), 1);   /* case1: pairwise */
+		CU_ASSERT_EQUAL(coll_alltoallv_inplace_pick(p, N, 1, N), 0);      /* case4: bitonic */
+	}
+	CU_ASSERT_EQUAL(coll_alltoallv_inplace_pick(16, N, 1, N / 4 + N / 16), 1); /* case2 on 16 */
+	CU_ASSERT_EQUAL(coll_alltoallv_inplace_pick(64, N, 1, N / 4 + N / 64), 0); /* case2 on 64 */
+	CU_ASSERT_EQUAL(coll_alltoallv_inplace_pick(16, N, 1, N / 2 + N / 16), 0); /* case3 on 16 */
+}
+
 static void test_alltoallv_plans(void)
 {
 	uint64_t r = 12345;
@@ -738,7 +754,7 @@ int main(void)
 		CUNIT_CASE(test_deliver_core_maps), CUNIT_CASE(test_deliver_every_p), CUNIT_CASE(test_fig3),
 		CUNIT_CASE(test_theorem1_random), CUNIT_CASE(test_matchings),     CUNIT_CASE(test_round_counts),
 		CUNIT_CASE(test_bounds), CUNIT_CASE(test_default_rule), CUNIT_CASE(test_direct_parts),
-		CUNIT_CASE(test_alltoallv_plans)};
+		CUNIT_CASE(test_alltoallv_plans), CUNIT_CASE(test_inplace_switch)};
 	static const struct cunit_suite all[] = {{"alltoall.plans", cases, CUNIT_COUNT(cases)}};
 	return cunit_main(all, CUNIT_COUNT(all));
 }

@@ -38,6 +38,25 @@ static void test_prime_13(void) { check("--torus 13 -- $B/coll-check 1 7 100"); 
 /* uneven nodes on a 2-D torus: the all-to-all's hierarchical factor with
  * nodes of 1 to 4 members (and every other algorithm on 10 cores) */
 static void test_uneven_2d(void) { check("--torus 2x2 --cores-map 1,4,2,3 -- $B/coll-check 1 7 300"); }
+/* 004's in-place algorithms on every team of 2 to 20 nodes (primes, 18),
+ * both patterns (members' totals unequal; equal) */
+static void test_inplace_sweep(void)
+{
+	struct result r = run("$B/torusrun --torus 4x5 --timeout 300 -- $B/coll-check --inplace-sweep 6");
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_EQUAL(count_lines(r.out, "in place on every team of 2 to 20 nodes: all results match"), 1);
+	if (r.status)
+		fprintf(stderr, "\n%.3000s\n", r.err);
+	result_free(&r);
+	/* a 64-byte bounce buffer: swaps in many rounds of 32 bytes, rotations
+	 * by block swaps (larger than the buffer on both sides) */
+	r = run("TORUS_COLL_INPLACE_BOUNCE=64 $B/torusrun --torus 2x3 --timeout 300 -- $B/coll-check --inplace-sweep 40");
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_EQUAL(count_lines(r.out, "in place on every team of 2 to 6 nodes: all results match"), 1);
+	if (r.status)
+		fprintf(stderr, "\n%.3000s\n", r.err);
+	result_free(&r);
+}
 static void test_asymmetric_large_prime(void)
 {
 	/* a large prime count on an asymmetric torus, multicolor only */
@@ -90,12 +109,13 @@ int main(void)
 		CUNIT_CASE(test_1d), CUNIT_CASE(test_2x2_two_cores), CUNIT_CASE(test_figure5_3x3x2_three_cores),
 		CUNIT_CASE(test_2x4x8), CUNIT_CASE(test_4x4x4_three_cores), CUNIT_CASE(test_2x2x2_six_cores), CUNIT_CASE(test_4d_four_cores),
 		CUNIT_CASE(test_uneven_cores), CUNIT_CASE(test_asymmetric_large_prime), CUNIT_CASE(test_team_too_large),
-		CUNIT_CASE(test_prime_7), CUNIT_CASE(test_prime_13), CUNIT_CASE(test_uneven_2d)};
+		CUNIT_CASE(test_prime_7), CUNIT_CASE(test_prime_13), CUNIT_CASE(test_uneven_2d), CUNIT_CASE(test_inplace_sweep)};
 	static const struct cunit_case links[] = {CUNIT_CASE(test_links_4x4x4), CUNIT_CASE(test_links_8x8_single_core),
 						  CUNIT_CASE(test_links_2x2x2_six_cores)};
 	static const struct cunit_case light[] = {
 		CUNIT_CASE(light_1d), CUNIT_CASE(light_2x2_two_cores), CUNIT_CASE(light_figure5_three_cores),
-		CUNIT_CASE(light_2x2x2_six_cores), CUNIT_CASE(light_uneven_cores), CUNIT_CASE(light_team_too_large)};
+		CUNIT_CASE(light_2x2x2_six_cores), CUNIT_CASE(light_uneven_cores), CUNIT_CASE(light_team_too_large),
+		CUNIT_CASE(test_inplace_sweep)};
 	static const struct cunit_case light_links[] = {CUNIT_CASE(test_links_8x8_single_core),
 							CUNIT_CASE(test_links_2x2x2_six_cores)};
 	static const struct cunit_suite all[] = {{"coll.catalogue", ring, CUNIT_COUNT(ring)},

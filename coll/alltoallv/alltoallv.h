@@ -55,5 +55,15 @@ int coll_alltoallv_a4_dual(const struct coll_args *a);
 int coll_alltoallv_a1(const struct coll_args *a);
 int coll_alltoallv_a3(const struct coll_args *a);
 int coll_alltoallv_a2(const struct coll_args *a);
+/* 004's in-place algorithms (alltoallv_inplace.c) */
+int coll_alltoallv_bitonic(const struct coll_args *a);
+int coll_alltoallv_pairwise(const struct coll_args *a);
+int coll_alltoallv_inplace_auto(const struct coll_args *a);
+int coll_inplace_fits(const coll_team_t *t);
+/* The member's own checks of an in-place call (-EINVAL). */
+int coll_vi_check(const struct coll_args *a, uint32_t p);
+/* auto's choice: 1 pairwise, 0 bitonic (n_max: a member's N, m_max: the
+ * largest message, n_equal: every member's N alike). */
+int coll_alltoallv_inplace_pick(uint32_t p, double n_max, int n_equal, double m_max);
 
 #endif

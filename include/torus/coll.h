@@ -112,12 +112,30 @@ int coll_alltoall(coll_team_t *t, const void *send, void *recv, size_t count, en
  */
 int coll_alltoallv(coll_team_t *t, const void *send, const int64_t *scounts, const int64_t *sdispls, void *recv,
 		   const int64_t *rcounts, const int64_t *rdispls, enum coll_dtype dtype, const char *algo);
+/*
+ * In place, in O(P) extra memory (004_c43df3ab966fe92b.txt): buf holds
+ * this member's outgoing data packed in member order (scounts[j] elements
+ * for member j, one after another) and ends holding its incoming data
+ * packed in member order (rcounts[i] from member i). The totals must be
+ * equal (the buffer keeps its size); rcounts[i] must equal member i's
+ * scounts[me]. Algorithms (COLL_F_INPLACE in the alltoallv catalogue):
+ * "auto" (the default), "bitonic" (every member's total equal),
+ * "pairwise". Extra memory: a bounce buffer of TORUS_COLL_INPLACE_BOUNCE
+ * bytes (default 4096) and the run tables, O(P) in practice (the most is
+ * in coll_alltoallv_stats' extra_bytes). Errors as coll_alltoallv's, and
+ * -EINVAL when the totals differ, -ENOTSUP for "bitonic" when members'
+ * totals differ. Out-of-place algorithms refuse in-place calls and the
+ * reverse (-ENOTSUP).
+ */
+int coll_alltoallv_inplace(coll_team_t *t, void *buf, const int64_t *scounts, const int64_t *rcounts,
+			   enum coll_dtype dtype, const char *algo);
 #define COLL_V_MAX_STAGES 8
 struct coll_v_stats {
 	uint32_t stages;                        /* communication stages of the algorithm */
 	uint64_t startups[COLL_V_MAX_STAGES];   /* messages this member sent, per stage */
 	uint64_t longest[COLL_V_MAX_STAGES];    /* its longest message per stage, bytes */
 	uint64_t extra_bytes;                   /* the most memory it allocated at once beyond send and recv */
+	char ran[16];                           /* the algorithm that ran ("auto": the one it picked) */
 };
 /* What this core's last coll_alltoallv on t counted (0 or -EINVAL). */
 int coll_alltoallv_stats(const coll_team_t *t, struct coll_v_stats *out);
@@ -211,6 +229,7 @@ struct coll_args {
 	uint64_t check;  /* hash of what every member must agree on (set by the dispatcher) */
 	/* coll_alltoallv: counts and displacements, in elements */
 	const int64_t *scounts, *sdispls, *rcounts, *rdispls;
+	int inplace;     /* coll_alltoallv_inplace: send == recv, no displacements */
 };
 
 struct coll_algorithm {
@@ -224,6 +243,7 @@ struct coll_algorithm {
 };
 
 #define COLL_F_MULTICORE 1u   /* shares a node team's work among its cores */
+#define COLL_F_INPLACE 2u     /* alltoallv: runs coll_alltoallv_inplace calls (only those) */
 
 /* The algorithms for one collective; *n gets their number. */
 const struct coll_algorithm *coll_catalogue(enum coll_kind kind, size_t *n);
