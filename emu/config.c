@@ -49,6 +49,11 @@ static void usage(FILE *out)
 	      "                       S seconds (default 60; 0 disables), stop the job, unless\n"
 	      "                       its threads are waiting for a CPU (starved: it says so\n"
 	      "                       and waits)\n"
+	      "  --link NODE:DIR:SET  one link direction's own link_bw and/or hop_latency, for a\n"
+	      "                       slow link or a long one (repeatable, at most 64; in a config\n"
+	      "                       file 'link = ...', repeatable): NODE a rank or coordinates\n"
+	      "                       joined by dots, DIR +x -x +y -y +z -z or +D/-D, SET\n"
+	      "                       NAME=VALUE[,NAME=VALUE]; e.g. --link 1.0.0:+y:link_bw=100MB/s\n"
 	      "  --chaos SEED         perturb the host's scheduling (random yields and short\n"
 	      "                       sleeps in engines and cores, from SEED); emulated results\n"
 	      "                       must not move (0, the default: off)\n"
@@ -239,6 +244,8 @@ static int setting_parse(struct emu_settings *s, enum emu_setting k, const char 
 
 void emu_settings_free(struct emu_settings *s)
 {
+	for (uint32_t i = 0; i < s->nlink; i++)
+		free(s->link[i]);
 	free(s->cores_map);
 	free(s->report);
 	memset(s, 0, sizeof(*s));
@@ -289,6 +296,19 @@ static int config_line(const char *name, size_t lineno, char *line, struct emu_s
 	if (!*val) {
 		snprintf(err, errlen, "%s:%zu: '%s' has no value", name, lineno, key);
 		return -EINVAL;
+	}
+	if (!strcmp(key, "link")) {
+		/* repeatable, one link direction each; parsed with the shape */
+		if (out->nlink == TORUS_MAX_LINK_SETS) {
+			snprintf(err, errlen, "%s:%zu: more than %u link lines", name, lineno, TORUS_MAX_LINK_SETS);
+			return -EINVAL;
+		}
+		if (!(out->link[out->nlink] = strdup(val))) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		out->link_line[out->nlink++] = lineno;
+		return 0;
 	}
 	for (k = 0; k < EMU_SET_COUNT && strcmp(key, setting_keys[k]); k++)
 		;
@@ -555,6 +575,8 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	/* parameters: config file first, then --param in order */
 	const char *param_args[256];
 	int nparam = 0;
+	const char *link_args[TORUS_MAX_LINK_SETS];
+	uint32_t nlinkarg = 0;
 
 	memset(cfg, 0, sizeof(*cfg));
 	memset(&cli, 0, sizeof(cli));
@@ -588,6 +610,7 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 				    : !strcmp(a, "--trace")	   ? &cfg->trace_path
 				    : !strcmp(a, "--trace-buffer") ? &trace_buffer
 				    : !strcmp(a, "--chaos")	   ? &chaos
+				    : !strcmp(a, "--link")	   ? &link_args[nlinkarg < TORUS_MAX_LINK_SETS ? nlinkarg : 0]
 								   : NULL;
 		for (int k = 0; k < EMU_SET_COUNT && !slot; k++)
 			if (!strcmp(a, setting_opts[k]))
@@ -602,6 +625,13 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 		if (!next) {
 			snprintf(err, errlen, "option %s needs a value", a);
 			goto out;
+		}
+		if (!strcmp(a, "--link")) {
+			if (nlinkarg == TORUS_MAX_LINK_SETS) {
+				snprintf(err, errlen, "more than %u --link options", TORUS_MAX_LINK_SETS);
+				goto out;
+			}
+			nlinkarg++;
 		}
 		if (slot == &param_args[nparam]) {
 			if (nparam == 255) {
@@ -659,6 +689,34 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 		goto out;
 	}
 	cfg->shape = src[EMU_SET_TORUS]->shape;
+	/* per-link settings: the file's, then the command line's; a later
+	 * setting of the same link direction wins field by field */
+	for (uint32_t k = 0; k < file.nlink + nlinkarg; k++) {
+		struct torus_link_set ls;
+		const char *text = k < file.nlink ? file.link[k] : link_args[k - file.nlink];
+		if (torus_link_set_parse(&cfg->shape, text, &ls, perr, sizeof(perr))) {
+			if (k < file.nlink)
+				snprintf(err, errlen, "%s:%zu: %s", config_path, file.link_line[k], perr);
+			else
+				snprintf(err, errlen, "bad --link '%s': %s", text, perr);
+			goto out;
+		}
+		uint32_t j = 0;
+		while (j < cfg->nlinks && (cfg->links[j].node != ls.node || cfg->links[j].link != ls.link))
+			j++;
+		if (j == cfg->nlinks) {
+			if (cfg->nlinks == TORUS_MAX_LINK_SETS) {
+				snprintf(err, errlen, "more than %u link directions set", TORUS_MAX_LINK_SETS);
+				goto out;
+			}
+			cfg->links[cfg->nlinks++] = ls;
+			continue;
+		}
+		if (ls.link_bw)
+			cfg->links[j].link_bw = ls.link_bw;
+		if (ls.hop_latency_ps != UINT64_MAX)
+			cfg->links[j].hop_latency_ps = ls.hop_latency_ps;
+	}
 	cfg->default_cores = src[EMU_SET_CORES] ? src[EMU_SET_CORES]->cores : 1;
 	if (src[EMU_SET_TIMEOUT])
 		cfg->timeout_s = src[EMU_SET_TIMEOUT]->timeout_s;

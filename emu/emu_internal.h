@@ -95,6 +95,8 @@ struct emu_shm_hdr {
 	alignas(64) _Atomic uint64_t trace_off;
 	uint32_t trace_nbuf, trace_buf_bytes, trace_flags;
 	uint32_t chaos_seed;                   /* --chaos: 0 off */
+	uint32_t nlinks;                       /* per-link settings (--link) */
+	struct torus_link_set links[TORUS_MAX_LINK_SETS];
 	struct emu_barrier_shm barrier[EMU_BARRIER_SLOTS];
 };
 
@@ -211,6 +213,8 @@ struct emu_job_config {
 	uint32_t trace_buf_bytes;   /* per node */
 	int trace_packets;
 	uint32_t chaos_seed;        /* --chaos SEED: perturb host scheduling; 0 off */
+	struct torus_link_set links[TORUS_MAX_LINK_SETS]; /* --link / "link =": per-link settings */
+	uint32_t nlinks;
 	char **argv;                /* program and its arguments */
 	int argc;
 	int quiet;
@@ -241,6 +245,9 @@ struct emu_settings {
 	uint32_t ncores_map;
 	double timeout_s;
 	char *report;               /* owned, never empty */
+	char *link[TORUS_MAX_LINK_SETS]; /* "link =" lines (owned), parsed once the shape is known */
+	size_t link_line[TORUS_MAX_LINK_SETS];
+	uint32_t nlink;
 };
 #define EMU_CONFIG_MAX_BYTES (1u << 20) /* a --config file */
 /*

@@ -88,6 +88,22 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 			out->consumer_bell = &emu_shm_node(&rt->shm, out->link->to)->bell;
 			out->wrap = torus_hop_is_wrap(s->dims[d], rt->coords[d], (enum torus_dir)dir);
 			out->valid = 1;
+			out->cost = &rt->cost;
+			for (uint32_t k = 0; k < rt->hdr->nlinks; k++) {
+				const struct torus_link_set *ls = &rt->hdr->links[k];
+				if (ls->node != rank || ls->link != 2 * d + dir)
+					continue;
+				struct torus_params lp;
+				struct torus_cost *lc = malloc(sizeof(*lc));
+				if (!lc) {
+					snprintf(err, errlen, "out of memory");
+					return -ENOMEM;
+				}
+				torus_link_params(rt->params, ls, &lp);
+				torus_cost_init(lc, &lp);
+				rt->link_cost[2 * d + dir] = lc;
+				out->cost = lc;
+			}
 			for (int vc = 0; vc < 2; vc++) {
 				torus_ring_view_init(&in->vc[vc], &in->link->vc[vc], base, TORUS_RING_CONSUMER);
 				torus_ring_view_init(&out->vc[vc], &out->link->vc[vc], base, TORUS_RING_PRODUCER);
@@ -210,6 +226,8 @@ void emu_node_teardown(struct emu_node_rt *rt)
 	free(rt->cores);
 	free(rt->ecore);
 	free(rt->route);
+	for (uint32_t k = 0; k < 2 * TORUS_MAX_DIMS; k++)
+		free(rt->link_cost[k]);
 	emu_shm_detach(&rt->shm);
 	memset(rt, 0, sizeof(*rt));
 }

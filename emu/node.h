@@ -112,6 +112,7 @@ struct emu_engine_out {
 	struct emu_bell *consumer_bell;
 	int wrap;                     /* this hop crosses the dateline */
 	int valid;
+	const struct torus_cost *cost; /* the node's, or the link's own (--link) */
 };
 
 struct emu_engine_core {
@@ -133,6 +134,7 @@ struct emu_node_rt {
 	struct emu_node_shm *me;
 	const struct torus_params *params;
 	struct torus_cost cost;
+	struct torus_cost *link_cost[2 * TORUS_MAX_DIMS]; /* --link: this node's links with their own */
 	uint32_t rank, ncores;
 	uint32_t coords[TORUS_MAX_DIMS];
 	uint8_t *route;
@@ -214,7 +216,7 @@ static inline void emu_trace_hop(struct emu_node_rt *rt, const struct emu_engine
 				 const struct torus_packet *pkt, torus_vt_t left, uint32_t tag)
 {
 	uint32_t len = pkt->hdr.len, link = (uint32_t)(out - rt->out), kind = torus_pkt_kind(&pkt->hdr);
-	torus_vt_t ser = rt->cost.ser[len];
+	torus_vt_t ser = out->cost->ser[len];
 	struct torus_trace_rec *r = &rt->trace_open[link];
 	if (r->end_ps == left - ser && r->tag == tag && r->kind == kind && r->packets && rt->trace_merge &&
 	    r->packets < (1u << 30) && r->wire_bytes < (1u << 30)) {
@@ -222,10 +224,10 @@ static inline void emu_trace_hop(struct emu_node_rt *rt, const struct emu_engine
 		r->busy_ps += ser;
 		r->packets++;
 		r->payload_bytes += len;
-		r->wire_bytes += rt->cost.wire[len];
+		r->wire_bytes += out->cost->wire[len];
 		return;
 	}
-	emu_trace_new_run(rt->trace, link, left - ser, ser, len, rt->cost.wire[len], kind, tag);
+	emu_trace_new_run(rt->trace, link, left - ser, ser, len, out->cost->wire[len], kind, tag);
 }
 
 /*
@@ -263,8 +265,8 @@ static inline torus_vt_t emu_route_send(struct emu_node_rt *rt, struct emu_route
 					struct torus_side *side, torus_vt_t ready, uint32_t tag, uint32_t aux)
 {
 	torus_pkt_set_vc(&pkt->hdr, r->vc);
-	torus_vt_t arrive = torus_link_charge_cal(r->out->link, &r->out->cal, &rt->cost, ready, pkt->hdr.len);
-	torus_vt_t left = arrive - rt->cost.hop_latency;
+	torus_vt_t arrive = torus_link_charge_cal(r->out->link, &r->out->cal, r->out->cost, ready, pkt->hdr.len);
+	torus_vt_t left = arrive - r->out->cost->hop_latency;
 	side->vt = arrive;
 	side->tag = tag;
 	side->aux = aux;

@@ -22,6 +22,7 @@ static void json_string(FILE *f, const char *s)
 
 struct link_out {
 	FILE *f;
+	const struct emu_shm *m;
 	int first;
 	struct torus_link_counters tot;
 };
@@ -30,17 +31,25 @@ static void link_json(void *arg, uint32_t node, uint32_t dim, uint32_t dir, cons
 		      const struct torus_link_counters *c)
 {
 	struct link_out *o = arg;
-	(void)node;
+	const struct emu_shm_hdr *h = o->m->hdr;
+	struct torus_params lp;
+	const struct torus_link_set *ls = NULL;
+	for (uint32_t k = 0; k < h->nlinks; k++)
+		if (h->links[k].node == node && h->links[k].link == 2 * dim + dir)
+			ls = &h->links[k];
+	torus_link_params(&h->params, ls, &lp);
 	o->tot.packets += c->packets;
 	o->tot.payload_bytes += c->payload_bytes;
 	o->tot.wire_bytes += c->wire_bytes;
 	o->tot.busy_ps += c->busy_ps;
 	fprintf(o->f,
 		"%s    {\"from\": %u, \"to\": %u, \"dim\": %u, \"dir\": \"%c\", \"packets\": %llu, "
-		"\"payload_bytes\": %llu, \"wire_bytes\": %llu, \"busy_ps\": %llu, \"free_at_ps\": %llu}",
+		"\"payload_bytes\": %llu, \"wire_bytes\": %llu, \"busy_ps\": %llu, \"free_at_ps\": %llu, "
+		"\"link_bw\": %llu, \"hop_latency_ps\": %llu, \"own_settings\": %s}",
 		o->first ? "" : ",\n", l->from, l->to, dim, dir == TORUS_PLUS ? '+' : '-', (unsigned long long)c->packets,
 		(unsigned long long)c->payload_bytes, (unsigned long long)c->wire_bytes, (unsigned long long)c->busy_ps,
-		(unsigned long long)c->free_at);
+		(unsigned long long)c->free_at, (unsigned long long)lp.link_bw, (unsigned long long)lp.hop_latency_ps,
+		ls ? "true" : "false");
 	o->first = 0;
 }
 
@@ -80,7 +89,7 @@ int emu_report_write(const char *path, const struct emu_job_config *cfg, const s
 	torus_params_json(&m->hdr->params, f, "    ");
 	fprintf(f, "  },\n  \"emulated_time_ps\": %llu,\n  \"wall_time_s\": %.6f,\n  \"links\": [\n",
 		(unsigned long long)vt, wall_s);
-	struct link_out lo = {f, 1, {0}};
+	struct link_out lo = {f, m, 1, {0}};
 	emu_shm_each_link(m, link_json, &lo);
 	tot = lo.tot;
 	fprintf(f, "\n  ],\n  \"totals\": {\"packets\": %llu, \"payload_bytes\": %llu, \"wire_bytes\": %llu, "

@@ -292,6 +292,8 @@ int emu_job_run(struct emu_job_config *cfg)
 		return 1;
 	}
 	j.shm.hdr->chaos_seed = cfg->chaos_seed;
+	j.shm.hdr->nlinks = cfg->nlinks;
+	memcpy(j.shm.hdr->links, cfg->links, sizeof(cfg->links));
 	if (cfg->trace_path && emu_trace_create(cfg, &j.shm, &trace_fd, err, sizeof(err))) {
 		fprintf(stderr, "torusrun: %s\n", err);
 		emu_shm_detach(&j.shm);
@@ -440,6 +442,24 @@ done:;
 			(unsigned long long)orphans);
 	if (!cfg->quiet) {
 		char shape[64];
+		/* the links with settings of their own, and what they carried */
+		for (uint32_t k = 0; k < cfg->nlinks; k++) {
+			const struct torus_link_set *ls = &cfg->links[k];
+			struct torus_params lp;
+			struct torus_link_counters lc;
+			char name[8];
+			uint32_t c[TORUS_MAX_DIMS];
+			torus_link_params(&cfg->params, ls, &lp);
+			torus_link_read(emu_shm_link_out(&j.shm, ls->node, ls->link >> 1, ls->link & 1), &lc);
+			torus_rank_to_coords(&cfg->shape, ls->node, c);
+			fprintf(stderr, "torusrun: link of node %u (", ls->node);
+			for (uint32_t d = 0; d < cfg->shape.ndims; d++)
+				fprintf(stderr, d ? ".%u" : "%u", c[d]);
+			fprintf(stderr, ") %s: link_bw %.3f MB/s, hop_latency %.3f ns (--link; the machine's %.3f MB/s, %.3f ns): "
+					"%llu packets, busy %.3f us\n",
+				torus_link_name(ls->link, name), lp.link_bw / 1e6, lp.hop_latency_ps / 1e3, cfg->params.link_bw / 1e6,
+				cfg->params.hop_latency_ps / 1e3, (unsigned long long)lc.packets, lc.busy_ps / 1e6);
+		}
 		fprintf(stderr, "torusrun: %s: torus %s, %u nodes, emulated time %.3f us, wall time %.3f s\n",
 			status ? "job failed" : "job finished", torus_shape_format(&cfg->shape, shape, sizeof(shape)), n,
 			vt / 1e6, wall);

@@ -271,7 +271,31 @@ int emu_trace_create(const struct emu_job_config *cfg, struct emu_shm *m, int *f
 		close(fd);
 		return rc;
 	}
-	atomic_store(&m->hdr->trace_off, sizeof(h));
+	uint64_t off = sizeof(h);
+	if (cfg->nlinks) {
+		/* the links with their own settings, before any record */
+		struct {
+			struct torus_trace_chunk c;
+			struct torus_trace_link l[TORUS_MAX_LINK_SETS];
+		} lk;
+		memset(&lk, 0, sizeof(lk));
+		for (uint32_t k = 0; k < cfg->nlinks; k++) {
+			struct torus_params lp;
+			torus_link_params(p, &cfg->links[k], &lp);
+			lk.l[k] = (struct torus_trace_link){cfg->links[k].node, cfg->links[k].link >> 1, cfg->links[k].link & 1, 0,
+							    lp.link_bw, lp.hop_latency_ps};
+		}
+		uint32_t body = cfg->nlinks * (uint32_t)sizeof(struct torus_trace_link);
+		lk.c = (struct torus_trace_chunk){TORUS_TRACE_CHUNK_LINKS, 0, cfg->nlinks, 0, body, 0, 0};
+		lk.c.checksum = torus_trace_chunk_checksum(&lk.c, lk.l);
+		if ((rc = write_all(fd, (const char *)&lk, sizeof(lk.c) + body, off))) {
+			snprintf(err, errlen, "cannot write trace %s: %s", cfg->trace_path, strerror(-rc));
+			close(fd);
+			return rc;
+		}
+		off += sizeof(lk.c) + body;
+	}
+	atomic_store(&m->hdr->trace_off, off);
 	/* a few buffers, so one can fill while the others are being written */
 	m->hdr->trace_nbuf = cfg->trace_buf_bytes >= (1u << 20) ? 8 : 4;
 	m->hdr->trace_buf_bytes = cfg->trace_buf_bytes / m->hdr->trace_nbuf;

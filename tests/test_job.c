@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -610,6 +611,104 @@ static void test_config_file(void)
 	result_free(&r);
 }
 
+/* --------------------------------------------------------- per-link settings */
+
+/* torus-pingpong's rows (size, latency): the lines after its header. */
+static int pingpong_rows(const char *out, double *lat, int max)
+{
+	int n = 0;
+	for (const char *l = out; l && *l && n < max; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned long long size;
+		double us;
+		if (*l != '#' && sscanf(l, "%llu %lf", &size, &us) == 2)
+			lat[n++] = us;
+	}
+	return n;
+}
+
+/*
+ * torusrun --link: a link direction with its own bandwidth and hop latency.
+ * Untouched by contention (torus-pingpong between neighbours 0 and 1 of a
+ * ring of 4: node 0's x+ one way, node 1's x- back), times are exact:
+ *  - both links set (one from the command line, one from a config file,
+ *    in torus-trace's x- order) give what the same global parameters give;
+ *  - a link off the path changes nothing;
+ *  - one direction slowed: each one-way latency is the mean of the two;
+ * and the summary, the report and the trace say which links are different.
+ */
+static void test_per_link(void)
+{
+	const char *pp = "-- $B/torus-pingpong --sizes 1:64K --iters 2";
+	struct result d = run("$B/torusrun --torus 4 --quiet %s", pp);
+	struct result a = run("$B/torusrun --torus 4 --quiet --param link_bw=100MB/s --param hop_latency=1us %s", pp);
+	struct result b = run("printf 'torus = 4\nlink = 1:x-:link_bw=100MB/s,hop_latency=1us\n' > $T/link.cfg && "
+			      "$B/torusrun --config $T/link.cfg --link 0:+x:link_bw=100MB/s --link 0:+x:hop_latency=1us "
+			      "--report $T/link.json --trace $T/link.trc %s && $B/torus-trace $T/link.trc",
+			      pp);
+	struct result c = run("$B/torusrun --torus 4 --quiet --link 2:+x:link_bw=100MB/s,hop_latency=1us %s", pp);
+	struct result e = run("$B/torusrun --torus 4 --quiet --link 0:+x:link_bw=100MB/s,hop_latency=1us %s", pp);
+	CU_ASSERT(d.status == 0 && a.status == 0 && b.status == 0 && c.status == 0 && e.status == 0);
+	double ld[32], la[32], lb[32], lc[32], le[32];
+	int n = pingpong_rows(d.out, ld, 32);
+	CU_ASSERT_EQUAL(n, 17);
+	CU_ASSERT_EQUAL(pingpong_rows(a.out, la, 32), n);
+	CU_ASSERT_EQUAL(pingpong_rows(b.out, lb, 32), n);
+	CU_ASSERT_EQUAL(pingpong_rows(c.out, lc, 32), n);
+	CU_ASSERT_EQUAL(pingpong_rows(e.out, le, 32), n);
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(lb[i], la[i]); /* both links: as the global parameters */
+		CU_ASSERT_EQUAL(lc[i], ld[i]); /* off the path: nothing */
+		CU_ASSERT(la[i] > ld[i]);
+		/* one way slow, one way not (printed to 1 ns) */
+		CU_ASSERT(fabs(le[i] - (la[i] + ld[i]) / 2) <= 0.0015);
+	}
+	/* the summary names them */
+	CU_ASSERT_PTR_NOT_NULL(strstr(b.err, "link of node 0 (0) +x: link_bw 100.000 MB/s, hop_latency 1000.000 ns"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(b.err, "link of node 1 (1) -x: link_bw 100.000 MB/s"));
+	/* the report gives every link's settings and marks these two */
+	char path[512];
+	snprintf(path, sizeof(path), "%s/link.json", tmpdir);
+	char *rep = slurp(path);
+	CU_ASSERT_EQUAL(count_lines(rep, "\"own_settings\": true"), 2);
+	CU_ASSERT_EQUAL(count_lines(rep, "\"link_bw\": 100000000, \"hop_latency_ps\": 1000000, \"own_settings\": true"), 2);
+	CU_ASSERT_EQUAL(count_lines(rep, "\"link_bw\": 425000000, \"hop_latency_ps\": 50000, \"own_settings\": false"), 6);
+	free(rep);
+	/* and so does the trace, which checks every record against its link */
+	CU_ASSERT_EQUAL(count_lines(b.out, "link of its own: node "), 2);
+	CU_ASSERT_EQUAL(count_lines(b.out, "(its own link_bw/hop_latency)"), 2);
+	if (b.status)
+		fprintf(stderr, "per-link:\n%s%s\n", b.out, b.err);
+	result_free(&a);
+	result_free(&b);
+	result_free(&c);
+	result_free(&d);
+	result_free(&e);
+	/* bad settings: one line each, exit 2 */
+	static const char *const bad[][2] = {
+		{"--torus 4 --link 4:+x:link_bw=1MB/s", "node 4 out of range"},
+		{"--torus 4x1 --link 0:+y:link_bw=1MB/s", "dimension 1 has size 1"},
+		{"--torus 4 --link 0:+q:link_bw=1MB/s", "bad link direction"},
+		{"--torus 4 --link 0:+x:fifo_slots=2", "a link takes link_bw and hop_latency"},
+		{"--torus 4 --link 0:+x:link_bw=1", "link_bw"},
+		{"--torus 4 --link 0:+x", "expected NODE:DIR:NAME=VALUE"},
+		{"--torus 4x4 --link 1.2.3:+x:link_bw=1MB/s", "has 3 coordinates"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct result r = run("$B/torusrun %s -- $B/torus-hello", bad[i][0]);
+		CU_ASSERT_EQUAL(r.status, 2);
+		CU_ASSERT_PTR_NOT_NULL(strstr(r.err, bad[i][1]));
+		CU_ASSERT_EQUAL(count_lines(r.err, NULL), 1);
+		if (!strstr(r.err, bad[i][1]))
+			fprintf(stderr, "%s: %s\n", bad[i][0], r.err);
+		result_free(&r);
+	}
+	struct result r = run("printf 'torus = 4\nlink = 9:+x:link_bw=1MB/s\n' > $T/badlink.cfg && "
+			      "$B/torusrun --config $T/badlink.cfg -- $B/torus-hello");
+	CU_ASSERT_EQUAL(r.status, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "badlink.cfg:2: node 9 out of range"));
+	result_free(&r);
+}
+
 /* ------------------------------------------------------------ report */
 
 static void test_report_schema(void)
@@ -677,7 +776,7 @@ int main(int argc, char **argv)
 	static const struct cunit_case hello[] = {
 		CUNIT_CASE(test_hello_4x4x4_cores4), CUNIT_CASE(test_hello_shapes),
 		CUNIT_CASE(test_programs_help_and_misuse), CUNIT_CASE(test_report_schema),
-		CUNIT_CASE(test_config_file)};
+		CUNIT_CASE(test_config_file), CUNIT_CASE(test_per_link)};
 	static const struct cunit_case stress[] = {
 		CUNIT_CASE(test_stress_rings), CUNIT_CASE(test_stress_2d_3d), CUNIT_CASE(test_stress_4x4x4_cores4),
 		CUNIT_CASE(test_stress_5d_6d), CUNIT_CASE(test_stress_uneven_cores), CUNIT_CASE(test_stress_fixed_sizes)};

@@ -278,3 +278,143 @@ void torus_params_json(const struct torus_params *p, FILE *out, const char *inde
 			params[i].unit == UNIT_BW ? "_Bps" : params[i].unit == UNIT_TIME ? "_ps" : "",
 			(unsigned long long)get(p, &params[i]), i + 1 < NPARAMS ? "," : "");
 }
+
+/* ------------------------------------------------------- per-link settings */
+
+const char *torus_link_name(uint32_t link, char buf[8])
+{
+	uint32_t dim = link >> 1;
+	buf[0] = link & 1 ? '-' : '+';
+	buf[1] = dim < 3 ? (char)('x' + dim) : (char)('0' + dim % 10); /* at most 6 dimensions */
+	buf[2] = '\0';
+	return buf;
+}
+
+void torus_link_params(const struct torus_params *p, const struct torus_link_set *ls, struct torus_params *out)
+{
+	*out = *p;
+	if (!ls)
+		return;
+	if (ls->link_bw)
+		out->link_bw = ls->link_bw;
+	if (ls->hop_latency_ps != UINT64_MAX)
+		out->hop_latency_ps = ls->hop_latency_ps;
+}
+
+/* The node part: a rank, or coordinates joined by dots. */
+static int link_node(const struct torus_shape *s, const char *t, size_t len, uint32_t *node, char *err, size_t errlen)
+{
+	uint32_t c[TORUS_MAX_DIMS], n = 0;
+	uint64_t v = 0;
+	int digits = 0;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && t[i] >= '0' && t[i] <= '9') {
+			v = v * 10 + (uint64_t)(t[i] - '0');
+			digits++;
+			if (v > UINT32_MAX)
+				break;
+			continue;
+		}
+		if ((i < len && t[i] != '.') || !digits || n == TORUS_MAX_DIMS) {
+			snprintf(err, errlen, "bad node '%.*s': a rank or coordinates like 1.0.2", (int)(len < 40 ? len : 40), t);
+			return -EINVAL;
+		}
+		c[n++] = (uint32_t)v;
+		v = 0;
+		digits = 0;
+	}
+	if (n == 1) {
+		if (c[0] >= s->nnodes) {
+			snprintf(err, errlen, "node %u out of range: the torus has %u nodes", c[0], s->nnodes);
+			return -EINVAL;
+		}
+		*node = c[0];
+		return 0;
+	}
+	if (n != s->ndims) {
+		snprintf(err, errlen, "node '%.*s' has %u coordinates, the torus %u dimensions", (int)(len < 40 ? len : 40), t,
+			 n, s->ndims);
+		return -EINVAL;
+	}
+	for (uint32_t d = s->ndims; d-- > 0;) {
+		if (c[d] >= s->dims[d]) {
+			snprintf(err, errlen, "coordinate %u of dimension %u out of range (0..%u)", c[d], d, s->dims[d] - 1);
+			return -EINVAL;
+		}
+	}
+	*node = torus_coords_to_rank(s, c);
+	return 0;
+}
+
+int torus_link_set_parse(const struct torus_shape *s, const char *text, struct torus_link_set *out, char *err,
+			 size_t errlen)
+{
+	if (!s || !text || !out) {
+		snprintf(err, errlen, "internal: NULL link argument");
+		return -EINVAL;
+	}
+	const char *c1 = strchr(text, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	if (!c1 || !c2) {
+		snprintf(err, errlen, "bad link '%.60s': expected NODE:DIR:NAME=VALUE[,NAME=VALUE] (e.g. 5:+x:link_bw=100MB/s)",
+			 text);
+		return -EINVAL;
+	}
+	struct torus_link_set ls = {.hop_latency_ps = UINT64_MAX};
+	if (link_node(s, text, (size_t)(c1 - text), &ls.node, err, errlen))
+		return -EINVAL;
+	const char *d = c1 + 1;
+	size_t dl = (size_t)(c2 - d);
+	/* +x or x+ (torus-trace's order), +D or D+ for dimension D */
+	uint32_t dim = UINT32_MAX;
+	char sign = 0, axis = 0;
+	if (dl == 2 && (d[0] == '+' || d[0] == '-'))
+		sign = d[0], axis = d[1];
+	else if (dl == 2 && (d[1] == '+' || d[1] == '-'))
+		sign = d[1], axis = d[0];
+	if (axis >= 'x' && axis <= 'z')
+		dim = (uint32_t)(axis - 'x');
+	else if (axis >= '0' && axis <= '9')
+		dim = (uint32_t)(axis - '0');
+	if (dim == UINT32_MAX || dim >= s->ndims) {
+		snprintf(err, errlen, "bad link direction '%.*s': +x, -x, +y, -y, +z, -z (or x+, ...) or +D/-D, D a "
+				      "dimension < %u", (int)(dl < 20 ? dl : 20), d, s->ndims);
+		return -EINVAL;
+	}
+	if (!torus_dim_has_links(s, dim)) {
+		snprintf(err, errlen, "dimension %u has size 1: no links to set", dim);
+		return -EINVAL;
+	}
+	ls.link = 2 * dim + (sign == '-');
+	/* name=value pairs, through the parameter parser (units, ranges) */
+	const char *p = c2 + 1;
+	if (!*p) {
+		snprintf(err, errlen, "bad link '%.60s': no setting (link_bw=... or hop_latency=...)", text);
+		return -EINVAL;
+	}
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		char one[128];
+		if (len == 0 || len >= sizeof(one)) {
+			snprintf(err, errlen, "bad link setting '%.*s'", (int)(len < 60 ? len : 60), p);
+			return -EINVAL;
+		}
+		memcpy(one, p, len);
+		one[len] = '\0';
+		struct torus_params tmp;
+		torus_params_default(&tmp);
+		int is_bw = !strncmp(one, "link_bw=", 8), is_lat = !strncmp(one, "hop_latency=", 12);
+		if (!is_bw && !is_lat) {
+			snprintf(err, errlen, "bad link setting '%s': a link takes link_bw and hop_latency", one);
+			return -EINVAL;
+		}
+		if (torus_params_set(&tmp, one, err, errlen))
+			return -EINVAL;
+		if (is_bw)
+			ls.link_bw = tmp.link_bw;
+		else
+			ls.hop_latency_ps = tmp.hop_latency_ps;
+		p += len + (p[len] == ',');
+	}
+	*out = ls;
+	return 0;
+}

@@ -94,6 +94,15 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 	for (const unsigned char *p = (const unsigned char *)t->hdr.program; *p; p++)
 		fputc(*p >= 0x20 && *p < 0x7f ? *p : '?', out);
 	fputc('\n', out);
+	for (uint32_t k = 0; k < t->nown; k++) {
+		/* torusrun --link: say which links are not like the others */
+		char cs[48], dn[8];
+		coords(t, t->own[k].node, cs, sizeof(cs));
+		tt_dir_name(t->own[k].dim, t->own[k].dir, dn, sizeof(dn));
+		fprintf(out, "link of its own: node %u %s %s: %.3f MB/s, hop latency %.3f ns (the others: %.3f MB/s, %.3f ns)\n",
+			t->own[k].node, cs, dn, t->own[k].link_bw / 1e6, t->own[k].hop_latency_ps / 1e3, t->hdr.link_bw / 1e6,
+			t->hdr.hop_latency_ps / 1e3);
+	}
 	fprintf(out, "busy %% = busy time / %.3f us (the last packet's end); peak %% = busy time in the busiest "
 		     "%.3f us bin / the bin, over 100 where records overlap\n\n",
 		t->t_end / 1e6, bin / 1e6);
@@ -111,10 +120,14 @@ int tt_write_summary(const struct tt_trace *t, FILE *out)
 		double peak = peaks[id];
 		const struct link_tot *l = &lt[id];
 		/* busy % may pass 100 too where records overlap: as it is */
-		fprintf(out, "%6u %-14s %-4s %6u %12llu %14llu %14llu %7.2f %7.1f\n", node, cs, dn,
+		fprintf(out, "%6u %-14s %-4s %6u %12llu %14llu %14llu %7.2f %7.1f%s\n", node, cs, dn,
 			torus_neighbor(&t->shape, node, dim, (enum torus_dir)dir), (unsigned long long)l->packets,
 			(unsigned long long)l->payload, (unsigned long long)l->wire,
-			t->t_end ? 100.0 * (double)l->busy / (double)t->t_end : 0.0, 100.0 * peak);
+			t->t_end ? 100.0 * (double)l->busy / (double)t->t_end : 0.0, 100.0 * peak,
+			tt_link_bw(t, node, dim, dir) != t->hdr.link_bw ||
+					tt_link_latency(t, node, dim, dir) != t->hdr.hop_latency_ps
+				? "  (its own link_bw/hop_latency)"
+				: "");
 		tot.packets += l->packets;
 		tot.payload += l->payload;
 		tot.wire += l->wire;

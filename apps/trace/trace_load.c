@@ -35,8 +35,8 @@ static int check_header(const struct torus_trace_header *h, uint64_t size, struc
 		return fail(err, errlen, -EINVAL, "not a torus trace (no TORUSTRC magic)");
 	if (h->endian != TORUS_TRACE_ENDIAN)
 		return fail(err, errlen, -EINVAL, "trace written with another byte order");
-	if (h->version != TORUS_TRACE_VERSION)
-		return fail(err, errlen, -EINVAL, "trace format version %u; this torus-trace reads version %u",
+	if (h->version < 1 || h->version > TORUS_TRACE_VERSION)
+		return fail(err, errlen, -EINVAL, "trace format version %u; this torus-trace reads versions 1 to %u",
 			    h->version, TORUS_TRACE_VERSION);
 	if (h->header_bytes != sizeof(*h) || h->record_bytes != sizeof(struct torus_trace_rec))
 		return fail(err, errlen, -EINVAL, "corrupt header: header %u / record %u bytes, expected %zu / %zu",
@@ -109,8 +109,8 @@ static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UI
  * ceil(wire * 1e12 / link_bw) ps. The sum of those ceilings lies between
  * the ceiling of the sum and the sum plus one per packet.
  */
-static int run_consistent(const struct torus_trace_header *h, uint64_t packets, uint64_t payload, uint64_t wire,
-			  uint64_t busy)
+static int run_consistent(const struct torus_trace_header *h, uint64_t link_bw, uint64_t packets, uint64_t payload,
+			  uint64_t wire, uint64_t busy)
 {
 	typedef unsigned __int128 u128;
 	u128 k = packets;
@@ -122,11 +122,29 @@ static int run_consistent(const struct torus_trace_header *h, uint64_t packets, 
 	if (wire < lo || wire > lo + k * (h->chunk_bytes - 1) || (wire - acks) % h->chunk_bytes)
 		return 0;
 	u128 ps = (u128)wire * 1000000000000u;
-	return busy >= (ps + h->link_bw - 1) / h->link_bw && busy <= ps / h->link_bw + k;
+	return busy >= (ps + link_bw - 1) / link_bw && busy <= ps / link_bw + k;
 }
 
-/* Why record r cannot have come from the writer (emu/trace.c), or NULL. */
-static const char *rec_impossible(const struct tt_trace *t, const struct torus_trace_rec *r)
+static const struct torus_trace_link *own_link(const struct tt_trace *t, uint32_t node, uint32_t dim, uint32_t dir)
+{
+	for (uint32_t k = 0; k < t->nown; k++)
+		if (t->own[k].node == node && t->own[k].dim == dim && t->own[k].dir == dir)
+			return &t->own[k];
+	return NULL;
+}
+uint64_t tt_link_bw(const struct tt_trace *t, uint32_t node, uint32_t dim, uint32_t dir)
+{
+	const struct torus_trace_link *l = own_link(t, node, dim, dir);
+	return l ? l->link_bw : t->hdr.link_bw;
+}
+uint64_t tt_link_latency(const struct tt_trace *t, uint32_t node, uint32_t dim, uint32_t dir)
+{
+	const struct torus_trace_link *l = own_link(t, node, dim, dir);
+	return l ? l->hop_latency_ps : t->hdr.hop_latency_ps;
+}
+
+/* Why record r (of node `node`) cannot have come from the writer (emu/trace.c), or NULL. */
+static const char *rec_impossible(const struct tt_trace *t, uint32_t node, const struct torus_trace_rec *r)
 {
 	static const uint8_t zero[sizeof(r->reserved)];
 	if (r->dim >= t->shape.ndims || r->dir > 1 || !torus_dim_has_links(&t->shape, r->dim))
@@ -144,8 +162,9 @@ static const char *rec_impossible(const struct tt_trace *t, const struct torus_t
 		return "its busy time is not its span";
 	if (r->packets == 0 || ((t->hdr.flags & TORUS_TRACE_F_PACKETS) && r->packets != 1))
 		return "impossible packet count";
-	if (!run_consistent(&t->hdr, r->packets, r->payload_bytes, r->wire_bytes, r->busy_ps))
-		return "its packets, bytes and busy time do not fit the header's link model";
+	if (!run_consistent(&t->hdr, tt_link_bw(t, node, r->dim, r->dir), r->packets, r->payload_bytes, r->wire_bytes,
+			    r->busy_ps))
+		return "its packets, bytes and busy time do not fit the link model";
 	return NULL;
 }
 
@@ -172,7 +191,8 @@ static int check_end(const struct tt_trace *t, char *err, size_t errlen)
 				  tt_dim_name(k->dim), k->dir ? '-' : '+');
 		/* a killed node may leave a counter half updated: only a
 		 * finished job's must add up */
-		else if (e->status == 0 && !run_consistent(&t->hdr, k->packets, k->payload_bytes, k->wire_bytes, k->busy_ps))
+		else if (e->status == 0 && !run_consistent(&t->hdr, tt_link_bw(t, k->node, k->dim, k->dir), k->packets,
+							   k->payload_bytes, k->wire_bytes, k->busy_ps))
 			rc = fail(err, errlen, -EINVAL,
 				  "corrupt trace: node %u link %s%c's counters do not fit the header's link model", k->node,
 				  tt_dim_name(k->dim), k->dir ? '-' : '+');
@@ -209,8 +229,10 @@ static int check_span(const struct tt_trace *t, char *err, size_t errlen)
 	}
 	busy = busy > cbusy ? busy : cbusy;
 	packets = packets > cpackets ? packets : cpackets;
-	uint64_t hops = packets && t->hdr.hop_latency_ps > UINT64_MAX / packets ? UINT64_MAX
-										 : packets * t->hdr.hop_latency_ps;
+	uint64_t lat = t->hdr.hop_latency_ps;
+	for (uint32_t k = 0; k < t->nown; k++)
+		lat = t->own[k].hop_latency_ps > lat ? t->own[k].hop_latency_ps : lat;
+	uint64_t hops = packets && lat > UINT64_MAX / packets ? UINT64_MAX : packets * lat;
 	uint64_t drain = sat_add(busy, hops), last = sat_add(t->end.emulated_ps, drain);
 	if (t->t_end <= last)
 		return 0;
@@ -301,6 +323,30 @@ int tt_load_stream(FILE *f, uint64_t size, const char *name, struct tt_trace *t,
 			break;
 		}
 		off += sizeof(c);
+		if (c.kind == TORUS_TRACE_CHUNK_LINKS) {
+			/* version 2, only right after the header, once */
+			uint64_t want = (uint64_t)c.count * sizeof(struct torus_trace_link);
+			struct torus_trace_link l[TORUS_MAX_LINK_SETS];
+			if (t->hdr.version < 2 || off - sizeof(c) != t->hdr.header_bytes || c.count == 0 ||
+			    c.count > TORUS_MAX_LINK_SETS || c.bytes != want || c.bytes > size - off || c.node || c.seq ||
+			    c.reserved || read_at(f, off, l, c.bytes) || torus_trace_chunk_checksum(&c, l) != c.checksum) {
+				rc = fail(err, errlen, -EINVAL, "corrupt trace: bad links chunk at offset %llu",
+					  (unsigned long long)(off - sizeof(c)));
+				break;
+			}
+			for (uint32_t k = 0; k < c.count && !rc; k++) {
+				if (l[k].node >= t->shape.nnodes || l[k].dim >= t->shape.ndims || l[k].dir > 1 || l[k].reserved ||
+				    !torus_dim_has_links(&t->shape, l[k].dim) || !l[k].link_bw ||
+				    own_link(t, l[k].node, l[k].dim, l[k].dir))
+					rc = fail(err, errlen, -EINVAL, "corrupt trace: links chunk entry %u is impossible", k);
+				else
+					t->own[t->nown++] = l[k];
+			}
+			if (rc)
+				break;
+			off += c.bytes;
+			continue;
+		}
 		if (c.kind != TORUS_TRACE_CHUNK_RECORDS && c.kind != TORUS_TRACE_CHUNK_END) {
 			rc = fail(err, errlen, -EINVAL, "corrupt trace: unknown chunk kind 0x%08x at offset %llu", c.kind,
 				  (unsigned long long)(off - sizeof(c)));
@@ -382,7 +428,7 @@ int tt_load_stream(FILE *f, uint64_t size, const char *name, struct tt_trace *t,
 				cap = ncap;
 			}
 			for (uint32_t i = 0; i < c.count; i++, r++) {
-				const char *why = rec_impossible(t, r);
+				const char *why = rec_impossible(t, c.node, r);
 				if (why) {
 					rc = fail(err, errlen, -EINVAL,
 						  "corrupt trace: record %u of node %u's chunk %u is impossible: %s "

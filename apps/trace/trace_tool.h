@@ -36,7 +36,12 @@ struct tt_trace {
 	uint64_t file_bytes;
 	uint64_t hole_bytes;         /* zeros a killed node left where its chunk would be */
 	int filtered;                /* records were dropped (tt_keep_color): no counters check */
+	struct torus_trace_link own[TORUS_MAX_LINK_SETS]; /* links with settings of their own */
+	uint32_t nown;
 };
+/* The bandwidth and hop latency of one link direction (its own, or the header's). */
+uint64_t tt_link_bw(const struct tt_trace *t, uint32_t node, uint32_t dim, uint32_t dir);
+uint64_t tt_link_latency(const struct tt_trace *t, uint32_t node, uint32_t dim, uint32_t dir);
 
 /* Link-direction id of (node, dim, dir) and back. */
 static inline uint32_t tt_link_id(const struct tt_trace *t, uint32_t node, uint32_t dim, uint32_t dir)

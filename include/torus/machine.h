@@ -144,6 +144,28 @@ void torus_params_help(FILE *out);
 /* Write the parameters as JSON object members (no braces). */
 void torus_params_json(const struct torus_params *p, FILE *out, const char *indent);
 
+/*
+ * Per-link settings (torusrun --link, or "link =" lines of a --config file):
+ * one link direction, the sending node's outgoing link `link` (2 x dim +
+ * dir, dir 0 plus), with its own bandwidth and hop latency (0: the
+ * machine's). Text form "NODE:DIR:NAME=VALUE[,NAME=VALUE]": NODE a rank or
+ * coordinates joined by dots (1.0.2), DIR +x -x +y -y +z -z or +D/-D for
+ * dimension D (0-based), NAME link_bw or hop_latency with their units.
+ */
+#define TORUS_MAX_LINK_SETS 64
+struct torus_link_set {
+	uint32_t node, link;
+	uint64_t link_bw;          /* bytes per second; 0: the machine's */
+	uint64_t hop_latency_ps;   /* UINT64_MAX: the machine's */
+};
+/* Parse one setting for shape s; 0, or -EINVAL with a one-line reason. */
+int torus_link_set_parse(const struct torus_shape *s, const char *text, struct torus_link_set *out, char *err,
+			 size_t errlen);
+/* The machine's parameters as link `ls` sees them (ls NULL: p unchanged). */
+void torus_link_params(const struct torus_params *p, const struct torus_link_set *ls, struct torus_params *out);
+/* "+x", "-y", "+3": the name of link index `link` (2 x dim + dir). */
+const char *torus_link_name(uint32_t link, char buf[8]);
+
 static inline uint32_t torus_params_payload(const struct torus_params *p)
 {
 	return p->max_packet - p->header_bytes;

@@ -6,10 +6,16 @@
  * collectives fill it with TORUS_TAG so a trace says which collective,
  * stage, phase and stream (color and direction) each byte belongs to.
  *
- * File format, version 1 (all integers little-endian, the host order of
- * every machine the emulator runs on; the reader checks):
+ * File format, version 2 (all integers little-endian, the host order of
+ * every machine the emulator runs on; the reader checks; version 1 is
+ * version 2 without the links chunk):
  *
  *   struct torus_trace_header        at offset 0, header_bytes long
+ *   with torusrun --link, right after the header, one links chunk:
+ *     struct torus_trace_chunk       kind TORUS_TRACE_CHUNK_LINKS
+ *     struct torus_trace_link[n]     n = chunk.count: the link directions
+ *                                    with a bandwidth or hop latency of
+ *                                    their own (the header has the rest's)
  *   chunks, in any order:
  *     struct torus_trace_chunk       kind TORUS_TRACE_CHUNK_RECORDS
  *     struct torus_trace_rec[n]      n = chunk.count
@@ -74,7 +80,7 @@ static inline uint32_t torus_tag_stream(uint32_t tag) { return tag & 0xFFFFu; }
 /* ---------------------------------------------------------------- format */
 
 #define TORUS_TRACE_MAGIC "TORUSTRC"   /* 8 bytes, no terminator in the file */
-#define TORUS_TRACE_VERSION 1u
+#define TORUS_TRACE_VERSION 2u
 #define TORUS_TRACE_ENDIAN 0x01020304u /* as the writer stored it */
 
 struct torus_trace_header {
@@ -103,7 +109,16 @@ struct torus_trace_header {
 #define TORUS_TRACE_F_PACKETS 1u     /* one record per packet (--trace-packets) */
 
 enum torus_trace_chunk_kind { TORUS_TRACE_CHUNK_RECORDS = 0x4B4E4843u /* "CHNK" */,
-			      TORUS_TRACE_CHUNK_END = 0x21444E45u /* "END!" */ };
+			      TORUS_TRACE_CHUNK_END = 0x21444E45u /* "END!" */,
+			      TORUS_TRACE_CHUNK_LINKS = 0x4B4E494Cu /* "LINK" */ };
+
+/* A link direction with settings of its own (torusrun --link). */
+struct torus_trace_link {
+	uint32_t node, dim, dir;     /* the sending node's outgoing link; dir 0 = plus */
+	uint32_t reserved;
+	uint64_t link_bw;            /* bytes per second */
+	uint64_t hop_latency_ps;
+};
 
 struct torus_trace_chunk {
 	uint32_t kind;               /* enum torus_trace_chunk_kind */
@@ -147,6 +162,7 @@ _Static_assert(sizeof(struct torus_trace_chunk) == 32, "trace chunk layout");
 _Static_assert(sizeof(struct torus_trace_rec) == 48, "trace record layout");
 _Static_assert(sizeof(struct torus_trace_end) == 64, "trace end layout");
 _Static_assert(sizeof(struct torus_trace_counters) == 48, "trace counters layout");
+_Static_assert(sizeof(struct torus_trace_link) == 32, "trace link layout");
 
 /* FNV-1a, 32 bits: the chunk checksum. */
 static inline uint32_t torus_trace_checksum(const void *p, uint64_t n)
