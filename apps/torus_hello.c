@@ -49,7 +49,7 @@ static int take(emu_core_t *core, uint32_t *got, char *log, size_t loglen, size_
 	struct emu_pkt_info info;
 	struct greeting g;
 	int rc;
-	while ((rc = emu_pkt_recv(core, &info, &g, sizeof(g))) == 1) {
+	while ((rc = emu_pkt_recv(core, &info, &g, sizeof(g))) == 0) {
 		if (info.len != sizeof(g) || g.node != info.src_node || g.core != info.src_core ||
 		    strncmp(g.text, "hello", 5) != 0) {
 			fprintf(stderr, "torus-hello: node %u core %u: garbled greeting from node %u\n",
@@ -65,7 +65,7 @@ static int take(emu_core_t *core, uint32_t *got, char *log, size_t loglen, size_
 			*used += (size_t)snprintf(log + *used, loglen - *used, " %u.%u(%s)", g.node, g.core, dir);
 		(*got)++;
 	}
-	return rc;
+	return rc == -EAGAIN ? 0 : rc; /* drained */
 }
 
 static int hello(emu_core_t *core, void *arg)
@@ -85,7 +85,7 @@ static int hello(emu_core_t *core, void *arg)
 		while ((rc = emu_pkt_send(core, to, mc % emu_cores_of(core, to), &g, sizeof(g), 0, 0)) == -EAGAIN) {
 			if ((rc = take(core, &got, log, sizeof(log), &used)) < 0)
 				return 1;
-			if ((rc = emu_core_wait(core, EMU_EV_SEND | EMU_EV_RECV, -1)) < 0)
+			if ((rc = emu_core_wait(core, EMU_EV_SEND | EMU_EV_RECV, -1, NULL)) < 0)
 				return 1;
 		}
 		if (rc) {
@@ -96,7 +96,7 @@ static int hello(emu_core_t *core, void *arg)
 	while (got < want) {
 		if (take(core, &got, log, sizeof(log), &used) < 0)
 			return 1;
-		if (got < want && emu_core_wait(core, EMU_EV_RECV, -1) < 0)
+		if (got < want && emu_core_wait(core, EMU_EV_RECV, -1, NULL) < 0)
 			return 1;
 	}
 	uint32_t c[TORUS_MAX_DIMS];

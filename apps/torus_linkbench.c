@@ -245,7 +245,7 @@ static int job_core(emu_core_t *c, void *arg)
 		for (uint64_t i = 0; i < job_packets;) {
 			int rc = emu_pkt_send(c, 1, 0, buf, PAYLOAD, 0, TORUS_HINT_PLUS);
 			if (rc == -EAGAIN) {
-				if (emu_core_wait(c, EMU_EV_SEND, -1) < 0)
+				if (emu_core_wait(c, EMU_EV_SEND, -1, NULL) < 0)
 					return 1;
 				continue;
 			}
@@ -256,8 +256,8 @@ static int job_core(emu_core_t *c, void *arg)
 	} else if (emu_node_rank(c) == 1) {
 		for (uint64_t i = 0; i < job_packets;) {
 			int rc = emu_pkt_recv(c, &info, buf, sizeof(buf));
-			if (rc == 0) {
-				if (emu_core_wait(c, EMU_EV_RECV, -1) < 0)
+			if (rc == -EAGAIN) {
+				if (emu_core_wait(c, EMU_EV_RECV, -1, NULL) < 0)
 					return 1;
 				continue;
 			}

@@ -125,14 +125,14 @@ static int drain(emu_core_t *core, struct ctx *cx, struct rx_state *st)
 	uint8_t buf[TORUS_MAX_PAYLOAD];
 	struct emu_pkt_info info;
 	int rc;
-	while ((rc = emu_pkt_recv(core, &info, buf, sizeof(buf))) == 1) {
+	while ((rc = emu_pkt_recv(core, &info, buf, sizeof(buf))) == 0) {
 		if ((rc = check(core, cx, st, &info, buf)) < 0)
 			return rc;
 		if (cx->opt->progress && st->want >= 100000 && st->got % (st->want / 10) == 0)
 			fprintf(stderr, "torus-stress: node %u core %u: %llu%% received\n", emu_node_rank(core),
 				emu_core_index(core), (unsigned long long)(st->got * 100 / st->want));
 	}
-	return rc;
+	return rc == -EAGAIN ? 0 : rc; /* drained */
 }
 
 static int fault(emu_core_t *core, const struct options *o)
@@ -199,7 +199,7 @@ static int stress(emu_core_t *core, void *arg)
 			fill(buf, me, dst, seq, len);
 			int s;
 			while ((s = emu_pkt_send(core, dst_node[dst], dst - cx->first[dst_node[dst]], buf, len, 0, 0)) == -EAGAIN) {
-				if ((s = drain(core, cx, &st)) < 0 || (s = emu_core_wait(core, EMU_EV_SEND | EMU_EV_RECV, -1)) < 0)
+				if ((s = drain(core, cx, &st)) < 0 || (s = emu_core_wait(core, EMU_EV_SEND | EMU_EV_RECV, -1, NULL)) < 0)
 					break;
 				fill(buf, me, dst, seq, len);
 			}
@@ -212,7 +212,7 @@ static int stress(emu_core_t *core, void *arg)
 	}
 	while (st.got < st.want) {
 		int s = drain(core, cx, &st);
-		if (s < 0 || (st.got < st.want && emu_core_wait(core, EMU_EV_RECV, -1) < 0)) {
+		if (s < 0 || (st.got < st.want && emu_core_wait(core, EMU_EV_RECV, -1, NULL) < 0)) {
 			rc = 1;
 			goto out;
 		}

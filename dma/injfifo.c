@@ -229,9 +229,10 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	return 0;
 }
 
-int dma_injfifo_pending(dma_injfifo_t *f)
+int dma_injfifo_pending(dma_injfifo_t *f, uint32_t *n)
 {
-	if (!f)
+	if (!f || !n)
 		return -EINVAL;
-	return (int)torus_ring_count(f->view.ring);
+	*n = torus_ring_count(f->view.ring);
+	return 0;
 }

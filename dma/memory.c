@@ -162,19 +162,19 @@ int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_
 	return 0;
 }
 
-int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt)
+int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt, int *crossed)
 {
-	if (!c || !vt)
+	if (!c || !vt || !crossed)
 		return -EINVAL;
 	if (!counter_of(c->node, id) || id / c->node->hdr->params.dma_counters != c->index)
 		return DMA_ERR_COUNTER;
 	struct dma_watch *w = watch_of(c->node, id);
 	if (!w || mark >= w->n)
 		return -EINVAL;
-	if (atomic_load_explicit(&w->next, memory_order_acquire) <= mark)
-		return 0;
-	*vt = w->vt[mark];
-	return 1;
+	*crossed = atomic_load_explicit(&w->next, memory_order_acquire) > mark;
+	if (*crossed)
+		*vt = w->vt[mark];
+	return 0;
 }
 
 /* A counter reached zero: wake the cores sleeping on it. */
@@ -376,12 +376,18 @@ static int counter_done(emu_core_t *c, struct dma_counter_shm *k)
 	return 1;
 }
 
-int dma_counter_test(emu_core_t *c, uint32_t id)
+int dma_counter_test(emu_core_t *c, uint32_t id, int *zero)
 {
-	if (!c)
+	if (!c || !zero)
 		return -EINVAL;
 	struct dma_counter_shm *k = counter_of(c->node, id);
-	return k ? counter_done(c, k) : DMA_ERR_COUNTER;
+	if (!k)
+		return DMA_ERR_COUNTER;
+	int r = counter_done(c, k);
+	if (r < 0)
+		return r;
+	*zero = r;
+	return 0;
 }
 
 struct counter_wait {

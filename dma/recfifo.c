@@ -53,23 +53,24 @@ int dma_recfifo_next(emu_core_t *c, struct dma_recv_info *info, void *buf, size_
 		return -EINVAL;
 	struct torus_packet *pkt = torus_ring_peek(&c->dma->memfifo, &side);
 	if (!pkt)
-		return 0;
+		return -EAGAIN;
 	if (pkt->hdr.len > cap)
 		return -EMSGSIZE;
 	fill_info(c, pkt, side, info);
 	if (pkt->hdr.len)
 		memcpy(buf, pkt->payload, pkt->hdr.len);
 	consumed(c);
-	return 1;
+	return 0;
 }
 
-int dma_recfifo_poll(emu_core_t *c, unsigned max)
+int dma_recfifo_poll(emu_core_t *c, unsigned max, unsigned *handled)
 {
 	struct torus_side *side;
 	struct dma_recv_info info;
 	int n = 0, rc = 0;
-	if (!c || !max)
+	if (!c || !max || !handled)
 		return -EINVAL;
+	*handled = 0;
 	if (c->dma->polling)
 		return -EBUSY; /* called from a handler: the packet it handles is not released yet */
 	c->dma->polling = 1;
@@ -91,7 +92,8 @@ int dma_recfifo_poll(emu_core_t *c, unsigned max)
 		n++;
 	}
 	c->dma->polling = 0;
-	return rc < 0 ? rc : n;
+	*handled = (unsigned)n;
+	return rc < 0 ? rc : 0;
 }
 
 static int memfifo_ready(void *arg)
@@ -105,7 +107,8 @@ int dma_recfifo_wait(emu_core_t *c, int timeout_ms)
 	if (!c)
 		return -EINVAL;
 	struct emu_wait w = {memfifo_ready, NULL, NULL, c};
-	return emu_core_block(c, &w, timeout_ms);
+	int r = emu_core_block(c, &w, timeout_ms);
+	return r == 0 ? -ETIMEDOUT : r < 0 ? r : 0;
 }
 
 int dma_fault_next(emu_core_t *c, struct dma_fault *f)
@@ -116,15 +119,16 @@ int dma_fault_next(emu_core_t *c, struct dma_fault *f)
 	uint32_t tail = atomic_load_explicit(&d->fault_tail, memory_order_relaxed);
 	/* pairs with the engine's release store of fault_head */
 	if (tail == atomic_load_explicit(&d->fault_head, memory_order_acquire))
-		return 0;
+		return -EAGAIN;
 	const struct dma_fault_rec *r = &d->faults[tail % DMA_FAULT_SLOTS];
+	/* (the engine's release store of fault_head published it) */
 	f->error = r->error;
 	f->node = r->node;
 	f->region = r->region;
 	f->offset = r->offset;
 	f->len = r->len;
 	atomic_store_explicit(&d->fault_tail, tail + 1, memory_order_release);
-	return 1;
+	return 0;
 }
 
 struct fault_wait {
@@ -135,7 +139,8 @@ struct fault_wait {
 static int fault_ready(void *arg)
 {
 	struct fault_wait *fw = arg;
-	return dma_fault_next(fw->c, fw->f);
+	int r = dma_fault_next(fw->c, fw->f);
+	return r == 0 ? 1 : r == -EAGAIN ? 0 : r;
 }
 
 int dma_fault_wait(emu_core_t *c, struct dma_fault *f, int timeout_ms)
@@ -144,5 +149,6 @@ int dma_fault_wait(emu_core_t *c, struct dma_fault *f, int timeout_ms)
 		return -EINVAL;
 	struct fault_wait fw = {c, f};
 	struct emu_wait w = {fault_ready, NULL, NULL, &fw};
-	return emu_core_block(c, &w, timeout_ms);
+	int r = emu_core_block(c, &w, timeout_ms);
+	return r == 0 ? -ETIMEDOUT : r < 0 ? r : 0;
 }

@@ -107,7 +107,7 @@ int emu_pkt_recv(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap
 	emu_chaos(&c->chaos);
 	struct torus_packet *pkt = torus_ring_peek(&c->rx, &side);
 	if (!pkt)
-		return 0;
+		return -EAGAIN;
 	if (pkt->hdr.len > cap)
 		return -EMSGSIZE;
 	info->src_node = pkt->hdr.sw.raw.src;
@@ -124,7 +124,7 @@ int emu_pkt_recv(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap
 		emu_bell_ring(&c->node->me->bell);
 	atomic_store_explicit(&c->shm->received, ++c->received, memory_order_relaxed);
 	publish(c);
-	return 1;
+	return 0;
 }
 
 static unsigned ready_events(emu_core_t *c, unsigned events)
@@ -204,13 +204,20 @@ static void core_arm(void *arg)
 		torus_ring_mark_full(&cw->c->inj); /* the engine rings us when it pops */
 }
 
-int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms)
+int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *holding)
 {
 	if (!c || !events || (events & ~(EMU_EV_SEND | EMU_EV_RECV)))
 		return -EINVAL;
 	struct core_wait cw = {c, events};
 	struct emu_wait w = {core_ready, core_arm, NULL, &cw};
-	return emu_core_block(c, &w, timeout_ms);
+	int r = emu_core_block(c, &w, timeout_ms);
+	if (r == 0)
+		return -ETIMEDOUT;
+	if (r < 0)
+		return r;
+	if (holding)
+		*holding = (unsigned)r;
+	return 0;
 }
 
 void emu_node_dump(const emu_core_t *c, FILE *out)

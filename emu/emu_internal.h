@@ -8,6 +8,7 @@
 
 #include "torus/emu.h"
 #include "torus/machine.h"
+#include "../torus/torus_internal.h"
 
 #include <pthread.h>
 #include <stdbool.h>

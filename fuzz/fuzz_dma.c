@@ -239,16 +239,16 @@ static unsigned settle(uint32_t poster_node, uint32_t poster_core, uint8_t *msg,
 				uint8_t buf[TORUS_MAX_PAYLOAD];
 				struct dma_fault f;
 				int rc;
-				while ((rc = dma_recfifo_next(core, &info, buf, sizeof(buf))) == 1) {
+				while ((rc = dma_recfifo_next(core, &info, buf, sizeof(buf))) == 0) {
 					moved++;
 					if (msg && n == msg_node && c == msg_core && info.offset + info.len <= SRCMAX) {
 						memcpy(msg + info.offset, buf, info.len);
 						*msg_bytes += info.len;
 					}
 				}
-				if (rc < 0)
+				if (rc != -EAGAIN)
 					die("dma_recfifo_next failed");
-				while (dma_fault_next(core, &f) == 1) {
+				while (dma_fault_next(core, &f) == 0) {
 					moved++;
 					faults += n == poster_node && c == poster_core;
 				}

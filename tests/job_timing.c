@@ -52,7 +52,7 @@ static int send_blocking(emu_core_t *c, uint32_t node, const void *buf, size_t l
 {
 	int rc;
 	while ((rc = emu_pkt_send(c, node, 0, buf, len, 0, 0)) == -EAGAIN)
-		if ((rc = emu_core_wait(c, EMU_EV_SEND, -1)) < 0)
+		if ((rc = emu_core_wait(c, EMU_EV_SEND, -1, NULL)) < 0)
 			return rc;
 	return rc;
 }
@@ -60,10 +60,10 @@ static int send_blocking(emu_core_t *c, uint32_t node, const void *buf, size_t l
 static int recv_blocking(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap)
 {
 	int rc;
-	while ((rc = emu_pkt_recv(c, info, buf, cap)) == 0)
-		if ((rc = emu_core_wait(c, EMU_EV_RECV, -1)) < 0)
+	while ((rc = emu_pkt_recv(c, info, buf, cap)) == -EAGAIN)
+		if ((rc = emu_core_wait(c, EMU_EV_RECV, -1, NULL)) < 0)
 			return rc;
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 static int timing(emu_core_t *c, void *arg)

@@ -9,6 +9,7 @@
  */
 #include "cunit_main.h"
 #include "torus/machine.h"
+#include "../torus/torus_internal.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -502,10 +502,10 @@ static void test_bad_files(void)
 	result_free(&r);
 	/* a future version */
 	memcpy(m, b, n);
-	((struct torus_trace_header *)m)->version = 2;
+	((struct torus_trace_header *)m)->version = TORUS_TRACE_VERSION + 1;
 	write_bytes(bad, m, n);
 	r = run("$B/torus-trace '%s'", bad);
-	EXPECT(r.status == 2 && strstr(r.err, "version 2"), "%.300s", r.err);
+	EXPECT(r.status == 2 && strstr(r.err, "version 3"), "%.300s", r.err);
 	result_free(&r);
 	CU_ASSERT_EQUAL(passed, cases);
 	free(m);

@@ -4,7 +4,7 @@
  * time of the model that tests and benchmarks compare against.
  */
 #include <string.h>
-#include "torus/machine.h"
+#include "torus_internal.h"
 
 void torus_ring_init(struct torus_ring *r, uint32_t slots, uint64_t off)
 {

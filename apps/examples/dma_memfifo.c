@@ -52,9 +52,10 @@ static int core_main(emu_core_t *c, void *arg)
 	if ((rc = dma_injfifo_post(fifo, &d, DMA_POST_WAIT)) || (rc = dma_counter_wait(c, inj)))
 		goto fail;
 	while (me == 0 && box.complete < (int)emu_node_count(c)) {
-		if ((rc = dma_recfifo_poll(c, 16)) < 0)
+		unsigned got;
+		if ((rc = dma_recfifo_poll(c, 16, &got)) < 0)
 			goto fail;
-		if (rc == 0 && (rc = dma_recfifo_wait(c, -1)) < 0)
+		if (!got && (rc = dma_recfifo_wait(c, -1)) < 0)
 			goto fail;
 	}
 	return 0;

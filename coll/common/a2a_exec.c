@@ -214,10 +214,10 @@ static int wait_slot(struct exec *e, uint32_t id)
 			return rc;
 		if (v == 0)
 			return dma_counter_wait(c, id); /* at once: it sets the clock */
-		int got = dma_recfifo_poll(c, 64);
-		if (got < 0)
-			return got;
-		if (!got && (rc = dma_recfifo_wait(c, 1)) < 0)
+		unsigned got;
+		if ((rc = dma_recfifo_poll(c, 64, &got)) < 0)
+			return rc;
+		if (!got && (rc = dma_recfifo_wait(c, 1)) < 0 && rc != -ETIMEDOUT)
 			return rc;
 	}
 }

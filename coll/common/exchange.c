@@ -121,12 +121,11 @@ int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t
 			 * deadlock.
 			 */
 			while ((rc = dma_injfifo_post(f, &d, 0)) == -EAGAIN) {
-				int got = dma_recfifo_poll(c, 64);
-				if (got < 0) {
-					rc = got;
+				unsigned got;
+				if ((rc = dma_recfifo_poll(c, 64, &got)) < 0)
 					break;
-				}
-				if (!got && (rc = dma_recfifo_wait(c, 1)) < 0)
+				/* a 1 ms nap at most: the FIFO may drain meanwhile */
+				if (!got && (rc = dma_recfifo_wait(c, 1)) < 0 && rc != -ETIMEDOUT)
 					break;
 			}
 			if (rc) {
@@ -140,12 +139,11 @@ int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t
 		if (x[i].from == COLL_XCHG_NONE)
 			continue;
 		while (!take(box, t->key, seq, x[i].from, x[i].tag, &x[i].theirs)) {
-			rc = dma_recfifo_poll(c, 16);
-			if (rc < 0)
+			unsigned got;
+			if ((rc = dma_recfifo_poll(c, 16, &got)) < 0)
 				break;
-			if (rc == 0 && (rc = dma_recfifo_wait(c, -1)) < 0)
+			if (!got && (rc = dma_recfifo_wait(c, -1)) < 0)
 				break;
-			rc = 0;
 		}
 		if (!rc && x[i].theirs.check != x[i].mine.check)
 			mismatch = 1;

@@ -46,6 +46,8 @@
  */
 #include "../coll_internal.h"
 #include "multicolor.h"
+/* the busy calendar (virtual-time intervals), a utility of torus/, not the engine */
+#include "../../torus/torus_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -568,9 +570,12 @@ static int run_streams(struct mc_call *m)
 		struct mc_stream *st = &m->st[next];
 		int32_t mk = st->starting ? -1 : expected_mark(m, st);
 		torus_vt_t vt = 0;
-		int got = mk < 0 ? 1 : dma_counter_mark(m->c, st->ph[st->phase].counter, (uint32_t)mk, &vt);
-		if (got < 0)
-			return got;
+		int got = 1;
+		if (mk >= 0) {
+			int rc = dma_counter_mark(m->c, st->ph[st->phase].counter, (uint32_t)mk, &vt, &got);
+			if (rc)
+				return rc;
+		}
 		if (!got) {
 			uint32_t id = st->ph[st->phase].counter, mark = (uint32_t)mk;
 			int rc = dma_counter_wait_marks(m->c, &id, &mark, 1);

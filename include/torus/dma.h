@@ -70,8 +70,8 @@ int dma_counter_add(emu_core_t *c, uint32_t id, int64_t bytes);
 int dma_counter_get(emu_core_t *c, uint32_t id, int64_t *value);
 /* Times the counter reached zero since it was allocated. */
 int dma_counter_hits(emu_core_t *c, uint32_t id, uint64_t *hits);
-/* 1 if the counter is zero (the clock advances to when it hit), 0 if not. */
-int dma_counter_test(emu_core_t *c, uint32_t id);
+/* *zero = 1 if the counter is zero (the clock advances to when it hit), 0 if not. */
+int dma_counter_test(emu_core_t *c, uint32_t id, int *zero);
 /* Sleep until the counter is zero; the clock advances to when it hit. */
 int dma_counter_wait(emu_core_t *c, uint32_t id);
 /* Sleep until one of ids[0..n) is zero; *which gets its index. */
@@ -89,8 +89,8 @@ int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *w
  * counter does too.
  */
 int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_t n);
-/* 1 and *vt = when mark k was crossed (the clock does not move), 0 if not yet. */
-int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt);
+/* *crossed = 1 and *vt = when mark k was crossed (the clock does not move), 0 if not yet. */
+int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt, int *crossed);
 /* Sleep until, for some i, mark marks[i] of counter ids[i] is crossed (n <= 64). */
 int dma_counter_wait_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, size_t n);
 
@@ -111,11 +111,12 @@ typedef int (*dma_recv_fn)(emu_core_t *c, const struct dma_recv_info *info, cons
 
 /* Dispatch ids 1..255 (0 means "polled, no handler"). */
 int dma_handler_register(emu_core_t *c, uint32_t dispatch, dma_recv_fn fn, void *arg);
-/* Handle up to max waiting packets; returns how many were handled. */
-int dma_recfifo_poll(emu_core_t *c, unsigned max);
-/* Take the next packet without a handler: 1 and fills info/buf, 0 if none. */
+/* Handle up to max waiting packets; *handled says how many were. */
+int dma_recfifo_poll(emu_core_t *c, unsigned max, unsigned *handled);
+/* Take the next packet without a handler: 0 and fills info/buf, -EAGAIN if none. */
 int dma_recfifo_next(emu_core_t *c, struct dma_recv_info *info, void *buf, size_t cap);
-/* Sleep until the reception FIFO holds a packet (timeout_ms < 0: no limit). */
+/* Sleep until the reception FIFO holds a packet (timeout_ms < 0: no limit;
+ * -ETIMEDOUT when it passed). */
 int dma_recfifo_wait(emu_core_t *c, int timeout_ms);
 
 /* ------------------------------------------------------- injection FIFOs */
@@ -164,7 +165,7 @@ int dma_injfifo_open(emu_core_t *c, uint32_t index, dma_injfifo_t **out);
  * clock advances by the per-descriptor injection overhead. */
 int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags);
 /* Descriptors posted and not yet fully injected. */
-int dma_injfifo_pending(dma_injfifo_t *f);
+int dma_injfifo_pending(dma_injfifo_t *f, uint32_t *n);
 
 /* ---------------------------------------------------------------- errors */
 
@@ -176,9 +177,10 @@ struct dma_fault {
 	uint64_t offset;
 	uint32_t len;
 };
-/* 1 and fills *f if a fault was reported to this core, 0 if none. */
+/* 0 and fills *f if a fault was reported to this core, -EAGAIN if none. */
 int dma_fault_next(emu_core_t *c, struct dma_fault *f);
-/* Sleep until a fault is reported (timeout_ms < 0: no limit); 1 or 0. */
+/* Sleep until a fault is reported (timeout_ms < 0: no limit): 0 and fills
+ * *f, or -ETIMEDOUT. */
 int dma_fault_wait(emu_core_t *c, struct dma_fault *f, int timeout_ms);
 
 /* --------------------------------------------------------------- barriers */

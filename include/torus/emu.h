@@ -76,19 +76,21 @@ struct emu_pkt_info {
 int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, size_t len,
 		 uint16_t user, uint16_t hints);
 /*
- * Take the oldest packet of this core's reception FIFO. Returns 1 and fills
- * info and buf (cap >= len, else -EMSGSIZE and the packet stays), 0 if none.
+ * Take the oldest packet of this core's reception FIFO: 0 and fills info
+ * and buf (cap >= len, else -EMSGSIZE and the packet stays), -EAGAIN if
+ * there is none.
  */
 int emu_pkt_recv(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap);
 
 #define EMU_EV_SEND 1u /* injection FIFO has room */
 #define EMU_EV_RECV 2u /* reception FIFO holds a packet */
 /*
- * Sleep until one of `events` holds; returns the events that hold (> 0), 0
- * on timeout (timeout_ms < 0 waits without limit; the job's hang detector
- * covers it), or -ECANCELED if the job is being torn down.
+ * Sleep until one of `events` holds: 0 and *holding = the events that hold
+ * (holding may be NULL), -ETIMEDOUT when timeout_ms passed (timeout_ms < 0
+ * waits without limit; the job's hang detector covers it), or -ECANCELED
+ * if the job is being torn down.
  */
-int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms);
+int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *holding);
 
 /* Counters of this node's outgoing link along (dim, dir) (dir 0: plus, 1:
  * minus), like a hardware performance counter: cumulative since the job

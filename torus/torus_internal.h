@@ -1,0 +1,374 @@
+/*
+ * The machine's internals: what the emulator's engines, the DMA unit and
+ * their tests share, and no program needs. Not installed; the public
+ * machine description (shape, routes, parameters, packets, the time
+ * model's formulas) is include/torus/machine.h.
+ *
+ *   FIFO ring     the 256-byte packet slots of links and core FIFOs
+ *   link          a link direction's control block and its counters
+ *   calendar      busy intervals in virtual time (links; multicolor cores)
+ *   order         a hardware FIFO's order, in virtual time
+ *   cost          per-payload wire bytes and serialisation times
+ */
+#ifndef TORUS_INTERNAL_H
+#define TORUS_INTERNAL_H
+
+#include "torus/machine.h"
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ packet copies */
+
+/* Copy a packet between slots; a full packet takes the fixed-size path the
+ * compiler turns into vector moves. */
+TORUS_HOT void torus_pkt_copy(struct torus_packet *dst, const struct torus_packet *src)
+{
+	uint32_t n = torus_pkt_copy_bytes(src->hdr.len);
+	if (n == TORUS_SLOT_BYTES)
+		memcpy(dst, src, TORUS_SLOT_BYTES);
+	else
+		memcpy(dst, src, n);
+}
+
+/* Copy `len` payload bytes into or out of a slot; a full payload (the common
+ * case of bulk transfers) takes a fixed-size path the compiler turns into
+ * vector moves instead of a variable-length string move. */
+TORUS_HOT void torus_payload_copy(void *dst, const void *src, uint32_t len)
+{
+	if (len == TORUS_MAX_PAYLOAD)
+		memcpy(dst, src, TORUS_MAX_PAYLOAD);
+	else if (len)
+		memcpy(dst, src, len);
+}
+
+/* ------------------------------------------------------------ FIFO ring */
+
+/*
+ * Single-producer single-consumer ring of 256-byte packet slots, with a
+ * parallel array of sideband records (the virtual arrival time and a trace
+ * tag; emulator bookkeeping, not packet bytes). Indices run free and are
+ * masked on access; slot count is a power of two. Control block and slots
+ * live in shared memory; both sides keep a process-local torus_ring_view.
+ */
+struct torus_side {
+	torus_vt_t vt;   /* virtual time the packet is ready at the consumer */
+	uint32_t tag;    /* collective/color/phase tag set by the sender */
+	uint32_t aux;
+};
+_Static_assert(sizeof(struct torus_side) == 16, "sideband record");
+
+struct torus_ring {
+	alignas(64) _Atomic uint32_t head;        /* producer writes */
+	alignas(64) _Atomic uint32_t tail;        /* consumer writes */
+	alignas(64) _Atomic uint32_t want_space;  /* producer found it full; consumer rings on pop */
+	uint32_t slots;                           /* power of two, immutable after setup */
+	uint64_t off_slots;                       /* offsets from the shared-memory base */
+	uint64_t off_side;
+};
+_Static_assert(sizeof(struct torus_ring) == 192, "ring control block");
+_Static_assert(offsetof(struct torus_ring, tail) == 64, "tail on its own cache line");
+
+struct torus_ring_view {
+	struct torus_ring *ring;
+	struct torus_packet *slot;
+	struct torus_side *side;
+	uint32_t mask;
+	uint32_t cached;     /* producer: last seen tail; consumer: last seen head */
+	uint32_t pos;        /* producer: local head; consumer: local tail */
+	uint32_t published;  /* the value of pos last stored to the shared index */
+};
+
+/* Bytes of shared memory a ring of n slots needs beyond its control block. */
+static inline size_t torus_ring_bytes(uint32_t n)
+{
+	return (size_t)n * (sizeof(struct torus_packet) + sizeof(struct torus_side));
+}
+/* Set up a ring whose slots start at base+off (done once, before sharing). */
+void torus_ring_init(struct torus_ring *r, uint32_t slots, uint64_t off);
+enum torus_ring_role { TORUS_RING_PRODUCER, TORUS_RING_CONSUMER };
+/* A producer's or consumer's private view, starting at the ring's current indices. */
+void torus_ring_view_init(struct torus_ring_view *v, struct torus_ring *r, void *base, enum torus_ring_role role);
+void torus_ring_dump(const struct torus_ring *r, const char *name, FILE *out);
+
+/* Packets published and not yet released (what the other side can see). */
+static inline uint32_t torus_ring_count(const struct torus_ring *r)
+{
+	return atomic_load_explicit(&r->head, memory_order_acquire) -
+	       atomic_load_explicit(&r->tail, memory_order_acquire);
+}
+
+/*
+ * Producer: next free slot, or NULL if full. Fill it, then commit; commits
+ * become visible to the consumer at the next publish (once per batch, so a
+ * burst pays one release store and one doorbell check).
+ */
+TORUS_HOT struct torus_packet *torus_ring_reserve(struct torus_ring_view *v, struct torus_side **side)
+{
+	if (v->pos - v->cached > v->mask) {
+		/* pairs with the consumer's release store of tail in torus_ring_publish_tail */
+		v->cached = atomic_load_explicit(&v->ring->tail, memory_order_acquire);
+		if (v->pos - v->cached > v->mask)
+			return NULL;
+	}
+	*side = &v->side[v->pos & v->mask];
+	return &v->slot[v->pos & v->mask];
+}
+TORUS_HOT void torus_ring_commit(struct torus_ring_view *v) { v->pos++; }
+/* Producer: make commits visible; returns nonzero if there were any. */
+TORUS_HOT int torus_ring_publish_head(struct torus_ring_view *v)
+{
+	if (v->pos == v->published)
+		return 0;
+	/* pairs with the consumer's acquire load of head in torus_ring_peek */
+	atomic_store_explicit(&v->ring->head, v->pos, memory_order_release);
+	v->published = v->pos;
+	return 1;
+}
+
+/* Consumer: oldest packet, or NULL if empty. Read it, then release. */
+TORUS_HOT struct torus_packet *torus_ring_peek(struct torus_ring_view *v, struct torus_side **side)
+{
+	if (v->pos == v->cached) {
+		/* pairs with the producer's release store of head in torus_ring_publish_head */
+		v->cached = atomic_load_explicit(&v->ring->head, memory_order_acquire);
+		if (v->pos == v->cached)
+			return NULL;
+	}
+	*side = &v->side[v->pos & v->mask];
+	return &v->slot[v->pos & v->mask];
+}
+TORUS_HOT void torus_ring_release(struct torus_ring_view *v) { v->pos++; }
+/*
+ * Consumer: hand released slots back. Returns nonzero if the producer had
+ * asked (torus_ring_mark_full) to be told about free space: ring its bell.
+ */
+TORUS_HOT int torus_ring_publish_tail(struct torus_ring_view *v)
+{
+	if (v->pos == v->published)
+		return 0;
+	/* pairs with the producer's acquire load of tail in torus_ring_reserve */
+	atomic_store_explicit(&v->ring->tail, v->pos, memory_order_release);
+	v->published = v->pos;
+	/* Dekker with torus_ring_mark_full: the producer stores want_space then
+	 * re-reads tail; we store tail then read want_space. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&v->ring->want_space, memory_order_relaxed)) {
+		atomic_store_explicit(&v->ring->want_space, 0, memory_order_relaxed);
+		return 1;
+	}
+	return 0;
+}
+/*
+ * Producer found the ring full: ask for a doorbell, then re-check. Returns 1
+ * if space appeared meanwhile. Publish pending commits before sleeping.
+ */
+static inline int torus_ring_mark_full(struct torus_ring_view *v)
+{
+	atomic_store_explicit(&v->ring->want_space, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	v->cached = atomic_load_explicit(&v->ring->tail, memory_order_acquire);
+	return v->pos - v->cached <= v->mask;
+}
+
+/* ------------------------------------------------------------ link */
+
+/*
+ * One direction of one link: two virtual channels (dateline scheme: a packet
+ * moves to VC 1 when it crosses the ring's wrap-around link and stays there
+ * for the rest of that dimension, so neither channel's dependency graph has a
+ * cycle) plus the virtual-time state and counters. Everything but the VC
+ * consumer side is written only by the sending node's engine.
+ */
+struct torus_link {
+	alignas(64) _Atomic uint64_t free_at;   /* virtual time the link is next idle */
+	_Atomic uint64_t packets;
+	_Atomic uint64_t payload_bytes;
+	_Atomic uint64_t wire_bytes;
+	_Atomic uint64_t busy_ps;
+	uint32_t from, to;                       /* node ranks */
+	uint32_t dim, dir;
+	uint8_t pad_[8];
+	struct torus_ring vc[2];
+};
+_Static_assert(sizeof(struct torus_link) == 64 + 2 * 192, "link control block");
+
+
+/*
+ * Charge one packet to the link under the time model: it leaves at
+ * max(ready, free_at), holds the link for ser (its wire bytes at the link
+ * bandwidth), and arrives `latency` later. Returns the arrival time.
+ * Producer side only: the sending engine is the link's single writer.
+ */
+/* Count one packet on the link: free_at and the counters. Single writer
+ * (the sending engine): plain relaxed load+store, read by the reporter. */
+static inline void torus_link_count(struct torus_link *l, torus_vt_t free_at, uint32_t payload, uint32_t wire,
+				    torus_vt_t ser)
+{
+	atomic_store_explicit(&l->free_at, free_at, memory_order_relaxed);
+	atomic_store_explicit(&l->packets, atomic_load_explicit(&l->packets, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_store_explicit(&l->payload_bytes,
+			      atomic_load_explicit(&l->payload_bytes, memory_order_relaxed) + payload,
+			      memory_order_relaxed);
+	atomic_store_explicit(&l->wire_bytes,
+			      atomic_load_explicit(&l->wire_bytes, memory_order_relaxed) + wire,
+			      memory_order_relaxed);
+	atomic_store_explicit(&l->busy_ps, atomic_load_explicit(&l->busy_ps, memory_order_relaxed) + ser,
+			      memory_order_relaxed);
+}
+
+TORUS_HOT torus_vt_t torus_link_account(struct torus_link *l, torus_vt_t ready, uint32_t payload,
+					    uint32_t wire, torus_vt_t ser, torus_vt_t latency)
+{
+	torus_vt_t free_at = atomic_load_explicit(&l->free_at, memory_order_relaxed);
+	torus_vt_t start = ready > free_at ? ready : free_at;
+	torus_link_count(l, start + ser, payload, wire, ser);
+	return start + ser + latency;
+}
+
+static inline torus_vt_t torus_link_charge(struct torus_link *l, const struct torus_params *p,
+					   torus_vt_t ready, uint32_t payload)
+{
+	uint32_t wire = torus_wire_bytes(p, payload);
+	return torus_link_account(l, ready, payload, wire, torus_ser_ps(p, wire), p->hop_latency_ps);
+}
+
+/*
+ * The busy calendar of one link direction, kept by its single producer (the
+ * sending engine, in its own memory). A packet takes the first gap of the
+ * calendar at or after its ready time that is long enough, so traffic that
+ * reaches the link late in wall-clock order but early in virtual time (a
+ * stream that lags behind another on a shared link) still gets the virtual
+ * time it would have had: with free_at alone it would queue behind every
+ * packet emitted before it. Packets emitted in ready order behave exactly
+ * as with free_at. At most TORUS_CAL_SLOTS disjoint busy intervals are
+ * kept; when more are needed the two neighbours with the smallest gap
+ * merge (the gap is lost, which can only delay a packet, never speed one
+ * up).
+ */
+#define TORUS_CAL_SLOTS 64u
+struct torus_busy {
+	torus_vt_t start, end;
+	torus_vt_t ready;  /* the latest ready time of a packet in it */
+	torus_vt_t shared; /* where the next packet sharing it may start */
+};
+struct torus_calendar {
+	uint32_t n;
+	struct torus_busy iv[TORUS_CAL_SLOTS];
+};
+/* Reserve ser picoseconds at or after ready; returns the start. */
+torus_vt_t torus_calendar_reserve(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser);
+/*
+ * The link's rule: as reserve when the first gap at or after ready leaves
+ * the packet at most one packet late, or when the packet is not out of
+ * order (every packet of the busy stretch it ran into was ready no later
+ * than it): then it queues, exactly as with free_at. Otherwise it reached
+ * the link late in wall-clock order and shares the stretch, as with
+ * round-robin arbitration: it leaves one packet after it was ready (or
+ * after the stretch began), sharing packets follow one another, and the
+ * stretch grows by its time, so the link's total busy time is exact and
+ * later traffic queues behind both. Returns the start.
+ */
+torus_vt_t torus_calendar_share(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser);
+/*
+ * Packets from one input (a link virtual channel or a core's injection FIFO)
+ * to one output link leave in order, one after another, as they would from
+ * a hardware FIFO. A hardware FIFO holds them in the order they arrived, in
+ * virtual time; the emulated one holds them in the order the upstream engine
+ * happened to charge them, in wall clock, and where the upstream link was
+ * shared (a calendar gap filled late) that is not always virtual-time
+ * order. So the rule follows ready times (torus_order_ready):
+ *
+ * - a packet ready no earlier than the last in-order one leaves after
+ *   everything this input sent on the link;
+ * - one ready earlier was overtaken in wall clock only: it arrived first on
+ *   the hardware and is not held behind the packets it would have preceded.
+ *   Overtaken packets come in runs (the rest of a stream that lagged on the
+ *   host), and within a run they still leave in order: a packet ready no
+ *   earlier than the run's last leaves after the run, one ready earlier
+ *   starts a new run.
+ *
+ * Either way, the in-order packets after it queue behind it
+ * (torus_order_left).
+ */
+struct torus_order {
+	torus_vt_t ready;      /* ready time of the last in-order packet */
+	torus_vt_t left;       /* the latest departure so far */
+	torus_vt_t late_ready; /* the current run of overtaken packets: its last ready time */
+	torus_vt_t late_left;  /* and its latest departure */
+	int late;              /* the packet being charged is an overtaken one */
+};
+static inline torus_vt_t torus_order_ready(struct torus_order *o, torus_vt_t vt)
+{
+	if (vt >= o->ready) {
+		o->late = 0;
+		o->ready = vt;
+		return vt > o->left ? vt : o->left;
+	}
+	o->late = 1;
+	if (vt < o->late_ready)
+		o->late_left = 0; /* a new run */
+	o->late_ready = vt;
+	return vt > o->late_left ? vt : o->late_left;
+}
+static inline void torus_order_left(struct torus_order *o, torus_vt_t left)
+{
+	if (left > o->left)
+		o->left = left;
+	if (o->late && left > o->late_left)
+		o->late_left = left;
+}
+/* Drop the intervals that end by `before` (no reservation will be earlier). */
+void torus_calendar_forget(struct torus_calendar *cal, torus_vt_t before);
+
+/* Per-payload-length wire bytes and serialisation times, computed once so
+ * that the engine's per-packet path has no division. */
+struct torus_cost {
+	uint32_t wire[TORUS_MAX_PAYLOAD + 1];
+	torus_vt_t ser[TORUS_MAX_PAYLOAD + 1];
+	torus_vt_t hop_latency;
+};
+void torus_cost_init(struct torus_cost *c, const struct torus_params *p);
+TORUS_HOT torus_vt_t torus_link_charge_cost(struct torus_link *l, const struct torus_cost *c,
+						torus_vt_t ready, uint32_t payload)
+{
+	return torus_link_account(l, ready, payload, c->wire[payload], c->ser[payload], c->hop_latency);
+}
+
+/* The same with the link's calendar: the packet leaves at the first gap of
+ * the calendar at or after ready (see struct torus_calendar). */
+torus_vt_t torus_link_charge_cal_slow(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
+				      torus_vt_t ready, uint32_t payload);
+TORUS_HOT torus_vt_t torus_link_charge_cal(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
+					   torus_vt_t ready, uint32_t payload)
+{
+	uint32_t n = cal->n;
+	if (n && ready == cal->iv[n - 1].end) {
+		/* the common case, back to back: the last stretch grows (what
+		 * torus_calendar_share does here, without the search) */
+		struct torus_busy *last = &cal->iv[n - 1];
+		torus_vt_t ser = c->ser[payload];
+		last->end = ready + ser;
+		if (ready > last->ready)
+			last->ready = ready;
+		torus_link_count(l, last->end, payload, c->wire[payload], ser);
+		return ready + ser + c->hop_latency;
+	}
+	return torus_link_charge_cal_slow(l, cal, c, ready, payload);
+}
+
+void torus_link_read(const struct torus_link *l, struct torus_link_counters *out);
+/* Print each non-empty VC ring of the link, one line each, after `indent`. */
+void torus_link_dump(const struct torus_link *l, const char *indent, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
