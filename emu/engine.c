@@ -19,7 +19,7 @@
  * approximation documented in the README.
  */
 #include "node.h"
-#include "../dma/dma_internal.h"
+#include "unit.h"
 
 #include <torus/trace.h>
 
@@ -54,7 +54,7 @@ static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const
 {
 	uint32_t kind = torus_pkt_kind(&pkt->hdr);
 	if (kind != TORUS_PKT_RAW) {
-		int rc = kind == DMA_PKT_PUT ? dma_deliver_put_fast(rt, pkt, side) : dma_engine_deliver(rt, pkt, side);
+		int rc = emu_node_unit.deliver(rt, pkt, side); /* the unit's kinds */
 		rt->delivered += (uint64_t)rc;
 		return rc;
 	}
@@ -155,7 +155,7 @@ int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, con
 
 void emu_engine_publish(struct emu_node_rt *rt)
 {
-	dma_counter_flush(rt);
+	emu_node_unit.flush(rt);
 	flush_outputs(rt);
 	/* deposits are counted once visible, so torusrun's drain check is exact */
 	atomic_store_explicit(&rt->me->delivered, rt->delivered, memory_order_release);
@@ -207,8 +207,8 @@ static uint32_t engine_pass(struct emu_node_rt *rt)
 	}
 	for (uint32_t c = 0; c < rt->ncores; c++)
 		moved += drain(rt, &rt->ecore[c].inj, NULL, 0, &rt->ecore[c].shm->bell, rt->ecore[c].order);
-	uint32_t dma = dma_engine_inject(rt);
-	dma_counter_flush(rt);
+	uint32_t dma = emu_node_unit.inject(rt);
+	emu_node_unit.flush(rt);
 	if (dma) {
 		flush_outputs(rt);
 		atomic_store_explicit(&rt->me->delivered, rt->delivered, memory_order_release);

@@ -4,7 +4,7 @@
  * the engine forwarding until torusrun declares the whole job finished.
  */
 #include "node.h"
-#include "../dma/dma_internal.h"
+#include "unit.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -143,11 +143,11 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 	emu_chaos_init(&rt->chaos, rt, rt->hdr->chaos_seed, 0);
 	for (uint32_t c = 0; c < rt->ncores; c++)
 		emu_chaos_init(&rt->cores[c]->chaos, rt, rt->hdr->chaos_seed, 1 + c);
-	int rc2 = dma_node_setup(rt, err, errlen);
+	int rc2 = emu_node_unit.node_setup(rt, err, errlen);
 	if (rc2)
 		return rc2;
 	for (uint32_t c = 0; c < rt->ncores; c++)
-		if ((rc2 = dma_core_setup(rt, rt->cores[c], err, errlen)))
+		if ((rc2 = emu_node_unit.core_setup(rt, rt->cores[c], err, errlen)))
 			return rc2;
 	pthread_mutex_init(&rt->lock, NULL);
 	pthread_cond_init(&rt->cond, NULL);
@@ -216,10 +216,10 @@ void emu_node_teardown(struct emu_node_rt *rt)
 {
 	for (uint32_t c = 0; rt->cores && c < rt->ncores; c++) {
 		if (rt->cores[c])
-			dma_core_teardown(rt->cores[c]);
+			emu_node_unit.core_teardown(rt->cores[c]);
 		free(rt->cores[c]);
 	}
-	dma_node_teardown(rt);
+	emu_node_unit.node_teardown(rt);
 	free(rt->first_core);
 	if (rt->launcher_fd >= 0)
 		close(rt->launcher_fd);
@@ -240,7 +240,7 @@ static void *core_main(void *arg)
 	atomic_store_explicit(&c->shm->tid, (int32_t)syscall(SYS_gettid), memory_order_relaxed);
 	c->status = c->fn(c, c->arg);
 	/* the program may free its buffers now: close them to the DMA unit */
-	dma_core_finish(c);
+	emu_node_unit.core_finish(c);
 	atomic_store_explicit(&c->shm->status, c->status, memory_order_relaxed);
 	/* the engine checks DONE before depositing; release pairs with its acquire */
 	atomic_store_explicit(&c->shm->state, EMU_CORE_DONE, memory_order_release);

@@ -57,6 +57,7 @@ static inline void emu_idle_poll(uint32_t i)
 #define EMU_IDLE_POLLS emu_idle_polls
 
 struct emu_node_rt;
+/* the unit's state (emu/unit.h: the DMA unit's), opaque to the engine */
 struct dma_core_local;
 struct dma_engine;
 

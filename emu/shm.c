@@ -8,7 +8,7 @@
  * holds all the memory it receives on, so one mbind places it.
  */
 #include "emu_internal.h"
-#include "../dma/dma_internal.h"
+#include "unit.h"
 
 #include <errno.h>
 #include <numa.h>
@@ -30,7 +30,7 @@ static uint64_t node_region_bytes(const struct torus_shape *s, const struct toru
 		if (torus_dim_has_links(s, d))
 			b += 2 * 2 * torus_ring_bytes(p->fifo_slots);
 	b += (uint64_t)ncores * (torus_ring_bytes(p->inj_slots) + torus_ring_bytes(p->rx_slots));
-	b += (uint64_t)ncores * (dma_core_shm_bytes(p) + 64);
+	b += (uint64_t)ncores * (emu_node_unit.core_shm_bytes(p) + 64);
 	return align_up(b, EMU_PAGE);
 }
 
@@ -84,8 +84,8 @@ static void init_node(struct emu_shm *m, uint32_t r, uint32_t ncores, uint64_t o
 		cur += torus_ring_bytes(p->rx_slots);
 		cur = align_up(cur, 64);
 		cs->off_dma = cur;
-		dma_core_shm_init((struct dma_core_shm *)((char *)m->base + cur), cur, p);
-		cur += dma_core_shm_bytes(p);
+		emu_node_unit.core_shm_init((char *)m->base + cur, cur, p);
+		cur += emu_node_unit.core_shm_bytes(p);
 	}
 	/* what the layout reserved (cur - off is at most that) */
 	n->region_bytes = node_region_bytes(s, p, ncores);
@@ -265,7 +265,7 @@ static int dump_node(const struct emu_shm *m, uint32_t r, FILE *out)
 			snprintf(name, sizeof(name), "  core %u reception FIFO", c);
 			torus_ring_dump(&co->rx, name, out);
 		}
-		dma_core_shm_dump(dma_core_shm_of(m, co), m->base, c, out);
+		emu_node_unit.core_shm_dump((char *)m->base + co->off_dma, m->base, c, out);
 	}
 	for (uint32_t d = 0; d < s->ndims; d++) {
 		if (!torus_dim_has_links(s, d))
