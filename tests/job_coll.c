@@ -447,6 +447,46 @@ static void bad_v(emu_core_t *c, coll_team_t *t)
 	r = coll_alltoallv(t, send, sc, sd, recv, rcn, rd, COLL_INT32, "no-such-algorithm");
 	if (r != -ENOENT)
 		fail(c, "alltoallv with an unknown algorithm gave %d, not -ENOENT", r);
+	/* in place: each mistake an error on every member */
+	int32_t buf[128]; /* 2 p elements each way; this core's own */
+	if (me == 1)
+		sc[0] = 3, sc[1] = 1; /* its totals still match, member 0 expects 2 */
+	r = coll_alltoallv_inplace(t, buf, sc, rcn, COLL_INT32, NULL);
+	if (r != -EPROTO)
+		fail(c, "alltoallv in place with counts that disagree gave %d, not -EPROTO", r);
+	if (me == 1)
+		sc[0] = sc[1] = 2;
+	if (me == 0)
+		sc[1] = -1;
+	r = coll_alltoallv_inplace(t, buf, sc, rcn, COLL_INT32, NULL);
+	if (r != -EINVAL)
+		fail(c, "alltoallv in place with a negative count (member 0) gave %d, not -EINVAL", r);
+	if (me == 0)
+		sc[1] = 2;
+	if (me == p - 1)
+		sc[0] = 3; /* sends more than it receives */
+	r = coll_alltoallv_inplace(t, buf, sc, rcn, COLL_INT32, "pairwise");
+	if (r != -EINVAL)
+		fail(c, "alltoallv in place with unequal totals (last member) gave %d, not -EINVAL", r);
+	if (me == p - 1)
+		sc[0] = 2;
+	r = coll_alltoallv_inplace(t, buf, sc, rcn, COLL_INT32, "a1");
+	if (r != -ENOTSUP)
+		fail(c, "alltoallv in place with an out-of-place algorithm gave %d, not -ENOTSUP", r);
+	r = coll_alltoallv(t, send, sc, sd, recv, rcn, rd, COLL_INT32, "pairwise");
+	if (r != -ENOTSUP)
+		fail(c, "alltoallv out of place with an in-place algorithm gave %d, not -ENOTSUP", r);
+	/* and a good call after all that */
+	for (uint32_t j = 0; j < 2 * p; j++)
+		buf[j] = (int32_t)(me * 1000 + j);
+	r = coll_alltoallv_inplace(t, buf, sc, rcn, COLL_INT32, NULL);
+	for (uint32_t j = 0; !r && j < 2 * p; j++)
+		if (buf[j] != (int32_t)((j / 2) * 1000 + 2 * me + j % 2)) {
+			fail(c, "alltoallv in place after bad calls: element %u is %d", j, buf[j]);
+			break;
+		}
+	if (r)
+		fail(c, "alltoallv in place after bad calls: %s", dma_strerror(r));
 }
 
 static void run_v_all(emu_core_t *c, coll_team_t *t)
