@@ -232,13 +232,11 @@ void emu_node_teardown(struct emu_node_rt *rt)
 	memset(rt, 0, sizeof(*rt));
 }
 
-static void *core_main(void *arg)
+/* A core's function returned (or, joined, its thread left): tell the DMA
+ * unit and the node. */
+static void core_done(struct emu_core *c)
 {
-	struct emu_core *c = arg;
 	struct emu_node_rt *rt = c->node;
-
-	atomic_store_explicit(&c->shm->tid, (int32_t)syscall(SYS_gettid), memory_order_relaxed);
-	c->status = c->fn(c, c->arg);
 	/* the program may free its buffers now: close them to the DMA unit */
 	emu_node_unit.core_finish(c);
 	atomic_store_explicit(&c->shm->status, c->status, memory_order_relaxed);
@@ -250,25 +248,36 @@ static void *core_main(void *arg)
 		rt->failed_core = (int)c->index;
 	pthread_cond_signal(&rt->cond);
 	pthread_mutex_unlock(&rt->lock);
+}
+
+static void *core_main(void *arg)
+{
+	struct emu_core *c = arg;
+	atomic_store_explicit(&c->shm->tid, (int32_t)syscall(SYS_gettid), memory_order_relaxed);
+	c->status = c->fn ? c->fn(c, c->arg) : 0;
+	core_done(c);
 	return NULL;
 }
 
-int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg)
+static struct emu_node_rt node_rt; /* one node per process */
+static const char *node_prog = "program";
+static int node_joined;
+
+/* Attach to the machine, start the engine and cores first..ncores-1 on fn.
+ * 0, or the exit status to use (a message printed). */
+static int node_start(int argc, char **argv, emu_core_fn fn, void *arg, uint32_t first)
 {
-	static struct emu_node_rt rt;
+	struct emu_node_rt *rt = &node_rt;
 	char err[256];
 	uint32_t fd, rank;
-	const char *prog = argc > 0 && argv && argv[0] ? argv[0] : "program";
+	node_prog = argc > 0 && argv && argv[0] ? argv[0] : "program";
+	const char *prog = node_prog;
 
-	if (!fn) {
-		fprintf(stderr, "%s: emu_job_main: NULL core function\n", prog);
-		return 2;
-	}
 	if (env_u32("TORUS_SHM_FD", &fd) || env_u32("TORUS_RANK", &rank)) {
 		fprintf(stderr, "%s: not started by torusrun; run e.g.: torusrun --torus 2x2 -- %s\n", prog, prog);
 		return 2;
 	}
-	if (emu_node_setup(&rt, (int)fd, rank, err, sizeof(err))) {
+	if (emu_node_setup(rt, (int)fd, rank, err, sizeof(err))) {
 		fprintf(stderr, "%s: node %u: %s\n", prog, rank, err);
 		return 2;
 	}
@@ -279,14 +288,14 @@ int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg)
 			fprintf(stderr, "%s: node %u: bad TORUS_TRACE_FD '%s'\n", prog, rank, tfd);
 			return 2;
 		}
-		if (emu_trace_open(&rt, (int)tf, err, sizeof(err))) {
+		if (emu_trace_open(rt, (int)tf, err, sizeof(err))) {
 			fprintf(stderr, "%s: node %u: %s\n", prog, rank, err);
 			return 2;
 		}
 	}
-	atomic_store(&rt.me->pid, (int32_t)getpid());
-	atomic_store(&rt.me->state, EMU_NODE_RUNNING);
-	int rc = pthread_create(&rt.engine, NULL, emu_engine_main, &rt);
+	atomic_store(&rt->me->pid, (int32_t)getpid());
+	atomic_store(&rt->me->state, EMU_NODE_RUNNING);
+	int rc = pthread_create(&rt->engine, NULL, emu_engine_main, rt);
 	if (rc) {
 		fprintf(stderr, "%s: node %u: cannot start engine thread: %s\n", prog, rank, strerror(rc));
 		return 1;
@@ -295,21 +304,31 @@ int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg)
 	char name[32];
 	snprintf(name, sizeof(name), "eng%u", rank);
 	name[15] = 0;
-	pthread_setname_np(rt.engine, name);
-	for (uint32_t c = 0; c < rt.ncores; c++) {
-		rt.cores[c]->fn = fn;
-		rt.cores[c]->arg = arg;
-		rc = pthread_create(&rt.cores[c]->thread, NULL, core_main, rt.cores[c]);
+	pthread_setname_np(rt->engine, name);
+	for (uint32_t c = first; c < rt->ncores; c++) {
+		rt->cores[c]->fn = fn;
+		rt->cores[c]->arg = arg;
+		rc = pthread_create(&rt->cores[c]->thread, NULL, core_main, rt->cores[c]);
 		if (rc) {
 			fprintf(stderr, "%s: node %u: cannot start core thread %u: %s\n", prog, rank, c, strerror(rc));
 			return 1;
 		}
 		snprintf(name, sizeof(name), "core%u.%u", rank, c);
 		name[15] = 0;
-		pthread_setname_np(rt.cores[c]->thread, name);
+		pthread_setname_np(rt->cores[c]->thread, name);
 	}
-	pthread_mutex_lock(&rt.lock);
-	while (rt.cores_finished < rt.ncores && rt.failed_core < 0 && !emu_job_aborting(&rt)) {
+	return 0;
+}
+
+/* Wait for every core (threads from `first` on), then for the job's end;
+ * the process's exit status. */
+static int node_finish(uint32_t first)
+{
+	struct emu_node_rt *rt = &node_rt;
+	const char *prog = node_prog;
+	uint32_t rank = rt->rank;
+	pthread_mutex_lock(&rt->lock);
+	while (rt->cores_finished < rt->ncores && rt->failed_core < 0 && !emu_job_aborting(rt)) {
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += 200000000L;
@@ -317,35 +336,78 @@ int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg)
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
 		}
-		pthread_cond_timedwait(&rt.cond, &rt.lock, &until);
+		pthread_cond_timedwait(&rt->cond, &rt->lock, &until);
 	}
-	int failed = rt.failed_core;
-	pthread_mutex_unlock(&rt.lock);
-	if (failed < 0 && emu_job_aborting(&rt)) {
-		if (atomic_load(&rt.launcher_gone))
+	int failed = rt->failed_core;
+	pthread_mutex_unlock(&rt->lock);
+	if (failed < 0 && emu_job_aborting(rt)) {
+		if (atomic_load(&rt->launcher_gone))
 			fprintf(stderr, "%s: node %u: torusrun is gone; leaving\n", prog, rank);
 		return 1;
 	}
 	if (failed >= 0) {
 		/* leave at once: torusrun sees the status and tears the job down */
 		fprintf(stderr, "%s: node %u core %d failed with status %d\n", prog, rank, failed,
-			rt.cores[failed]->status);
+			rt->cores[failed]->status);
 		return 1;
 	}
 	torus_vt_t vt = 0;
-	for (uint32_t c = 0; c < rt.ncores; c++) {
-		pthread_join(rt.cores[c]->thread, NULL);
-		if (rt.cores[c]->vt > vt)
-			vt = rt.cores[c]->vt;
+	for (uint32_t c = 0; c < rt->ncores; c++) {
+		if (c >= first)
+			pthread_join(rt->cores[c]->thread, NULL);
+		if (rt->cores[c]->vt > vt)
+			vt = rt->cores[c]->vt;
 	}
-	atomic_store(&rt.me->final_vt, vt);
+	atomic_store(&rt->me->final_vt, vt);
 	/* torusrun waits for every node to be DONE and the network drained */
-	atomic_store_explicit(&rt.me->state, EMU_NODE_DONE, memory_order_release);
-	pthread_join(rt.engine, NULL);
-	int aborted = emu_job_aborting(&rt);
-	if (rt.trace && emu_trace_close(&rt) < 0)
+	atomic_store_explicit(&rt->me->state, EMU_NODE_DONE, memory_order_release);
+	pthread_join(rt->engine, NULL);
+	int aborted = emu_job_aborting(rt);
+	if (rt->trace && emu_trace_close(rt) < 0)
 		fprintf(stderr, "%s: node %u: could not write its trace (torusrun reports why)\n", prog, rank);
-	atomic_store(&rt.me->state, EMU_NODE_EXITED);
-	emu_node_teardown(&rt);
+	atomic_store(&rt->me->state, EMU_NODE_EXITED);
+	emu_node_teardown(rt);
 	return aborted ? 1 : 0;
+}
+
+int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg)
+{
+	if (!fn) {
+		fprintf(stderr, "%s: emu_job_main: NULL core function\n",
+			argc > 0 && argv && argv[0] ? argv[0] : "program");
+		return 2;
+	}
+	if (node_joined) {
+		fprintf(stderr, "%s: emu_job_main: this process has joined its node already\n", node_prog);
+		return 2;
+	}
+	node_joined = 1;
+	int rc = node_start(argc, argv, fn, arg, 0);
+	return rc ? rc : node_finish(0);
+}
+
+int emu_node_join(int argc, char **argv, emu_core_fn others, void *arg, emu_core_t **core0, int *status)
+{
+	if (!core0 || !status)
+		return -EINVAL;
+	if (node_joined)
+		return -EALREADY;
+	node_joined = 1;
+	*core0 = NULL;
+	*status = node_start(argc, argv, others, arg, 1);
+	if (*status)
+		return -ECANCELED;
+	struct emu_core *c = node_rt.cores[0];
+	atomic_store_explicit(&c->shm->tid, (int32_t)syscall(SYS_gettid), memory_order_relaxed);
+	*core0 = c;
+	return 0;
+}
+
+int emu_node_leave(emu_core_t *c, int status)
+{
+	if (!c || c != node_rt.cores[0] || !node_joined)
+		return 2;
+	c->status = status;
+	core_done(c);
+	return node_finish(1);
 }

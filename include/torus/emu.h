@@ -33,6 +33,20 @@ typedef int (*emu_core_fn)(emu_core_t *core, void *arg);
  */
 int emu_job_main(int argc, char **argv, emu_core_fn fn, void *arg);
 
+/*
+ * The other way in, for a program whose main() is the node's first core
+ * (the MPI front end: a rank is a node): attach this process to its node,
+ * start the engine and cores 1 .. n-1 on `others` (NULL: they finish at
+ * once), and make the calling thread core 0: 0 and *core0, or a negative
+ * errno with *status the exit status to use (a message printed; -EALREADY
+ * if the process joined or ran emu_job_main before). emu_node_leave(core0,
+ * status) ends core 0 with `status`, waits for the node's other cores and
+ * for the whole job, as emu_job_main does, and returns the process's exit
+ * status. Once per process.
+ */
+int emu_node_join(int argc, char **argv, emu_core_fn others, void *arg, emu_core_t **core0, int *status);
+int emu_node_leave(emu_core_t *core0, int status);
+
 /* Identity of the calling core. */
 uint32_t emu_node_rank(const emu_core_t *c);
 uint32_t emu_core_index(const emu_core_t *c);
