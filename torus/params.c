@@ -353,6 +353,12 @@ int torus_link_set_parse(const struct torus_shape *s, const char *text, struct t
 		snprintf(err, errlen, "internal: NULL link argument");
 		return -EINVAL;
 	}
+	/* a one-line message never echoes a control character */
+	for (const char *q = text; *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f) {
+			snprintf(err, errlen, "bad link setting: a control character at byte %zu", (size_t)(q - text));
+			return -EINVAL;
+		}
 	const char *c1 = strchr(text, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 	if (!c1 || !c2) {
 		snprintf(err, errlen, "bad link '%.60s': expected NODE:DIR:NAME=VALUE[,NAME=VALUE] (e.g. 5:+x:link_bw=100MB/s)",
