@@ -1,0 +1,392 @@
+/*
+ * libtorusmpi's collectives. Allreduce, Allgather, Alltoall, Alltoallv and
+ * Reduce_scatter_block run the catalogue's torus algorithms (coll/, its
+ * default choice, or TORUS_COLL_<COLLECTIVE>=NAME) where the datatype and
+ * operation map onto coll's (4- and 8-byte integers and floats; sizes in
+ * multiples of 4 bytes for the data movers); otherwise, and for Bcast,
+ * Reduce, Gather and Scatter, they run on point-to-point messages
+ * (binomial trees, or direct exchanges) with the collectives' own tags.
+ * Every rank decides alike: the choice depends on arguments MPI requires
+ * to match.
+ */
+#include "mpi_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { TAG_BCAST = -10, TAG_REDUCE = -11, TAG_GATHER = -12, TAG_SCATTER = -13, TAG_ALLTOALL = -14 };
+
+#define CHECK(call)                                                                                          \
+	do {                                                                                                  \
+		int rc_ = (call);                                                                             \
+		if (rc_)                                                                                      \
+			return rc_;                                                                           \
+	} while (0)
+
+static int common(const char *fn, MPI_Comm comm, int count, MPI_Datatype t, int *size)
+{
+	CHECK(mpi_comm_check(comm, fn, size));
+	if (count < 0)
+		return mpi_error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
+	if (!mpi_type_size(t))
+		return mpi_error(comm, MPI_ERR_TYPE, fn, "unknown datatype %d", t);
+	return MPI_SUCCESS;
+}
+
+static int root_ok(const char *fn, MPI_Comm comm, int root, int size)
+{
+	return root < 0 || root >= size ? mpi_error(comm, MPI_ERR_ROOT, fn, "root %d (size %d)", root, size) : 0;
+}
+
+/* The reduction's virtual time on this core (reduce_bw, as coll/'s). */
+static void charge_reduce(uint64_t bytes)
+{
+	const struct torus_params *p = emu_params(mpi_g.c);
+	emu_core_compute(mpi_g.c, (torus_vt_t)((double)bytes * 1e12 / (double)p->reduce_bw));
+}
+
+static int op_ok(const char *fn, MPI_Comm comm, MPI_Op op, MPI_Datatype t)
+{
+	if (op <= MPI_OP_NULL || op >= TORUS_MPI_NOPS_)
+		return mpi_error(comm, MPI_ERR_OP, fn, "unknown operation %d", op);
+	/* one element through the kernel: is op defined on t? */
+	long double x[2] = {0, 0}, y[2] = {0, 0};
+	if (mpi_reduce_local(t, op, x, y, 1))
+		return mpi_error(comm, MPI_ERR_OP, fn, "operation %d is not defined on datatype %d", op, t);
+	return MPI_SUCCESS;
+}
+
+static int coll_rc(MPI_Comm comm, const char *fn, int rc)
+{
+	return rc ? mpi_error(comm, MPI_ERR_INTERN, fn, "the torus collective failed: %s", dma_strerror(rc)) : 0;
+}
+
+static int p2p_rc(MPI_Comm comm, const char *fn, int rc)
+{
+	return rc ? mpi_error(comm, rc, fn, "a message of the collective failed") : 0;
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(mpi_comm_check(comm, "MPI_Barrier", &size));
+	if (size == 1)
+		return MPI_SUCCESS;
+	return coll_rc(comm, "MPI_Barrier", dma_barrier_team(mpi_g.c, mpi_g.world_members, (size_t)size));
+}
+
+/* Binomial tree from root over ranks relative to it. */
+static int bcast(void *buf, uint64_t bytes, int root, MPI_Comm comm, int size)
+{
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank, rel = (me - root + size) % size, mask = 1;
+	while (mask < size) {
+		if (rel & mask) {
+			CHECK(mpi_recv_raw(buf, bytes, (rel - mask + root) % size, TAG_BCAST, comm));
+			break;
+		}
+		mask <<= 1;
+	}
+	for (mask >>= 1; mask > 0; mask >>= 1)
+		if (rel + mask < size)
+			CHECK(mpi_send_raw(buf, bytes, (rel + mask + root) % size, TAG_BCAST, comm));
+	return 0;
+}
+
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(common("MPI_Bcast", comm, count, datatype, &size));
+	CHECK(root_ok("MPI_Bcast", comm, root, size));
+	if (count && !buffer)
+		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Bcast", "NULL buffer");
+	return p2p_rc(comm, "MPI_Bcast", bcast(buffer, (uint64_t)count * (uint64_t)mpi_type_size(datatype), root, comm, size));
+}
+
+/* Binomial reduction to root: acc holds my contribution, then the result. */
+static int reduce(void *acc, int count, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm, int size)
+{
+	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(t);
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank, rel = (me - root + size) % size;
+	void *tmp = malloc(bytes ? bytes : 1);
+	if (!tmp)
+		return MPI_ERR_INTERN;
+	int rc = 0;
+	for (int mask = 1; mask < size && !rc; mask <<= 1) {
+		if (rel & mask) {
+			rc = mpi_send_raw(acc, bytes, (rel - mask + root) % size, TAG_REDUCE, comm);
+			break;
+		}
+		if (rel + mask < size && !(rc = mpi_recv_raw(tmp, bytes, (rel + mask + root) % size, TAG_REDUCE, comm))) {
+			mpi_reduce_local(t, op, acc, tmp, (size_t)count);
+			charge_reduce(bytes);
+		}
+	}
+	free(tmp);
+	return rc;
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+	       MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(common("MPI_Reduce", comm, count, datatype, &size));
+	CHECK(root_ok("MPI_Reduce", comm, root, size));
+	CHECK(op_ok("MPI_Reduce", comm, op, datatype));
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
+	if (count && ((!sendbuf) || (me == root && !recvbuf) || (sendbuf == MPI_IN_PLACE && me != root)))
+		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Reduce", "NULL buffer (or MPI_IN_PLACE off the root)");
+	/* the root accumulates in recvbuf, the others in a copy of their data */
+	void *acc = me == root ? recvbuf : malloc(bytes ? bytes : 1);
+	if (!acc)
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Reduce", "out of memory");
+	if (sendbuf != MPI_IN_PLACE && bytes)
+		memmove(acc, sendbuf, bytes);
+	int rc = reduce(acc, count, datatype, op, root, comm, size);
+	if (acc != recvbuf)
+		free(acc);
+	return p2p_rc(comm, "MPI_Reduce", rc);
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(common("MPI_Allreduce", comm, count, datatype, &size));
+	CHECK(op_ok("MPI_Allreduce", comm, op, datatype));
+	if (count && (!sendbuf || !recvbuf))
+		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Allreduce", "NULL buffer");
+	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
+	if (sendbuf != MPI_IN_PLACE && bytes)
+		memmove(recvbuf, sendbuf, bytes);
+	if (size == 1 || !count)
+		return MPI_SUCCESS;
+	enum coll_dtype dt;
+	enum coll_op cop;
+	if (!mpi_coll_types(datatype, op, &dt, &cop))
+		return coll_rc(comm, "MPI_Allreduce",
+			       coll_allreduce(mpi_g.world, recvbuf, recvbuf, (size_t)count, dt, cop, NULL));
+	int rc = reduce(recvbuf, count, datatype, op, 0, comm, size);
+	if (!rc)
+		rc = bcast(recvbuf, bytes, 0, comm, size);
+	return p2p_rc(comm, "MPI_Allreduce", rc);
+}
+
+static int blocks_ok(const char *fn, MPI_Comm comm, int scount, MPI_Datatype st, int rcount, MPI_Datatype rt, int *size)
+{
+	CHECK(common(fn, comm, scount, st, size));
+	CHECK(common(fn, comm, rcount, rt, size));
+	return MPI_SUCCESS;
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+	       MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(blocks_ok("MPI_Gather", comm, sendcount, sendtype, recvcount, recvtype, &size));
+	CHECK(root_ok("MPI_Gather", comm, root, size));
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
+	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
+	if (me != root)
+		return p2p_rc(comm, "MPI_Gather", mpi_send_raw(sendbuf, sb, root, TAG_GATHER, comm));
+	if (rb && !recvbuf)
+		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Gather", "NULL receive buffer at the root");
+	if (sendbuf != MPI_IN_PLACE && sb)
+		memmove((char *)recvbuf + (uint64_t)root * rb, sendbuf, sb < rb ? sb : rb);
+	for (int i = 0; i < size; i++)
+		if (i != root)
+			CHECK(p2p_rc(comm, "MPI_Gather", mpi_recv_raw((char *)recvbuf + (uint64_t)i * rb, rb, i, TAG_GATHER, comm)));
+	return MPI_SUCCESS;
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+		MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(blocks_ok("MPI_Scatter", comm, sendcount, sendtype, recvcount, recvtype, &size));
+	CHECK(root_ok("MPI_Scatter", comm, root, size));
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
+	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
+	if (me != root)
+		return p2p_rc(comm, "MPI_Scatter", mpi_recv_raw(recvbuf, rb, root, TAG_SCATTER, comm));
+	if (sb && !sendbuf)
+		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Scatter", "NULL send buffer at the root");
+	for (int i = 0; i < size; i++)
+		if (i != root)
+			CHECK(p2p_rc(comm, "MPI_Scatter", mpi_send_raw((const char *)sendbuf + (uint64_t)i * sb, sb, i, TAG_SCATTER, comm)));
+	if (recvbuf != MPI_IN_PLACE && rb)
+		memmove(recvbuf, (const char *)sendbuf + (uint64_t)root * sb, sb < rb ? sb : rb);
+	return MPI_SUCCESS;
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+		  MPI_Datatype recvtype, MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(blocks_ok("MPI_Allgather", comm, sendcount, sendtype, recvcount, recvtype, &size));
+	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	if (rb && !recvbuf)
+		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Allgather", "NULL receive buffer");
+	if (size == 1 || !rb) {
+		if (sendbuf != MPI_IN_PLACE && rb)
+			memmove(recvbuf, sendbuf, rb);
+		return MPI_SUCCESS;
+	}
+	if (rb % 4 == 0) {
+		/* the torus algorithm, from a copy of my block (it may sit in recvbuf) */
+		void *mine = malloc(rb);
+		if (!mine)
+			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Allgather", "out of memory");
+		memcpy(mine, sendbuf == MPI_IN_PLACE ? (char *)recvbuf + (uint64_t)me * rb : sendbuf, rb);
+		int rc = coll_allgather(mpi_g.world, mine, recvbuf, (size_t)(rb / 4), COLL_INT32, NULL);
+		free(mine);
+		return coll_rc(comm, "MPI_Allgather", rc);
+	}
+	CHECK(MPI_Gather(sendbuf == MPI_IN_PLACE ? (me ? (char *)recvbuf + (uint64_t)me * rb : MPI_IN_PLACE) : sendbuf,
+			 recvcount, recvtype, recvbuf, recvcount, recvtype, 0, comm));
+	return p2p_rc(comm, "MPI_Allgather", bcast(recvbuf, rb * (uint64_t)size, 0, comm, size));
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+		 MPI_Datatype recvtype, MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(blocks_ok("MPI_Alltoall", comm, sendcount, sendtype, recvcount, recvtype, &size));
+	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype), all = rb * (uint64_t)size;
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	if (all && (!recvbuf || !sendbuf))
+		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Alltoall", "NULL buffer");
+	const void *src = sendbuf;
+	void *copy = NULL;
+	if (sendbuf == MPI_IN_PLACE && all) {
+		if (!(copy = malloc(all)))
+			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Alltoall", "out of memory");
+		memcpy(copy, recvbuf, all);
+		src = copy;
+	}
+	int rc = 0;
+	if (!all) {
+	} else if (size == 1) {
+		memmove(recvbuf, src, rb);
+	} else if (rb % 4 == 0) {
+		rc = coll_rc(comm, "MPI_Alltoall", coll_alltoall(mpi_g.world, src, recvbuf, (size_t)(rb / 4), COLL_INT32, NULL));
+	} else {
+		/* pairwise: round k with me + k and me - k */
+		memmove((char *)recvbuf + (uint64_t)me * rb, (const char *)src + (uint64_t)me * rb, rb);
+		for (int k = 1; k < size && !rc; k++) {
+			int to = (me + k) % size, from = (me - k + size) % size;
+			rc = p2p_rc(comm, "MPI_Alltoall",
+				    mpi_sendrecv_raw((const char *)src + (uint64_t)to * rb, rb, to,
+						     (char *)recvbuf + (uint64_t)from * rb, rb, from, TAG_ALLTOALL, comm));
+		}
+	}
+	free(copy);
+	return rc;
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+		  void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(blocks_ok("MPI_Alltoallv", comm, 0, sendtype, 0, recvtype, &size));
+	int inplace = sendbuf == MPI_IN_PLACE;
+	if (!recvcounts || !rdispls || (!inplace && (!sendcounts || !sdispls)))
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Alltoallv", "NULL count or displacement array");
+	if (inplace) {
+		sendcounts = recvcounts;
+		sdispls = rdispls;
+		sendtype = recvtype;
+	}
+	int ss = mpi_type_size(sendtype), rs = mpi_type_size(recvtype);
+	uint64_t extent = 0;
+	for (int j = 0; j < size; j++) {
+		if (sendcounts[j] < 0 || recvcounts[j] < 0 || sdispls[j] < 0 || rdispls[j] < 0)
+			return mpi_error(comm, MPI_ERR_COUNT, "MPI_Alltoallv", "negative count or displacement for rank %d", j);
+		uint64_t e = ((uint64_t)rdispls[j] + (uint64_t)recvcounts[j]) * (uint64_t)rs;
+		extent = e > extent ? e : extent;
+	}
+	const void *src = sendbuf;
+	void *copy = NULL;
+	if (inplace && extent) {
+		if (!(copy = malloc(extent)))
+			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Alltoallv", "out of memory");
+		memcpy(copy, recvbuf, extent);
+		src = copy;
+	}
+	int rc = 0;
+	if (ss % 4 == 0 && rs % 4 == 0 && size > 1) {
+		/* the catalogue's alltoallv, in 4-byte units */
+		int64_t *v = malloc(4 * (size_t)size * sizeof(int64_t));
+		if (!v) {
+			free(copy);
+			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Alltoallv", "out of memory");
+		}
+		for (int j = 0; j < size; j++) {
+			v[j] = (int64_t)sendcounts[j] * (ss / 4);
+			v[size + j] = (int64_t)sdispls[j] * (ss / 4);
+			v[2 * size + j] = (int64_t)recvcounts[j] * (rs / 4);
+			v[3 * size + j] = (int64_t)rdispls[j] * (rs / 4);
+		}
+		rc = coll_alltoallv(mpi_g.world, src ? src : recvbuf, v, v + size, recvbuf, v + 2 * size, v + 3 * size,
+				    COLL_INT32, NULL);
+		free(v);
+		rc = coll_rc(comm, "MPI_Alltoallv", rc);
+	} else {
+		int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+		for (int k = 0; k < size && !rc; k++) {
+			int to = (me + k) % size, from = (me - k + size) % size;
+			const char *s = (const char *)src + (uint64_t)sdispls[to] * (uint64_t)ss;
+			char *r = (char *)recvbuf + (uint64_t)rdispls[from] * (uint64_t)rs;
+			uint64_t sb = (uint64_t)sendcounts[to] * (uint64_t)ss, rb = (uint64_t)recvcounts[from] * (uint64_t)rs;
+			if (!k)
+				memmove(r, s, sb < rb ? sb : rb);
+			else
+				rc = p2p_rc(comm, "MPI_Alltoallv", mpi_sendrecv_raw(s, sb, to, r, rb, from, TAG_ALLTOALL, comm));
+		}
+	}
+	free(copy);
+	return rc;
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
+			     MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(common("MPI_Reduce_scatter_block", comm, recvcount, datatype, &size));
+	CHECK(op_ok("MPI_Reduce_scatter_block", comm, op, datatype));
+	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(datatype), all = rb * (uint64_t)size;
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	if (rb && (!sendbuf || !recvbuf))
+		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Reduce_scatter_block", "NULL buffer");
+	const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+	if (!rb)
+		return MPI_SUCCESS;
+	enum coll_dtype dt;
+	enum coll_op cop;
+	if (size > 1 && !mpi_coll_types(datatype, op, &dt, &cop)) {
+		void *tmp = malloc(rb);
+		if (!tmp)
+			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Reduce_scatter_block", "out of memory");
+		int rc = coll_reduce_scatter(mpi_g.world, src, tmp, (size_t)recvcount, dt, cop, NULL);
+		if (!rc)
+			memcpy(recvbuf, tmp, rb);
+		free(tmp);
+		return coll_rc(comm, "MPI_Reduce_scatter_block", rc);
+	}
+	/* reduce everything to rank 0, then scatter it */
+	void *acc = malloc(all);
+	if (!acc)
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Reduce_scatter_block", "out of memory");
+	memcpy(acc, src, all);
+	int rc = reduce(acc, recvcount * size, datatype, op, 0, comm, size);
+	if (!rc && me == 0)
+		memmove(recvbuf, acc, rb);
+	for (int i = 1; i < size && !rc; i++)
+		rc = me == 0 ? mpi_send_raw((char *)acc + (uint64_t)i * rb, rb, i, TAG_SCATTER, comm)
+		     : i == me ? mpi_recv_raw(recvbuf, rb, 0, TAG_SCATTER, comm)
+			       : 0;
+	free(acc);
+	return p2p_rc(comm, "MPI_Reduce_scatter_block", rc);
+}

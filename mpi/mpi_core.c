@@ -1,0 +1,937 @@
+/*
+ * libtorusmpi: the environment, errors, datatypes, operations and
+ * point-to-point messaging of the MPI front end (collectives:
+ * mpi_coll.c). Written against the DMA API and coll/ only.
+ *
+ * A rank is an emulated node; MPI_Init joins the node with main() as its
+ * core 0 (emu_node_join), MPI_Finalize leaves it (emu_node_leave, which
+ * waits for the whole job, as every node must stay until the network is
+ * quiet).
+ *
+ * Point-to-point, eager: a message is two memory-FIFO messages from the
+ * sender's injection FIFO 0, an envelope (tag, communicator, source,
+ * length; user header 1) and, unless empty, the data (user header 2). One
+ * FIFO and one route keep a sender's messages in order, so the receiver
+ * knows the data that follows an envelope, and MPI's non-overtaking rule
+ * holds. The receiver's handler matches an envelope with the first posted
+ * receive that fits (source and tag, wildcards included) and lands the
+ * data straight in its buffer; otherwise the message waits in the
+ * unexpected queue (malloc'd) until a receive takes it, in arrival order.
+ * A send is complete when its packets have left (the injection counter);
+ * while it waits the rank keeps draining what arrives, so two ranks that
+ * send to each other before receiving do not block each other.
+ */
+#include "mpi_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct mpi_state mpi_g;
+
+/* ------------------------------------------------------------- datatypes */
+
+static const int type_size[TORUS_MPI_NTYPES_] = {
+	[MPI_CHAR] = sizeof(char), [MPI_SIGNED_CHAR] = sizeof(signed char),
+	[MPI_UNSIGNED_CHAR] = sizeof(unsigned char), [MPI_BYTE] = 1, [MPI_SHORT] = sizeof(short),
+	[MPI_UNSIGNED_SHORT] = sizeof(unsigned short), [MPI_INT] = sizeof(int), [MPI_UNSIGNED] = sizeof(unsigned),
+	[MPI_LONG] = sizeof(long), [MPI_UNSIGNED_LONG] = sizeof(unsigned long), [MPI_LONG_LONG] = sizeof(long long),
+	[MPI_UNSIGNED_LONG_LONG] = sizeof(unsigned long long), [MPI_FLOAT] = sizeof(float),
+	[MPI_DOUBLE] = sizeof(double), [MPI_LONG_DOUBLE] = sizeof(long double), [MPI_INT8_T] = 1, [MPI_INT16_T] = 2,
+	[MPI_INT32_T] = 4, [MPI_INT64_T] = 8, [MPI_UINT8_T] = 1, [MPI_UINT16_T] = 2, [MPI_UINT32_T] = 4,
+	[MPI_UINT64_T] = 8, [MPI_C_BOOL] = sizeof(_Bool), [MPI_WCHAR] = 4, [MPI_AINT] = sizeof(MPI_Aint),
+	[MPI_OFFSET] = sizeof(MPI_Offset), [MPI_PACKED] = 1,
+};
+
+int mpi_type_size(MPI_Datatype t)
+{
+	return t > 0 && t < TORUS_MPI_NTYPES_ ? type_size[t] : 0;
+}
+
+int MPI_Type_size(MPI_Datatype datatype, int *size)
+{
+	int s = mpi_type_size(datatype);
+	if (!s)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_size", "unknown datatype %d", datatype);
+	if (!size)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Type_size", "NULL size");
+	*size = s;
+	return MPI_SUCCESS;
+}
+
+int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+	int s = mpi_type_size(datatype);
+	if (!status || !count)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_count", "NULL status or count");
+	if (!s)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_count", "unknown datatype %d", datatype);
+	uint64_t bytes = (uint64_t)(uint32_t)status->count_lo_ | (uint64_t)(uint32_t)status->count_hi_ << 32;
+	*count = bytes % (uint64_t)s || bytes / (uint64_t)s > INT32_MAX ? MPI_UNDEFINED : (int)(bytes / (uint64_t)s);
+	return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ operations */
+
+#define RED_LOOP(T, EXPR)                                                                                    \
+	do {                                                                                                  \
+		T *o = inout;                                                                                 \
+		const T *x = in;                                                                              \
+		for (size_t i = 0; i < n; i++)                                                                \
+			o[i] = (T)(EXPR);                                                                     \
+	} while (0)
+#define ARITH(T)                                                                                             \
+	switch (op) {                                                                                         \
+	case MPI_MAX: RED_LOOP(T, o[i] > x[i] ? o[i] : x[i]); return 0;                                       \
+	case MPI_MIN: RED_LOOP(T, o[i] < x[i] ? o[i] : x[i]); return 0;                                       \
+	case MPI_SUM: RED_LOOP(T, o[i] + x[i]); return 0;                                                     \
+	case MPI_PROD: RED_LOOP(T, o[i] * x[i]); return 0;                                                    \
+	default: break;                                                                                       \
+	}
+#define LOGIC(T)                                                                                             \
+	switch (op) {                                                                                         \
+	case MPI_LAND: RED_LOOP(T, o[i] && x[i]); return 0;                                                   \
+	case MPI_LOR: RED_LOOP(T, o[i] || x[i]); return 0;                                                    \
+	case MPI_LXOR: RED_LOOP(T, !o[i] != !x[i]); return 0;                                                 \
+	default: break;                                                                                       \
+	}
+#define BITS(T)                                                                                              \
+	switch (op) {                                                                                         \
+	case MPI_BAND: RED_LOOP(T, o[i] & x[i]); return 0;                                                    \
+	case MPI_BOR: RED_LOOP(T, o[i] | x[i]); return 0;                                                     \
+	case MPI_BXOR: RED_LOOP(T, o[i] ^ x[i]); return 0;                                                    \
+	default: break;                                                                                       \
+	}
+#define INTEGER(T)                                                                                           \
+	do {                                                                                                  \
+		ARITH(T) LOGIC(T) BITS(T) return -1;                                                          \
+	} while (0)
+
+int mpi_reduce_local(MPI_Datatype t, MPI_Op op, void *inout, const void *in, size_t n)
+{
+	switch (t) {
+	case MPI_CHAR: INTEGER(char);
+	case MPI_SIGNED_CHAR:
+	case MPI_INT8_T: INTEGER(int8_t);
+	case MPI_UNSIGNED_CHAR:
+	case MPI_UINT8_T: INTEGER(uint8_t);
+	case MPI_SHORT:
+	case MPI_INT16_T: INTEGER(int16_t);
+	case MPI_UNSIGNED_SHORT:
+	case MPI_UINT16_T: INTEGER(uint16_t);
+	case MPI_INT:
+	case MPI_INT32_T: INTEGER(int32_t);
+	case MPI_UNSIGNED:
+	case MPI_UINT32_T:
+	case MPI_WCHAR: INTEGER(uint32_t);
+	case MPI_LONG: INTEGER(long);
+	case MPI_UNSIGNED_LONG: INTEGER(unsigned long);
+	case MPI_LONG_LONG:
+	case MPI_INT64_T:
+	case MPI_OFFSET:
+	case MPI_AINT: INTEGER(int64_t);
+	case MPI_UNSIGNED_LONG_LONG:
+	case MPI_UINT64_T: INTEGER(uint64_t);
+	case MPI_C_BOOL: LOGIC(_Bool) return -1;
+	case MPI_BYTE: BITS(uint8_t) return -1;
+	case MPI_FLOAT: ARITH(float) return -1;
+	case MPI_DOUBLE: ARITH(double) return -1;
+	case MPI_LONG_DOUBLE: ARITH(long double) return -1;
+	default: return -1;
+	}
+}
+
+/* The catalogue's dtype and op for (t, op), or -1: the torus algorithms. */
+int mpi_coll_types(MPI_Datatype t, MPI_Op op, enum coll_dtype *dt, enum coll_op *cop)
+{
+	int s = mpi_type_size(t);
+	int isint = t != MPI_FLOAT && t != MPI_DOUBLE && t != MPI_LONG_DOUBLE && t != MPI_C_BOOL && t != MPI_BYTE &&
+		    t != MPI_PACKED;
+	int isunsigned = t == MPI_UNSIGNED || t == MPI_UINT32_T || t == MPI_UNSIGNED_LONG ||
+			 t == MPI_UNSIGNED_LONG_LONG || t == MPI_UINT64_T || t == MPI_WCHAR;
+	if (t == MPI_FLOAT)
+		*dt = COLL_FLOAT;
+	else if (t == MPI_DOUBLE)
+		*dt = COLL_DOUBLE;
+	else if (isint && !isunsigned && s == 4)
+		*dt = COLL_INT32;
+	else if (isint && !isunsigned && s == 8)
+		*dt = COLL_INT64;
+	else if (isint && isunsigned && (op == MPI_BAND || op == MPI_BOR) && (s == 4 || s == 8))
+		*dt = s == 4 ? COLL_INT32 : COLL_INT64; /* bitwise: signedness does not matter */
+	else
+		return -1;
+	switch (op) {
+	case MPI_SUM: *cop = COLL_SUM; break;
+	case MPI_PROD: *cop = COLL_PROD; break;
+	case MPI_MIN: *cop = COLL_MIN; break;
+	case MPI_MAX: *cop = COLL_MAX; break;
+	case MPI_BAND: *cop = COLL_BAND; break;
+	case MPI_BOR: *cop = COLL_BOR; break;
+	default: return -1;
+	}
+	return coll_op_valid(*dt, *cop) ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static const char *const err_text[MPI_ERR_LASTCODE] = {
+	[MPI_SUCCESS] = "no error",
+	[MPI_ERR_BUFFER] = "invalid buffer pointer",
+	[MPI_ERR_COUNT] = "invalid count argument",
+	[MPI_ERR_TYPE] = "invalid datatype",
+	[MPI_ERR_TAG] = "invalid tag",
+	[MPI_ERR_COMM] = "invalid communicator",
+	[MPI_ERR_RANK] = "invalid rank",
+	[MPI_ERR_REQUEST] = "invalid request",
+	[MPI_ERR_ROOT] = "invalid root",
+	[MPI_ERR_GROUP] = "invalid group",
+	[MPI_ERR_OP] = "invalid reduce operation",
+	[MPI_ERR_TOPOLOGY] = "invalid topology",
+	[MPI_ERR_DIMS] = "invalid dimension argument",
+	[MPI_ERR_ARG] = "invalid argument of some other kind",
+	[MPI_ERR_UNKNOWN] = "unknown error",
+	[MPI_ERR_TRUNCATE] = "message truncated on receive",
+	[MPI_ERR_OTHER] = "known error not in this list",
+	[MPI_ERR_INTERN] = "internal MPI (implementation) error",
+	[MPI_ERR_IN_STATUS] = "error code is in status",
+	[MPI_ERR_PENDING] = "pending request",
+};
+
+int MPI_Error_string(int errorcode, char *string, int *resultlen)
+{
+	if (!string || !resultlen)
+		return MPI_ERR_ARG;
+	const char *t = errorcode >= 0 && errorcode < MPI_ERR_LASTCODE ? err_text[errorcode] : "unknown error code";
+	*resultlen = snprintf(string, MPI_MAX_ERROR_STRING, "%s", t);
+	return MPI_SUCCESS;
+}
+
+int MPI_Error_class(int errorcode, int *errorclass)
+{
+	if (!errorclass || errorcode < 0 || errorcode >= MPI_ERR_LASTCODE)
+		return MPI_ERR_ARG;
+	*errorclass = errorcode;
+	return MPI_SUCCESS;
+}
+
+static int comm_index(MPI_Comm comm)
+{
+	return comm == MPI_COMM_WORLD ? 0 : comm == MPI_COMM_SELF ? 1 : -1;
+}
+
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
+{
+	int k = comm_index(comm);
+	if (k < 0)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_set_errhandler", "invalid communicator %d", comm);
+	if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_set_errhandler", "unknown error handler %d", errhandler);
+	mpi_g.eh[k] = errhandler;
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
+{
+	int k = comm_index(comm);
+	if (k < 0)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_get_errhandler", "invalid communicator %d", comm);
+	if (!errhandler)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_get_errhandler", "NULL handler");
+	*errhandler = mpi_g.eh[k];
+	return MPI_SUCCESS;
+}
+
+int mpi_error(MPI_Comm comm, int code, const char *fn, const char *fmt, ...)
+{
+	int k = comm_index(comm);
+	MPI_Errhandler eh = k >= 0 && mpi_g.state == 1 ? mpi_g.eh[k] : MPI_ERRORS_ARE_FATAL;
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (eh == MPI_ERRORS_RETURN)
+		return code;
+	fprintf(stderr, "MPI error on rank %d: %s: %s (%s)\n", mpi_g.rank, fn, msg, err_text[code]);
+	fflush(stderr);
+	MPI_Abort(comm, code);
+	return code; /* not reached */
+}
+
+/* ------------------------------------------------------------- environment */
+
+static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void *payload, void *arg);
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	if (mpi_g.state)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Init", "MPI_Init called twice");
+	int status;
+	int rc = emu_node_join(argc ? *argc : 0, argv ? *argv : NULL, NULL, NULL, &mpi_g.c, &status);
+	if (rc)
+		exit(status); /* not under torusrun (the message is printed) */
+	emu_core_t *c = mpi_g.c;
+	mpi_g.rank = (int)emu_node_rank(c);
+	mpi_g.size = (int)emu_node_count(c);
+	mpi_g.eh[0] = mpi_g.eh[1] = MPI_ERRORS_ARE_FATAL;
+	const char *w = getenv("TORUS_MPI_WTIME");
+	mpi_g.wall = w && !strcmp(w, "wall");
+	mpi_g.nsrc = (uint32_t)mpi_g.size;
+	mpi_g.cur = calloc(mpi_g.nsrc, sizeof(*mpi_g.cur));
+	/* MPI_COMM_WORLD: core 0 of every node; MPI_COMM_SELF: this one */
+	uint32_t *members = malloc((size_t)mpi_g.size * sizeof(uint32_t)), g = 0;
+	for (int n = 0; members && n < mpi_g.size; n++) {
+		members[n] = g;
+		g += emu_cores_of(c, (uint32_t)n);
+	}
+	mpi_g.world_members = members;
+	uint32_t me = emu_core_global(c);
+	if (!mpi_g.cur || !members || dma_handler_register(c, TORUS_MPI_DISPATCH, on_packet, NULL) ||
+	    dma_injfifo_open(c, 0, &mpi_g.fifo) || dma_counter_alloc(c, &mpi_g.inj) ||
+	    coll_team_create(c, members, (size_t)mpi_g.size, &mpi_g.world) || coll_team_create(c, &me, 1, &mpi_g.self)) {
+		fprintf(stderr, "MPI_Init: rank %d could not set up\n", mpi_g.rank);
+		exit(emu_node_leave(c, 1));
+	}
+	/* every rank's handler is in place before anyone sends */
+	if (dma_barrier_team(c, members, (size_t)mpi_g.size)) {
+		fprintf(stderr, "MPI_Init: rank %d: the barrier failed\n", mpi_g.rank);
+		exit(emu_node_leave(c, 1));
+	}
+	mpi_g.state = 1;
+	if (provided)
+		*provided = required < MPI_THREAD_FUNNELED ? required : MPI_THREAD_FUNNELED;
+	return MPI_SUCCESS;
+}
+
+int MPI_Init(int *argc, char ***argv) { return MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, NULL); }
+
+int MPI_Query_thread(int *provided)
+{
+	if (!provided)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Query_thread", "NULL provided");
+	*provided = MPI_THREAD_FUNNELED;
+	return MPI_SUCCESS;
+}
+
+int MPI_Initialized(int *flag)
+{
+	if (!flag)
+		return MPI_ERR_ARG;
+	*flag = mpi_g.state != 0;
+	return MPI_SUCCESS;
+}
+
+int MPI_Finalized(int *flag)
+{
+	if (!flag)
+		return MPI_ERR_ARG;
+	*flag = mpi_g.state == 2;
+	return MPI_SUCCESS;
+}
+
+int MPI_Finalize(void)
+{
+	if (mpi_g.state != 1)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Finalize", "MPI is not initialized");
+	emu_core_t *c = mpi_g.c;
+	/* what others still send us must find us here: every rank stops together */
+	int rc = dma_barrier_team(c, mpi_g.world_members, (size_t)mpi_g.size);
+	coll_team_free(mpi_g.world);
+	coll_team_free(mpi_g.self);
+	dma_counter_free(c, mpi_g.inj);
+	while (mpi_g.unexp_head) {
+		struct mpi_msg *m = mpi_g.unexp_head;
+		mpi_g.unexp_head = m->next;
+		free(m->data);
+		free(m);
+	}
+	free(mpi_g.cur);
+	free(mpi_g.world_members);
+	mpi_g.state = 2;
+	int status = emu_node_leave(c, rc ? 1 : 0);
+	if (status)
+		exit(status); /* the job failed elsewhere: this rank's exit says so */
+	return MPI_SUCCESS;
+}
+
+int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+	(void)comm;
+	if (mpi_g.state != 1)
+		exit(errorcode ? errorcode : 1);
+	fprintf(stderr, "MPI_Abort: rank %d aborts the job with code %d\n", mpi_g.rank, errorcode);
+	fflush(stderr);
+	mpi_g.state = 2;
+	/* a failed core: torusrun sees the node's status and stops the job */
+	exit(emu_node_leave(mpi_g.c, errorcode ? errorcode : 1));
+}
+
+int MPI_Get_processor_name(char *name, int *resultlen)
+{
+	if (!name || !resultlen)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_processor_name", "NULL argument");
+	char coords[48] = "";
+	if (mpi_g.state == 1) {
+		const struct torus_shape *s = emu_shape(mpi_g.c);
+		uint32_t x[TORUS_MAX_DIMS];
+		size_t u = 0;
+		torus_rank_to_coords(s, (uint32_t)mpi_g.rank, x);
+		for (uint32_t d = 0; d < s->ndims && u < sizeof(coords); d++)
+			u += (size_t)snprintf(coords + u, sizeof(coords) - u, d ? ",%u" : "%u", x[d]);
+	}
+	*resultlen = snprintf(name, MPI_MAX_PROCESSOR_NAME, "torus-node-%d(%s)", mpi_g.rank, coords);
+	if (*resultlen >= MPI_MAX_PROCESSOR_NAME)
+		*resultlen = MPI_MAX_PROCESSOR_NAME - 1;
+	return MPI_SUCCESS;
+}
+
+int MPI_Get_version(int *version, int *subversion)
+{
+	if (!version || !subversion)
+		return MPI_ERR_ARG;
+	*version = MPI_VERSION;
+	*subversion = MPI_SUBVERSION;
+	return MPI_SUCCESS;
+}
+
+double MPI_Wtime(void)
+{
+	if (mpi_g.wall || mpi_g.state != 1) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	}
+	return (double)emu_core_now(mpi_g.c) * 1e-12;
+}
+
+double MPI_Wtick(void) { return mpi_g.wall ? 1e-9 : 1e-12; }
+
+int MPI_Comm_rank(MPI_Comm comm, int *rank)
+{
+	int k = comm_index(comm);
+	if (mpi_g.state != 1)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Comm_rank", "MPI is not initialized");
+	if (k < 0)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_rank", "invalid communicator %d", comm);
+	if (!rank)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_rank", "NULL rank");
+	*rank = k == 0 ? mpi_g.rank : 0;
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_size(MPI_Comm comm, int *size)
+{
+	int k = comm_index(comm);
+	if (mpi_g.state != 1)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Comm_size", "MPI is not initialized");
+	if (k < 0)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_size", "invalid communicator %d", comm);
+	if (!size)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_size", "NULL size");
+	*size = k == 0 ? mpi_g.size : 1;
+	return MPI_SUCCESS;
+}
+
+int mpi_comm_check(MPI_Comm comm, const char *fn, int *size)
+{
+	if (mpi_g.state != 1)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, fn, "MPI is not initialized (or is finalized)");
+	int k = comm_index(comm);
+	if (k < 0)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, fn, "invalid communicator %d", comm);
+	*size = k == 0 ? mpi_g.size : 1;
+	return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------- point-to-point */
+
+/* A rank's node and the communicator's rank of a node. */
+static uint32_t node_of(MPI_Comm comm, int rank) { return comm == MPI_COMM_SELF ? (uint32_t)mpi_g.rank : (uint32_t)rank; }
+
+/* (MPI_ANY_TAG takes user tags only: the collectives' own are negative) */
+static int matches(const struct mpi_env *e, MPI_Comm comm, int src, int tag)
+{
+	return (int)e->comm == comm && (src == MPI_ANY_SOURCE || src == e->src) &&
+	       (tag == MPI_ANY_TAG ? e->tag >= 0 : tag == e->tag);
+}
+
+static void complete(struct torus_mpi_request *r, const struct mpi_env *e, uint64_t got)
+{
+	r->st.MPI_SOURCE = e->src;
+	r->st.MPI_TAG = e->tag;
+	r->st.count_lo_ = (int)(uint32_t)got;
+	r->st.count_hi_ = (int)(uint32_t)(got >> 32);
+	r->st.MPI_ERROR = e->len > r->cap ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+	r->done = 1;
+}
+
+/* The handler: envelopes and data, in order per source. */
+static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void *payload, void *arg)
+{
+	(void)c;
+	(void)arg;
+	uint32_t from = info->src_node;
+	if (from >= mpi_g.nsrc)
+		return -EPROTO;
+	struct mpi_cur *cur = &mpi_g.cur[from];
+	if (info->user == 1) {
+		/* an envelope: a new message from `from` */
+		if (info->len != sizeof(struct mpi_env))
+			return -EPROTO;
+		struct mpi_msg *m = calloc(1, sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		memcpy(&m->env, payload, sizeof(m->env));
+		/* the first posted receive that fits takes it */
+		struct torus_mpi_request **pp = &mpi_g.posted;
+		while (*pp && !matches(&m->env, (*pp)->comm, (*pp)->src, (*pp)->tag))
+			pp = &(*pp)->next;
+		if (*pp) {
+			m->req = *pp;
+			*pp = m->req->next;
+			m->req->next = NULL;
+		} else if (m->env.len && !(m->data = malloc(m->env.len))) {
+			free(m);
+			return -ENOMEM;
+		}
+		if (!m->env.len) {
+			if (m->req) {
+				complete(m->req, &m->env, 0);
+				free(m);
+				return 0;
+			}
+			m->complete = 1;
+		}
+		if (!m->req) {
+			/* unexpected: queued in arrival order */
+			if (mpi_g.unexp_tail)
+				mpi_g.unexp_tail->next = m;
+			else
+				mpi_g.unexp_head = m;
+			mpi_g.unexp_tail = m;
+		}
+		cur->m = m->env.len ? m : NULL;
+		return 0;
+	}
+	/* data: the message whose envelope came last from `from` */
+	struct mpi_msg *m = cur->m;
+	if (!m || info->offset + info->len > m->env.len)
+		return -EPROTO;
+	if (m->req && !m->data) {
+		/* straight into the receive buffer, what fits */
+		uint64_t cap = m->req->cap;
+		if (info->offset < cap)
+			memcpy((char *)m->req->buf + info->offset, payload,
+			       info->offset + info->len <= cap ? info->len : cap - info->offset);
+	} else {
+		memcpy(m->data + info->offset, payload, info->len);
+	}
+	m->got += info->len;
+	if (info->last) {
+		cur->m = NULL;
+		if (m->req && !m->data) {
+			complete(m->req, &m->env, m->env.len < m->req->cap ? m->env.len : m->req->cap);
+			free(m);
+		} else {
+			m->complete = 1;
+			if (m->req) /* taken by a receive while it arrived */
+				mpi_take(m);
+		}
+	}
+	return 0;
+}
+
+/* An unexpected message, complete, to its receive: copy, complete, free. */
+void mpi_take(struct mpi_msg *m)
+{
+	struct torus_mpi_request *r = m->req;
+	uint64_t n = m->env.len < r->cap ? m->env.len : r->cap;
+	if (n)
+		memcpy(r->buf, m->data, n);
+	complete(r, &m->env, n);
+	free(m->data);
+	free(m);
+}
+
+/* Handle what has arrived; sleep up to 1 ms if nothing had. */
+int mpi_progress(int may_sleep)
+{
+	unsigned got = 0;
+	int rc = dma_recfifo_poll(mpi_g.c, 64, &got);
+	if (rc)
+		return rc;
+	if (!got && may_sleep) {
+		rc = dma_recfifo_wait(mpi_g.c, 1);
+		if (rc == -ETIMEDOUT)
+			rc = 0;
+	}
+	return rc;
+}
+
+static int check_p2p(const char *fn, const void *buf, int count, MPI_Datatype t, int peer, int tag, MPI_Comm comm,
+		     int recv)
+{
+	int size = 0;
+	int rc = mpi_comm_check(comm, fn, &size);
+	if (rc)
+		return rc;
+	if (count < 0)
+		return mpi_error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
+	if (!mpi_type_size(t))
+		return mpi_error(comm, MPI_ERR_TYPE, fn, "unknown datatype %d", t);
+	if (count && !buf)
+		return mpi_error(comm, MPI_ERR_BUFFER, fn, "NULL buffer for %d elements", count);
+	if (peer != MPI_PROC_NULL && !(recv && peer == MPI_ANY_SOURCE) && (peer < 0 || peer >= size))
+		return mpi_error(comm, MPI_ERR_RANK, fn, "rank %d is not in the communicator (size %d)", peer, size);
+	if (!(recv && tag == MPI_ANY_TAG) && tag < 0)
+		return mpi_error(comm, MPI_ERR_TAG, fn, "invalid tag %d", tag);
+	return MPI_SUCCESS;
+}
+
+/* Post a message's two parts; the request completes when they have left. */
+static int post_send(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm, struct torus_mpi_request *r)
+{
+	emu_core_t *c = mpi_g.c;
+	r->env = (struct mpi_env){tag, (uint32_t)comm, comm == MPI_COMM_SELF ? 0 : mpi_g.rank, bytes};
+	uint32_t node = node_of(comm, dest);
+	struct dma_desc d;
+	int rc = dma_counter_add(c, mpi_g.inj, (int64_t)(sizeof(r->env) + bytes));
+	if (rc)
+		return rc;
+	dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 1, &r->env, sizeof(r->env), mpi_g.inj);
+	d.tag = TORUS_TAG(TORUS_TAG_NONE, 0, 0, 0, 0);
+	while ((rc = dma_injfifo_post(mpi_g.fifo, &d, 0)) == -EAGAIN)
+		if ((rc = mpi_progress(1)))
+			break;
+	if (!rc && bytes) {
+		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 2, buf, bytes, mpi_g.inj);
+		while ((rc = dma_injfifo_post(mpi_g.fifo, &d, 0)) == -EAGAIN)
+			if ((rc = mpi_progress(1)))
+				break;
+	}
+	r->send = 1;
+	return rc;
+}
+
+/* Sends complete when everything this rank injected has left (one counter
+ * for all its sends: a send waits for the ones before it, which left
+ * first anyway, from the same FIFO). */
+static int send_done(void)
+{
+	int zero = 0;
+	int rc = dma_counter_test(mpi_g.c, mpi_g.inj, &zero);
+	return rc ? rc : zero;
+}
+
+static struct torus_mpi_request *new_request(void)
+{
+	return calloc(1, sizeof(struct torus_mpi_request));
+}
+
+static int post_recv(void *buf, uint64_t cap, int src, int tag, MPI_Comm comm, struct torus_mpi_request *r)
+{
+	r->buf = buf;
+	r->cap = cap;
+	r->src = src;
+	r->tag = tag;
+	r->comm = comm;
+	/* the first unexpected message that fits, in arrival order */
+	struct mpi_msg **pp = &mpi_g.unexp_head, *prev = NULL;
+	while (*pp && ((*pp)->req || !matches(&(*pp)->env, comm, src, tag))) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (*pp) {
+		struct mpi_msg *m = *pp;
+		*pp = m->next;
+		if (mpi_g.unexp_tail == m)
+			mpi_g.unexp_tail = prev;
+		m->next = NULL;
+		m->req = r;
+		if (m->complete)
+			mpi_take(m);
+		/* else: the handler finishes it when its last packet comes */
+		return 0;
+	}
+	struct torus_mpi_request **tail = &mpi_g.posted;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = r;
+	return 0;
+}
+
+/* Wait for a request: 0, or an MPI error code. */
+static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
+{
+	int rc = 0;
+	for (;;) {
+		if (r->send) {
+			int d = send_done();
+			if (d < 0) {
+				rc = d;
+				break;
+			}
+			if (d)
+				break;
+		} else if (r->done) {
+			break;
+		}
+		if ((rc = mpi_progress(1)))
+			break;
+	}
+	if (rc)
+		return MPI_ERR_INTERN;
+	if (status) {
+		if (r->send) {
+			status->MPI_SOURCE = MPI_ANY_SOURCE;
+			status->MPI_TAG = MPI_ANY_TAG;
+			status->MPI_ERROR = MPI_SUCCESS;
+			status->count_lo_ = status->count_hi_ = 0;
+		} else {
+			*status = r->st;
+		}
+	}
+	return r->send ? MPI_SUCCESS : r->st.MPI_ERROR;
+}
+
+static void null_status(MPI_Status *st)
+{
+	if (st) {
+		st->MPI_SOURCE = MPI_PROC_NULL;
+		st->MPI_TAG = MPI_ANY_TAG;
+		st->MPI_ERROR = MPI_SUCCESS;
+		st->count_lo_ = st->count_hi_ = 0;
+	}
+}
+
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+	int rc = check_p2p("MPI_Send", buf, count, datatype, dest, tag, comm, 0);
+	if (rc || dest == MPI_PROC_NULL)
+		return rc;
+	struct torus_mpi_request r;
+	memset(&r, 0, sizeof(r));
+	if (post_send(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), dest, tag, comm, &r))
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Send", "the DMA unit refused the message");
+	rc = wait_request(&r, NULL);
+	return rc ? mpi_error(comm, rc, "MPI_Send", "the send did not complete") : MPI_SUCCESS;
+}
+
+/* No rendezvous yet: a synchronous or ready send is a standard one. */
+int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+	return MPI_Send(buf, count, datatype, dest, tag, comm);
+}
+
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+	return MPI_Send(buf, count, datatype, dest, tag, comm);
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+	int rc = check_p2p("MPI_Recv", buf, count, datatype, source, tag, comm, 1);
+	if (rc)
+		return rc;
+	if (source == MPI_PROC_NULL) {
+		null_status(status);
+		return MPI_SUCCESS;
+	}
+	struct torus_mpi_request r;
+	memset(&r, 0, sizeof(r));
+	post_recv(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), source, tag, comm, &r);
+	rc = wait_request(&r, status);
+	if (rc == MPI_ERR_TRUNCATE)
+		return mpi_error(comm, rc, "MPI_Recv", "a message of %llu bytes for a buffer of %llu",
+				 (unsigned long long)r.env.len, (unsigned long long)r.cap);
+	return rc ? mpi_error(comm, rc, "MPI_Recv", "the receive failed") : MPI_SUCCESS;
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+	      MPI_Request *request)
+{
+	if (!request)
+		return mpi_error(comm, MPI_ERR_REQUEST, "MPI_Isend", "NULL request");
+	int rc = check_p2p("MPI_Isend", buf, count, datatype, dest, tag, comm, 0);
+	if (rc)
+		return rc;
+	struct torus_mpi_request *r = new_request();
+	if (!r)
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Isend", "out of memory");
+	if (dest == MPI_PROC_NULL) {
+		r->done = 1;
+		r->proc_null = 1;
+	} else if (post_send(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), dest, tag, comm, r)) {
+		free(r);
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Isend", "the DMA unit refused the message");
+	}
+	*request = r;
+	return MPI_SUCCESS;
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
+{
+	if (!request)
+		return mpi_error(comm, MPI_ERR_REQUEST, "MPI_Irecv", "NULL request");
+	int rc = check_p2p("MPI_Irecv", buf, count, datatype, source, tag, comm, 1);
+	if (rc)
+		return rc;
+	struct torus_mpi_request *r = new_request();
+	if (!r)
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Irecv", "out of memory");
+	if (source == MPI_PROC_NULL) {
+		r->done = 1;
+		r->proc_null = 1;
+	} else {
+		post_recv(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), source, tag, comm, r);
+	}
+	*request = r;
+	return MPI_SUCCESS;
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+	if (!request)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Wait", "NULL request");
+	if (*request == MPI_REQUEST_NULL) {
+		null_status(status);
+		return MPI_SUCCESS;
+	}
+	struct torus_mpi_request *r = *request;
+	int rc = MPI_SUCCESS;
+	if (r->proc_null)
+		null_status(status);
+	else
+		rc = wait_request(r, status);
+	free(r);
+	*request = MPI_REQUEST_NULL;
+	return rc ? mpi_error(MPI_COMM_WORLD, rc, "MPI_Wait", "the request failed") : MPI_SUCCESS;
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+	if (count < 0 || (count && !requests))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitall", "bad request array");
+	int err = 0;
+	MPI_Errhandler eh = mpi_g.eh[0];
+	mpi_g.eh[0] = MPI_ERRORS_RETURN; /* one verdict for the whole call */
+	for (int i = 0; i < count; i++) {
+		int rc = MPI_Wait(&requests[i], statuses ? &statuses[i] : MPI_STATUS_IGNORE);
+		if (rc) {
+			err = 1;
+			if (statuses)
+				statuses[i].MPI_ERROR = rc;
+		}
+	}
+	mpi_g.eh[0] = eh;
+	return err ? mpi_error(MPI_COMM_WORLD, MPI_ERR_IN_STATUS, "MPI_Waitall", "a request failed") : MPI_SUCCESS;
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+	if (!request || !flag)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test", "NULL request or flag");
+	if (*request == MPI_REQUEST_NULL) {
+		*flag = 1;
+		null_status(status);
+		return MPI_SUCCESS;
+	}
+	struct torus_mpi_request *r = *request;
+	if (mpi_progress(0))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Test", "the reception FIFO failed");
+	int d = r->proc_null || (r->send ? send_done() > 0 : r->done);
+	*flag = d;
+	return d ? MPI_Wait(request, status) : MPI_SUCCESS;
+}
+
+/* A message that fits, arrived (or arriving): its envelope, or NULL. */
+static const struct mpi_msg *probe(int source, int tag, MPI_Comm comm)
+{
+	for (const struct mpi_msg *m = mpi_g.unexp_head; m; m = m->next)
+		if (!m->req && matches(&m->env, comm, source, tag))
+			return m;
+	return NULL;
+}
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+	int rc = check_p2p("MPI_Iprobe", NULL, 0, MPI_BYTE, source, tag, comm, 1);
+	if (rc)
+		return rc;
+	if (!flag)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Iprobe", "NULL flag");
+	if (source == MPI_PROC_NULL) {
+		*flag = 1;
+		null_status(status);
+		return MPI_SUCCESS;
+	}
+	if (mpi_progress(0))
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Iprobe", "the reception FIFO failed");
+	const struct mpi_msg *m = probe(source, tag, comm);
+	*flag = m != NULL;
+	if (m && status) {
+		status->MPI_SOURCE = m->env.src;
+		status->MPI_TAG = m->env.tag;
+		status->MPI_ERROR = MPI_SUCCESS;
+		status->count_lo_ = (int)(uint32_t)m->env.len;
+		status->count_hi_ = (int)(uint32_t)(m->env.len >> 32);
+	}
+	return MPI_SUCCESS;
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+	int flag = 0, rc;
+	while (!(rc = MPI_Iprobe(source, tag, comm, &flag, status)) && !flag)
+		if (mpi_progress(1))
+			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Probe", "the reception FIFO failed");
+	return rc;
+}
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+		 int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+	MPI_Request r;
+	int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &r);
+	if (rc)
+		return rc;
+	if ((rc = MPI_Send(sendbuf, sendcount, sendtype, dest, sendtag, comm)))
+		return rc;
+	return MPI_Wait(&r, status);
+}
+
+/* --------------------------------------------- for the collectives (tags < 0) */
+
+int mpi_send_raw(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm)
+{
+	struct torus_mpi_request r;
+	memset(&r, 0, sizeof(r));
+	if (post_send(buf, bytes, dest, tag, comm, &r))
+		return MPI_ERR_INTERN;
+	return wait_request(&r, NULL);
+}
+
+int mpi_recv_raw(void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm)
+{
+	struct torus_mpi_request r;
+	memset(&r, 0, sizeof(r));
+	post_recv(buf, bytes, src, tag, comm, &r);
+	return wait_request(&r, NULL);
+}
+
+int mpi_sendrecv_raw(const void *sbuf, uint64_t sbytes, int dest, void *rbuf, uint64_t rbytes, int src, int tag,
+		     MPI_Comm comm)
+{
+	struct torus_mpi_request rr, sr;
+	memset(&rr, 0, sizeof(rr));
+	memset(&sr, 0, sizeof(sr));
+	post_recv(rbuf, rbytes, src, tag, comm, &rr);
+	if (post_send(sbuf, sbytes, dest, tag, comm, &sr))
+		return MPI_ERR_INTERN;
+	int a = wait_request(&sr, NULL), b = wait_request(&rr, NULL);
+	return a ? a : b;
+}

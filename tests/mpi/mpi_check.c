@@ -1,0 +1,256 @@
+/*
+ * An ordinary MPI program (it includes only mpi.h and libc), built with
+ * torusmpicc: point-to-point with wildcards, ordering, truncation and the
+ * error classes; every collective of the front end, against local
+ * references. Prints "mpi-check: rank R: all N checks passed" per rank.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size, fails, checks;
+
+#define CHECK(cond, ...)                                                                                     \
+	do {                                                                                                  \
+		checks++;                                                                                     \
+		if (!(cond)) {                                                                                \
+			fails++;                                                                              \
+			printf("mpi-check: rank %d: FAILED %s: ", rank, #cond);                               \
+			printf(__VA_ARGS__);                                                                  \
+			printf("\n");                                                                         \
+		}                                                                                             \
+	} while (0)
+
+static void p2p(void)
+{
+	int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+	/* a ring, sizes 0 to 100000 bytes */
+	static const int lens[] = {0, 1, 239, 240, 241, 4096, 100000};
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		int n = lens[k];
+		char *out = malloc((size_t)n + 1), *in = malloc((size_t)n + 1);
+		for (int i = 0; i < n; i++)
+			out[i] = (char)(rank * 31 + i);
+		MPI_Status st;
+		MPI_Sendrecv(out, n, MPI_CHAR, next, 7, in, n, MPI_CHAR, prev, 7, MPI_COMM_WORLD, &st);
+		int cnt = -1, bad = 0;
+		MPI_Get_count(&st, MPI_CHAR, &cnt);
+		for (int i = 0; i < n; i++)
+			bad += in[i] != (char)(prev * 31 + i);
+		CHECK(cnt == n && !bad && st.MPI_SOURCE == prev && st.MPI_TAG == 7, "ring of %d bytes: count %d, %d bad", n,
+		      cnt, bad);
+		free(out);
+		free(in);
+	}
+	/* everyone sends rank 0 three tagged messages; 0 takes them by wildcard,
+	 * and each source's arrive in order */
+	if (rank) {
+		for (int m = 0; m < 3; m++) {
+			int v[2] = {rank, m};
+			MPI_Send(v, 2, MPI_INT, 0, 100 + m, MPI_COMM_WORLD);
+		}
+	} else {
+		int *last = calloc((size_t)size, sizeof(int)), ok = 1;
+		for (int i = 0; i < 3 * (size - 1); i++) {
+			int v[2];
+			MPI_Status st;
+			MPI_Recv(v, 2, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+			ok &= st.MPI_SOURCE == v[0] && st.MPI_TAG == 100 + v[1] && v[1] == last[v[0]]++;
+		}
+		CHECK(ok, "wildcard receives out of order");
+		free(last);
+	}
+	/* (MPI_ANY_TAG takes any tag: nobody sends rank 0 more until it is done) */
+	MPI_Barrier(MPI_COMM_WORLD);
+	/* a specific tag skips an earlier message of another tag */
+	if (size > 1 && rank == 1) {
+		int a = 1, b = 2;
+		MPI_Send(&a, 1, MPI_INT, 0, 1, MPI_COMM_WORLD);
+		MPI_Send(&b, 1, MPI_INT, 0, 2, MPI_COMM_WORLD);
+	} else if (size > 1 && rank == 0) {
+		int a = 0, b = 0;
+		MPI_Recv(&b, 1, MPI_INT, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Recv(&a, 1, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		CHECK(a == 1 && b == 2, "tags: %d %d", a, b);
+	}
+	/* nonblocking both ways, posted before the sends */
+	{
+		double out = rank + 0.5, in = -1;
+		MPI_Request rq[2];
+		MPI_Irecv(&in, 1, MPI_DOUBLE, prev, 9, MPI_COMM_WORLD, &rq[0]);
+		MPI_Isend(&out, 1, MPI_DOUBLE, next, 9, MPI_COMM_WORLD, &rq[1]);
+		MPI_Status st[2];
+		MPI_Waitall(2, rq, st);
+		CHECK(in == prev + 0.5 && rq[0] == MPI_REQUEST_NULL, "isend/irecv: %g", in);
+	}
+	/* truncation, with errors returned */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	if (size > 1 && rank == 1) {
+		int v[4] = {1, 2, 3, 4};
+		MPI_Send(v, 4, MPI_INT, 0, 5, MPI_COMM_WORLD);
+	} else if (size > 1 && rank == 0) {
+		int v[2] = {0, 0}, cls = -1;
+		int rc = MPI_Recv(v, 2, MPI_INT, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Error_class(rc, &cls);
+		CHECK(cls == MPI_ERR_TRUNCATE && v[0] == 1 && v[1] == 2, "truncation: class %d", cls);
+	}
+	/* bad arguments get their classes */
+	int x = 0, cls = -1;
+	MPI_Error_class(MPI_Send(&x, 1, MPI_INT, size, 0, MPI_COMM_WORLD), &cls);
+	CHECK(cls == MPI_ERR_RANK, "bad rank: class %d", cls);
+	MPI_Error_class(MPI_Send(&x, -1, MPI_INT, 0, 0, MPI_COMM_WORLD), &cls);
+	CHECK(cls == MPI_ERR_COUNT, "bad count: class %d", cls);
+	MPI_Error_class(MPI_Send(&x, 1, 9999, 0, 0, MPI_COMM_WORLD), &cls);
+	CHECK(cls == MPI_ERR_TYPE, "bad type: class %d", cls);
+	MPI_Error_class(MPI_Send(&x, 1, MPI_INT, 0, -5, MPI_COMM_WORLD), &cls);
+	CHECK(cls == MPI_ERR_TAG, "bad tag: class %d", cls);
+	MPI_Error_class(MPI_Send(&x, 1, MPI_INT, 0, 0, 77), &cls);
+	CHECK(cls == MPI_ERR_COMM, "bad comm: class %d", cls);
+	MPI_Error_class(MPI_Bcast(&x, 1, MPI_INT, size, MPI_COMM_WORLD), &cls);
+	CHECK(cls == MPI_ERR_ROOT, "bad root: class %d", cls);
+	MPI_Error_class(MPI_Allreduce(&x, &x, 1, MPI_FLOAT, MPI_BAND, MPI_COMM_WORLD), &cls);
+	CHECK(cls == MPI_ERR_OP, "band on float: class %d", cls);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	/* MPI_PROC_NULL */
+	MPI_Status st;
+	CHECK(MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st) == MPI_SUCCESS &&
+		      st.MPI_SOURCE == MPI_PROC_NULL,
+	      "proc null");
+}
+
+static void collectives(void)
+{
+	/* Allreduce on the torus (int, double) and off it (short, max) */
+	int n = 1000;
+	int *a = malloc(sizeof(int) * (size_t)n), *b = malloc(sizeof(int) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		a[i] = rank + i;
+	MPI_Allreduce(a, b, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	int bad = 0;
+	for (int i = 0; i < n; i++)
+		bad += b[i] != size * i + size * (size - 1) / 2;
+	CHECK(!bad, "allreduce int sum: %d bad", bad);
+	double d = rank + 1.0;
+	MPI_Allreduce(MPI_IN_PLACE, &d, 1, MPI_DOUBLE, MPI_PROD, MPI_COMM_WORLD);
+	double want = 1;
+	for (int i = 1; i <= size; i++)
+		want *= i;
+	CHECK(d == want, "allreduce double prod in place: %g, not %g", d, want);
+	short s[3] = {(short)rank, (short)-rank, 7}, sr[3];
+	MPI_Allreduce(s, sr, 3, MPI_SHORT, MPI_MAX, MPI_COMM_WORLD);
+	CHECK(sr[0] == size - 1 && sr[1] == 0 && sr[2] == 7, "allreduce short max: %d %d %d", sr[0], sr[1], sr[2]);
+	/* Reduce and Bcast to and from a root that is not 0 */
+	int root = size - 1, r = -1;
+	int v = rank * rank;
+	MPI_Reduce(&v, &r, 1, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
+	if (rank == root)
+		CHECK(r == (size - 1) * size * (2 * size - 1) / 6, "reduce: %d", r);
+	int bc[5] = {0};
+	if (rank == root)
+		for (int i = 0; i < 5; i++)
+			bc[i] = 100 + i;
+	MPI_Bcast(bc, 5, MPI_INT, root, MPI_COMM_WORLD);
+	CHECK(bc[0] == 100 && bc[4] == 104, "bcast: %d %d", bc[0], bc[4]);
+	/* Gather / Scatter */
+	int *all = malloc(sizeof(int) * (size_t)size * 2), mine[2] = {rank, -rank};
+	MPI_Gather(mine, 2, MPI_INT, all, 2, MPI_INT, 0, MPI_COMM_WORLD);
+	if (!rank) {
+		bad = 0;
+		for (int i = 0; i < size; i++)
+			bad += all[2 * i] != i || all[2 * i + 1] != -i;
+		CHECK(!bad, "gather: %d bad", bad);
+		for (int i = 0; i < 2 * size; i++)
+			all[i] = 1000 + i;
+	}
+	MPI_Scatter(all, 2, MPI_INT, mine, 2, MPI_INT, 0, MPI_COMM_WORLD);
+	CHECK(mine[0] == 1000 + 2 * rank && mine[1] == 1001 + 2 * rank, "scatter: %d %d", mine[0], mine[1]);
+	/* Allgather (torus: 8 bytes; p2p: 3 bytes) */
+	long long lv = 10LL * rank, *lall = malloc(sizeof(long long) * (size_t)size);
+	MPI_Allgather(&lv, 1, MPI_LONG_LONG, lall, 1, MPI_LONG_LONG, MPI_COMM_WORLD);
+	bad = 0;
+	for (int i = 0; i < size; i++)
+		bad += lall[i] != 10LL * i;
+	CHECK(!bad, "allgather long long: %d bad", bad);
+	char c3[3] = {(char)rank, (char)(rank + 1), (char)(rank + 2)}, *call = malloc(3 * (size_t)size);
+	MPI_Allgather(c3, 3, MPI_CHAR, call, 3, MPI_CHAR, MPI_COMM_WORLD);
+	bad = 0;
+	for (int i = 0; i < size; i++)
+		bad += call[3 * i] != (char)i || call[3 * i + 2] != (char)(i + 2);
+	CHECK(!bad, "allgather 3 chars: %d bad", bad);
+	/* Alltoall (torus and p2p) and Alltoallv */
+	int *sa = malloc(sizeof(int) * (size_t)size * 2), *ra = malloc(sizeof(int) * (size_t)size * 2);
+	for (int j = 0; j < size; j++)
+		sa[2 * j] = rank * 1000 + j, sa[2 * j + 1] = -(rank * 1000 + j);
+	MPI_Alltoall(sa, 2, MPI_INT, ra, 2, MPI_INT, MPI_COMM_WORLD);
+	bad = 0;
+	for (int i = 0; i < size; i++)
+		bad += ra[2 * i] != i * 1000 + rank || ra[2 * i + 1] != -(i * 1000 + rank);
+	CHECK(!bad, "alltoall int: %d bad", bad);
+	unsigned char *sb = malloc((unsigned)size), *rb = malloc((unsigned)size);
+	for (int j = 0; j < size; j++)
+		sb[j] = (unsigned char)(rank * 16 + j);
+	MPI_Alltoall(sb, 1, MPI_UNSIGNED_CHAR, rb, 1, MPI_UNSIGNED_CHAR, MPI_COMM_WORLD);
+	bad = 0;
+	for (int i = 0; i < size; i++)
+		bad += rb[i] != (unsigned char)(i * 16 + rank);
+	CHECK(!bad, "alltoall byte: %d bad", bad);
+	int *sc = malloc(sizeof(int) * (size_t)size * 4), *sd = sc + size, *rc = sc + 2 * size, *rd = sc + 3 * size;
+	int tot_s = 0, tot_r = 0;
+	for (int j = 0; j < size; j++) {
+		sc[j] = (rank + j) % 3;
+		sd[j] = tot_s;
+		tot_s += sc[j];
+		rc[j] = (j + rank) % 3;
+		rd[j] = tot_r;
+		tot_r += rc[j];
+	}
+	int *vs = malloc(sizeof(int) * (size_t)(tot_s + 1)), *vr = malloc(sizeof(int) * (size_t)(tot_r + 1));
+	for (int j = 0; j < size; j++)
+		for (int k = 0; k < sc[j]; k++)
+			vs[sd[j] + k] = rank * 100 + j * 10 + k;
+	MPI_Alltoallv(vs, sc, sd, MPI_INT, vr, rc, rd, MPI_INT, MPI_COMM_WORLD);
+	bad = 0;
+	for (int i = 0; i < size; i++)
+		for (int k = 0; k < rc[i]; k++)
+			bad += vr[rd[i] + k] != i * 100 + rank * 10 + k;
+	CHECK(!bad, "alltoallv: %d bad", bad);
+	/* Reduce_scatter_block (torus) */
+	int *rs = malloc(sizeof(int) * (size_t)size * 2), out2[2];
+	for (int j = 0; j < 2 * size; j++)
+		rs[j] = j;
+	MPI_Reduce_scatter_block(rs, out2, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CHECK(out2[0] == size * 2 * rank && out2[1] == size * (2 * rank + 1), "reduce_scatter_block: %d %d", out2[0],
+	      out2[1]);
+	MPI_Barrier(MPI_COMM_WORLD);
+	free(a), free(b), free(all), free(lall), free(call), free(sa), free(ra), free(sb), free(rb), free(sc), free(vs),
+		free(vr), free(rs);
+}
+
+int main(int argc, char **argv)
+{
+	int provided = -1, flag = 0;
+	MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+	MPI_Initialized(&flag);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	CHECK(flag && provided == MPI_THREAD_FUNNELED, "init: flag %d provided %d", flag, provided);
+	int self_rank = -1, self_size = -1;
+	MPI_Comm_rank(MPI_COMM_SELF, &self_rank);
+	MPI_Comm_size(MPI_COMM_SELF, &self_size);
+	CHECK(self_rank == 0 && self_size == 1, "comm self");
+	double t0 = MPI_Wtime();
+	p2p();
+	collectives();
+	double t1 = MPI_Wtime();
+	CHECK(t1 > t0 && MPI_Wtick() > 0, "wtime %g .. %g", t0, t1);
+	char name[MPI_MAX_PROCESSOR_NAME];
+	int len;
+	MPI_Get_processor_name(name, &len);
+	if (!rank || fails)
+		printf("mpi-check: rank %d of %d on %s: %s %d checks (%.3f us of emulated time)\n", rank, size, name,
+		       fails ? "FAILED" : "all passed:", checks, (t1 - t0) * 1e6);
+	MPI_Finalize();
+	MPI_Finalized(&flag);
+	return fails || !flag;
+}

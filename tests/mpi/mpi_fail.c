@@ -1,0 +1,30 @@
+/*
+ * MPI programs that fail on purpose (test_mpi): "abort" rank 1 calls
+ * MPI_Abort(MPI_COMM_WORLD, 5); "fatal": rank 0 sends to a rank that does
+ * not exist under MPI_ERRORS_ARE_FATAL; "missing": calls a function the
+ * front end does not have (only compiled, to see the error name it).
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+	int rank, size, x = 0;
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	const char *what = argc > 1 ? argv[1] : "";
+	if (!strcmp(what, "abort") && rank == 1)
+		MPI_Abort(MPI_COMM_WORLD, 5);
+	if (!strcmp(what, "fatal") && rank == 0)
+		MPI_Send(&x, 1, MPI_INT, size + 98, 0, MPI_COMM_WORLD);
+#ifdef MISSING
+	MPI_Comm c;
+	MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &c);
+#endif
+	MPI_Barrier(MPI_COMM_WORLD);
+	printf("mpi-fail: rank %d got past the failure\n", rank);
+	MPI_Finalize();
+	return 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * The MPI front end (issue 16): torusmpicc builds ordinary MPI programs
+ * (tests/mpi/), which run under torusrun one rank per node: mpi_check's
+ * checks on several shapes and core maps; MPI_Abort and a fatal error stop
+ * the job as a failed node does; a program not started by torusrun says
+ * so; a function the front end lacks is a compile error naming it.
+ */
+#include "cunit_main.h"
+#include "job_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void build(const char *src, const char *out, const char *extra)
+{
+	struct result r = run("$B/torusmpicc -O2 -Wall -Wextra -Werror %s -o $T/%s %s/tests/mpi/%s", extra, out,
+			      TORUS_SOURCE_DIR, src);
+	EXPECT(r.status == 0, "torusmpicc %s: %d\n%.2000s", src, r.status, r.err);
+	result_free(&r);
+}
+
+static void test_mpicc_show(void)
+{
+	struct result r = run("$B/torusmpicc -show -O2 -o x x.c");
+	EXPECT(r.status == 0 && strstr(r.out, "-O2 -o x x.c") && strstr(r.out, "-ltorusmpi") && strstr(r.out, "/mpi/include"),
+	       "-show: %.500s", r.out);
+	result_free(&r);
+	r = run("$B/torusmpicc -show -c x.c");
+	EXPECT(r.status == 0 && !strstr(r.out, "-ltorusmpi"), "-show -c links nothing: %.500s", r.out);
+	result_free(&r);
+	r = run("$B/torusmpicc --help");
+	EXPECT(r.status == 0 && strstr(r.out, "usage: torusmpicc"), "--help: %.500s", r.out);
+	result_free(&r);
+}
+
+static void test_mpi_check(void)
+{
+	build("mpi_check.c", "mpi_check", "");
+	static const char *const shapes[] = {"--torus 1", "--torus 2x2", "--torus 3x3", "--torus 2x2x2 --cores 2",
+					     "--torus 3 --cores-map 1,3,2", "--torus 4x4"};
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		struct result r = run("$B/torusrun %s --timeout 60 -- $T/mpi_check", shapes[i]);
+		EXPECT(r.status == 0 && strstr(r.out, "all passed:") && !strstr(r.out, "FAILED"),
+		       "%s: status %d\n%.2000s\n%.1000s", shapes[i], r.status, r.out, r.err);
+		result_free(&r);
+	}
+	struct result r = run("$T/mpi_check");
+	EXPECT(r.status == 2 && strstr(r.err, "not started by torusrun"), "bare: %d %.500s", r.status, r.err);
+	result_free(&r);
+}
+
+static void test_mpi_failures(void)
+{
+	build("mpi_fail.c", "mpi_fail", "");
+	struct result r = run("$B/torusrun --torus 4 --timeout 60 -- $T/mpi_fail abort");
+	EXPECT(r.status == 1 && strstr(r.err, "MPI_Abort: rank 1 aborts the job with code 5") &&
+		       !strstr(r.out, "rank 1 got past"),
+	       "abort: %d\n%.1000s", r.status, r.err);
+	result_free(&r);
+	r = run("$B/torusrun --torus 4 --timeout 60 -- $T/mpi_fail fatal");
+	EXPECT(r.status == 1 && strstr(r.err, "MPI error on rank 0: MPI_Send: rank 102 is not in the communicator") &&
+		       strstr(r.err, "invalid rank"),
+	       "fatal: %d\n%.1000s", r.status, r.err);
+	result_free(&r);
+	r = run("$B/torusrun --torus 2 --timeout 60 -- $T/mpi_fail");
+	EXPECT(r.status == 0 && count_lines(r.out, "got past the failure") == 2, "none: %d\n%.1000s", r.status, r.err);
+	result_free(&r);
+	/* what the front end lacks does not build, and the error names it */
+	r = run("$B/torusmpicc -DMISSING -o $T/missing %s/tests/mpi/mpi_fail.c", TORUS_SOURCE_DIR);
+	EXPECT(r.status != 0 && strstr(r.err, "MPI_Comm_split"), "missing: %d\n%.1000s", r.status, r.err);
+	result_free(&r);
+}
+
+int main(void)
+{
+	if (job_util_init())
+		return 2;
+	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpi_check),
+						  CUNIT_CASE(test_mpi_failures)};
+	static const struct cunit_suite all[] = {{"mpi", cases, CUNIT_COUNT(cases)}};
+	return cunit_main(all, CUNIT_COUNT(all));
+}
