@@ -390,3 +390,44 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 	free(acc);
 	return p2p_rc(comm, "MPI_Reduce_scatter_block", rc);
 }
+
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+		       MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(common("MPI_Reduce_scatter", comm, 0, datatype, &size));
+	CHECK(op_ok("MPI_Reduce_scatter", comm, op, datatype));
+	if (!recvcounts)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Reduce_scatter", "NULL recvcounts");
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank, equal = 1;
+	uint64_t total = 0, es = (uint64_t)mpi_type_size(datatype);
+	for (int j = 0; j < size; j++) {
+		if (recvcounts[j] < 0)
+			return mpi_error(comm, MPI_ERR_COUNT, "MPI_Reduce_scatter", "negative count for rank %d", j);
+		equal &= recvcounts[j] == recvcounts[0];
+		total += (uint64_t)recvcounts[j];
+	}
+	if (total && !sendbuf)
+		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Reduce_scatter", "NULL send buffer");
+	/* equal blocks: the block form (the torus algorithm where it applies) */
+	if (equal && sendbuf != MPI_IN_PLACE)
+		return MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcounts[0], datatype, op, comm);
+	void *acc = malloc(total * es + 1);
+	if (!acc)
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Reduce_scatter", "out of memory");
+	memcpy(acc, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, total * es);
+	int rc = reduce(acc, (int)total, datatype, op, 0, comm, size);
+	uint64_t at = 0;
+	for (int i = 0; i < size && !rc; i++) {
+		uint64_t n = (uint64_t)recvcounts[i] * es;
+		if (me == 0 && i == 0)
+			memmove(recvbuf, acc, n);
+		else if (me == 0)
+			rc = mpi_send_raw((char *)acc + at, n, i, TAG_SCATTER, comm);
+		else if (i == me)
+			rc = mpi_recv_raw(recvbuf, n, 0, TAG_SCATTER, comm);
+		at += n;
+	}
+	free(acc);
+	return p2p_rc(comm, "MPI_Reduce_scatter", rc);
+}

@@ -30,9 +30,18 @@ struct mpi_msg {
 	struct mpi_msg *next;
 };
 
+/* A short message's header: the packet says the source and the length. */
+struct mpi_short {
+	int32_t tag;
+	uint32_t comm;
+};
+/* data bytes a message may carry in the packet of its header */
+#define MPI_SHORT_BYTES (240u - sizeof(struct mpi_short))
+
 struct torus_mpi_request {
 	int send, done, proc_null;
 	struct mpi_env env;              /* send: what goes out */
+	char shortbuf[240];              /* send: a short message, envelope and data */
 	void *buf;                       /* receive */
 	uint64_t cap;
 	int src, tag;
