@@ -431,3 +431,149 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 	free(acc);
 	return p2p_rc(comm, "MPI_Reduce_scatter", rc);
 }
+
+/* ------------------------------------------ the v-forms and the prefix scans */
+
+static int vcounts_ok(const char *fn, MPI_Comm comm, const int counts[], const int displs[], int size)
+{
+	if (!counts || !displs)
+		return mpi_error(comm, MPI_ERR_ARG, fn, "NULL count or displacement array");
+	for (int i = 0; i < size; i++)
+		if (counts[i] < 0 || displs[i] < 0)
+			return mpi_error(comm, MPI_ERR_COUNT, fn, "negative count or displacement for rank %d", i);
+	return MPI_SUCCESS;
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+		const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(blocks_ok("MPI_Gatherv", comm, sendcount, sendtype, 0, recvtype, &size));
+	CHECK(root_ok("MPI_Gatherv", comm, root, size));
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype), rs = (uint64_t)mpi_type_size(recvtype);
+	if (me != root)
+		return p2p_rc(comm, "MPI_Gatherv", mpi_send_raw(sendbuf, sb, root, TAG_GATHER, comm));
+	CHECK(vcounts_ok("MPI_Gatherv", comm, recvcounts, displs, size));
+	char *at = (char *)recvbuf + (uint64_t)displs[root] * rs;
+	if (sendbuf != MPI_IN_PLACE && sb)
+		memmove(at, sendbuf, sb < (uint64_t)recvcounts[root] * rs ? sb : (uint64_t)recvcounts[root] * rs);
+	for (int i = 0; i < size; i++)
+		if (i != root)
+			CHECK(p2p_rc(comm, "MPI_Gatherv",
+				     mpi_recv_raw((char *)recvbuf + (uint64_t)displs[i] * rs, (uint64_t)recvcounts[i] * rs, i,
+						  TAG_GATHER, comm)));
+	return MPI_SUCCESS;
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+		 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(blocks_ok("MPI_Scatterv", comm, 0, sendtype, recvcount, recvtype, &size));
+	CHECK(root_ok("MPI_Scatterv", comm, root, size));
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype), ss = (uint64_t)mpi_type_size(sendtype);
+	if (me != root)
+		return p2p_rc(comm, "MPI_Scatterv", mpi_recv_raw(recvbuf, rb, root, TAG_SCATTER, comm));
+	CHECK(vcounts_ok("MPI_Scatterv", comm, sendcounts, displs, size));
+	for (int i = 0; i < size; i++)
+		if (i != root)
+			CHECK(p2p_rc(comm, "MPI_Scatterv",
+				     mpi_send_raw((const char *)sendbuf + (uint64_t)displs[i] * ss,
+						  (uint64_t)sendcounts[i] * ss, i, TAG_SCATTER, comm)));
+	uint64_t mine = (uint64_t)sendcounts[root] * ss;
+	if (recvbuf != MPI_IN_PLACE && mine)
+		memmove(recvbuf, (const char *)sendbuf + (uint64_t)displs[root] * ss, mine < rb ? mine : rb);
+	return MPI_SUCCESS;
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+		   const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+	int size = 0;
+	CHECK(blocks_ok("MPI_Allgatherv", comm, sendcount, sendtype, 0, recvtype, &size));
+	CHECK(vcounts_ok("MPI_Allgatherv", comm, recvcounts, displs, size));
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	uint64_t rs = (uint64_t)mpi_type_size(recvtype);
+	char *mine = (char *)recvbuf + (uint64_t)displs[me] * rs;
+	uint64_t mb = (uint64_t)recvcounts[me] * rs;
+	if (sendbuf != MPI_IN_PLACE) {
+		uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
+		if (sb)
+			memmove(mine, sendbuf, sb < mb ? sb : mb);
+	}
+	/* my block to me + k, the block of me - k into its place (gaps untouched) */
+	for (int k = 1; k < size; k++) {
+		int to = (me + k) % size, from = (me - k + size) % size;
+		CHECK(p2p_rc(comm, "MPI_Allgatherv",
+			     mpi_sendrecv_raw(mine, mb, to, (char *)recvbuf + (uint64_t)displs[from] * rs,
+					      (uint64_t)recvcounts[from] * rs, from, TAG_GATHER, comm)));
+	}
+	return MPI_SUCCESS;
+}
+
+/* Prefix reductions along the ranks (predefined operations commute). */
+static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, MPI_Op op,
+		MPI_Comm comm, int exclusive)
+{
+	int size = 0;
+	CHECK(common(fn, comm, count, t, &size));
+	CHECK(op_ok(fn, comm, op, t));
+	if (count && (!sendbuf || !recvbuf))
+		return mpi_error(comm, MPI_ERR_BUFFER, fn, "NULL buffer");
+	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(t);
+	const void *x = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+	char *mine = malloc(bytes + 1), *acc = malloc(bytes + 1);
+	if (!mine || !acc) {
+		free(mine);
+		free(acc);
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	}
+	memcpy(mine, x, bytes);
+	int rc = 0;
+	/* acc: the reduction over ranks 0 .. me - 1 (rank 0: none) */
+	if (me > 0)
+		rc = mpi_recv_raw(acc, bytes, me - 1, TAG_REDUCE, comm);
+	if (!rc && me + 1 < size) {
+		/* pass on 0 .. me */
+		char *next = malloc(bytes + 1);
+		if (!next) {
+			rc = MPI_ERR_INTERN;
+		} else {
+			memcpy(next, mine, bytes);
+			if (me > 0) {
+				mpi_reduce_local(t, op, next, acc, (size_t)count);
+				charge_reduce(bytes);
+			}
+			rc = mpi_send_raw(next, bytes, me + 1, TAG_REDUCE, comm);
+			free(next);
+		}
+	}
+	if (!rc) {
+		if (exclusive) {
+			if (me > 0)
+				memcpy(recvbuf, acc, bytes);
+		} else {
+			if (me > 0) {
+				mpi_reduce_local(t, op, mine, acc, (size_t)count);
+				charge_reduce(bytes);
+			}
+			memcpy(recvbuf, mine, bytes);
+		}
+	}
+	free(mine);
+	free(acc);
+	return p2p_rc(comm, fn, rc);
+}
+
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+	return scan("MPI_Scan", sendbuf, recvbuf, count, datatype, op, comm, 0);
+}
+
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+	return scan("MPI_Exscan", sendbuf, recvbuf, count, datatype, op, comm, 1);
+}

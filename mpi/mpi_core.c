@@ -48,6 +48,10 @@ static const int type_size[TORUS_MPI_NTYPES_] = {
 	[MPI_INT32_T] = 4, [MPI_INT64_T] = 8, [MPI_UINT8_T] = 1, [MPI_UINT16_T] = 2, [MPI_UINT32_T] = 4,
 	[MPI_UINT64_T] = 8, [MPI_C_BOOL] = sizeof(_Bool), [MPI_WCHAR] = 4, [MPI_AINT] = sizeof(MPI_Aint),
 	[MPI_OFFSET] = sizeof(MPI_Offset), [MPI_PACKED] = 1,
+	[MPI_FLOAT_INT] = sizeof(struct { float v; int i; }), [MPI_DOUBLE_INT] = sizeof(struct { double v; int i; }),
+	[MPI_LONG_INT] = sizeof(struct { long v; int i; }), [MPI_2INT] = sizeof(struct { int v; int i; }),
+	[MPI_SHORT_INT] = sizeof(struct { short v; int i; }),
+	[MPI_LONG_DOUBLE_INT] = sizeof(struct { long double v; int i; }),
 };
 
 int mpi_type_size(MPI_Datatype t)
@@ -114,8 +118,38 @@ int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
 		ARITH(T) LOGIC(T) BITS(T) return -1;                                                          \
 	} while (0)
 
+/* MAXLOC / MINLOC on (value, index) pairs: the larger (smaller) value,
+ * the smaller index among equals */
+#define LOC(T)                                                                                               \
+	do {                                                                                                  \
+		struct pair {                                                                                 \
+			T v;                                                                                  \
+			int i;                                                                                \
+		} *o = inout;                                                                                 \
+		const struct pair *x = in;                                                                    \
+		if (op != MPI_MAXLOC && op != MPI_MINLOC)                                                     \
+			return -1;                                                                            \
+		for (size_t k = 0; k < n; k++) {                                                              \
+			int better = op == MPI_MAXLOC ? x[k].v > o[k].v : x[k].v < o[k].v;                    \
+			if (better || (x[k].v == o[k].v && x[k].i < o[k].i))                                  \
+				o[k] = x[k];                                                                  \
+		}                                                                                             \
+		return 0;                                                                                     \
+	} while (0)
+
 int mpi_reduce_local(MPI_Datatype t, MPI_Op op, void *inout, const void *in, size_t n)
 {
+	switch (t) {
+	case MPI_FLOAT_INT: LOC(float);
+	case MPI_DOUBLE_INT: LOC(double);
+	case MPI_LONG_INT: LOC(long);
+	case MPI_2INT: LOC(int);
+	case MPI_SHORT_INT: LOC(short);
+	case MPI_LONG_DOUBLE_INT: LOC(long double);
+	default: break;
+	}
+	if (op == MPI_MAXLOC || op == MPI_MINLOC)
+		return -1; /* pair types only */
 	switch (t) {
 	case MPI_CHAR: INTEGER(char);
 	case MPI_SIGNED_CHAR:
@@ -892,6 +926,142 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 	}
 	mpi_g.eh[0] = eh;
 	return err ? mpi_error(MPI_COMM_WORLD, MPI_ERR_IN_STATUS, "MPI_Waitall", "a request failed") : MPI_SUCCESS;
+}
+
+/* Is the request complete (without waiting)? Progress first. */
+static int request_ready(MPI_Request r)
+{
+	return r == MPI_REQUEST_NULL || r->proc_null || (r->send ? send_done() > 0 : r->done);
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+	if (count < 0 || (count && !requests) || !index)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitany", "bad request array or index");
+	for (;;) {
+		int active = 0;
+		for (int i = 0; i < count; i++) {
+			if (requests[i] == MPI_REQUEST_NULL)
+				continue;
+			active = 1;
+			if (request_ready(requests[i])) {
+				*index = i;
+				return MPI_Wait(&requests[i], status);
+			}
+		}
+		if (!active) {
+			*index = MPI_UNDEFINED;
+			null_status(status);
+			return MPI_SUCCESS;
+		}
+		if (mpi_progress(1))
+			return mpi_error(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Waitany", "the reception FIFO failed");
+	}
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+{
+	if (count < 0 || (count && !requests) || !index || !flag)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testany", "bad request array, index or flag");
+	if (mpi_progress(0))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Testany", "the reception FIFO failed");
+	int active = 0;
+	for (int i = 0; i < count; i++) {
+		if (requests[i] == MPI_REQUEST_NULL)
+			continue;
+		active = 1;
+		if (request_ready(requests[i])) {
+			*index = i;
+			*flag = 1;
+			return MPI_Wait(&requests[i], status);
+		}
+	}
+	*index = MPI_UNDEFINED;
+	*flag = !active;
+	if (!active)
+		null_status(status);
+	return MPI_SUCCESS;
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+	if (incount < 0 || (incount && (!requests || !indices)) || !outcount)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testsome", "bad arrays or count");
+	if (mpi_progress(0))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Testsome", "the reception FIFO failed");
+	int n = 0, active = 0, err = 0;
+	for (int i = 0; i < incount; i++) {
+		if (requests[i] == MPI_REQUEST_NULL)
+			continue;
+		active = 1;
+		if (request_ready(requests[i])) {
+			MPI_Status *st = statuses ? &statuses[n] : MPI_STATUS_IGNORE;
+			int rc = MPI_Wait(&requests[i], st);
+			if (rc && statuses)
+				statuses[n].MPI_ERROR = rc;
+			err |= rc != 0;
+			indices[n++] = i;
+		}
+	}
+	*outcount = active ? n : MPI_UNDEFINED;
+	return err ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+	int rc;
+	while (!(rc = MPI_Testsome(incount, requests, outcount, indices, statuses)) && *outcount == 0)
+		if (mpi_progress(1))
+			return mpi_error(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Waitsome", "the reception FIFO failed");
+	return rc;
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+	if (count < 0 || (count && !requests) || !flag)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testall", "bad request array or flag");
+	if (mpi_progress(0))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Testall", "the reception FIFO failed");
+	for (int i = 0; i < count; i++)
+		if (!request_ready(requests[i])) {
+			*flag = 0;
+			return MPI_SUCCESS;
+		}
+	*flag = 1;
+	return MPI_Waitall(count, requests, statuses);
+}
+
+/* A request freed: a receive still posted leaves the queue; a send goes on. */
+int MPI_Request_free(MPI_Request *request)
+{
+	if (!request || *request == MPI_REQUEST_NULL)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_free", "no request");
+	struct torus_mpi_request *r = *request;
+	if (!r->send && !r->done && !r->proc_null) {
+		struct torus_mpi_request **pp = &mpi_g.posted;
+		while (*pp && *pp != r)
+			pp = &(*pp)->next;
+		if (!*pp) { /* taken by a message still arriving: let it land first */
+			while (!r->done)
+				if (mpi_progress(1))
+					break;
+		} else {
+			*pp = r->next;
+		}
+	} else if (r->send) {
+		/* its envelope lives in the request: wait until it has left */
+		while (send_done() == 0)
+			if (mpi_progress(1))
+				break;
+	}
+	free(r);
+	*request = MPI_REQUEST_NULL;
+	return MPI_SUCCESS;
+}
+
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+	return MPI_Get_count(status, datatype, count); /* basic types only */
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)

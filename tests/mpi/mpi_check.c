@@ -222,6 +222,95 @@ static void collectives(void)
 	MPI_Reduce_scatter_block(rs, out2, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	CHECK(out2[0] == size * 2 * rank && out2[1] == size * (2 * rank + 1), "reduce_scatter_block: %d %d", out2[0],
 	      out2[1]);
+	/* MAXLOC / MINLOC on pairs */
+	struct {
+		double v;
+		int i;
+	} dp = {(double)(rank % 3), rank}, dr;
+	MPI_Allreduce(&dp, &dr, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+	int hi = size > 2 ? 2 : size - 1;
+	CHECK(dr.v == hi && dr.i == hi, "maxloc: %g at %d", dr.v, dr.i);
+	struct {
+		int v;
+		int i;
+	} ip = {-(rank % 2), rank}, ir;
+	MPI_Reduce(&ip, &ir, 1, MPI_2INT, MPI_MINLOC, 0, MPI_COMM_WORLD);
+	if (!rank)
+		CHECK(ir.v == (size > 1 ? -1 : 0) && ir.i == (size > 1 ? 1 : 0), "minloc: %d at %d", ir.v, ir.i);
+	/* the v-forms, with a gap after every block and rank i giving i + 1 */
+	int *gc = malloc(sizeof(int) * (size_t)size * 2), *gd = gc + size, tot = 0;
+	for (int i = 0; i < size; i++) {
+		gc[i] = i + 1;
+		gd[i] = tot;
+		tot += i + 2;
+	}
+	int *gv = malloc(sizeof(int) * (size_t)(rank + 1)), *gall = malloc(sizeof(int) * (size_t)tot);
+	for (int k = 0; k <= rank; k++)
+		gv[k] = rank * 100 + k;
+	for (int k = 0; k < tot; k++)
+		gall[k] = -7;
+	MPI_Allgatherv(gv, rank + 1, MPI_INT, gall, gc, gd, MPI_INT, MPI_COMM_WORLD);
+	bad = 0;
+	for (int i = 0; i < size; i++) {
+		for (int k = 0; k <= i; k++)
+			bad += gall[gd[i] + k] != i * 100 + k;
+		bad += gall[gd[i] + i + 1] != -7; /* the gap is untouched */
+	}
+	CHECK(!bad, "allgatherv: %d bad", bad);
+	for (int k = 0; k < tot; k++)
+		gall[k] = -7;
+	MPI_Gatherv(gv, rank + 1, MPI_INT, gall, gc, gd, MPI_INT, size - 1, MPI_COMM_WORLD);
+	if (rank == size - 1) {
+		bad = 0;
+		for (int i = 0; i < size; i++)
+			for (int k = 0; k <= i; k++)
+				bad += gall[gd[i] + k] != i * 100 + k;
+		CHECK(!bad, "gatherv: %d bad", bad);
+	}
+	for (int k = 0; k <= rank; k++)
+		gv[k] = -1;
+	MPI_Scatterv(gall, gc, gd, MPI_INT, gv, rank + 1, MPI_INT, size - 1, MPI_COMM_WORLD);
+	bad = 0;
+	for (int k = 0; k <= rank; k++)
+		bad += gv[k] != rank * 100 + k;
+	CHECK(!bad, "scatterv: %d bad", bad);
+	/* prefix scans */
+	long sv = rank + 1, scr = -1, er = -1;
+	MPI_Scan(&sv, &scr, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+	MPI_Exscan(&sv, &er, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+	CHECK(scr == (long)(rank + 1) * (rank + 2) / 2 && (rank == 0 || er == (long)rank * (rank + 1) / 2), "scan %ld exscan %ld",
+	      scr, er);
+	/* many requests: any, some, all */
+	{
+		enum { N = 4 };
+		int in[N], out[N];
+		MPI_Request rq[2 * N];
+		int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+		for (int k = 0; k < N; k++) {
+			out[k] = rank * 10 + k;
+			MPI_Irecv(&in[k], 1, MPI_INT, prev, 20 + k, MPI_COMM_WORLD, &rq[k]);
+		}
+		for (int k = 0; k < N; k++)
+			MPI_Isend(&out[k], 1, MPI_INT, next, 20 + k, MPI_COMM_WORLD, &rq[N + k]);
+		int idx = -1, done = 0, flag = 0, got[2 * N], outc = 0;
+		MPI_Waitany(2 * N, rq, &idx, MPI_STATUS_IGNORE);
+		done += idx >= 0 && rq[idx] == MPI_REQUEST_NULL;
+		while (MPI_Waitsome(2 * N, rq, &outc, got, MPI_STATUSES_IGNORE) == MPI_SUCCESS && outc != MPI_UNDEFINED)
+			done += outc;
+		MPI_Testall(2 * N, rq, &flag, MPI_STATUSES_IGNORE);
+		bad = 0;
+		for (int k = 0; k < N; k++)
+			bad += in[k] != prev * 10 + k;
+		CHECK(done == 2 * N && flag && !bad, "waitany/waitsome: %d done, flag %d, %d bad", done, flag, bad);
+		MPI_Request fr;
+		int one = 1;
+		MPI_Isend(&one, 1, MPI_INT, rank, 30, MPI_COMM_WORLD, &fr);
+		MPI_Request_free(&fr);
+		int back = 0;
+		MPI_Recv(&back, 1, MPI_INT, rank, 30, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		CHECK(fr == MPI_REQUEST_NULL && back == 1, "request_free: %d", back);
+	}
+	free(gc), free(gv), free(gall);
 	MPI_Barrier(MPI_COMM_WORLD);
 	free(a), free(b), free(all), free(lall), free(call), free(sa), free(ra), free(sb), free(rb), free(sc), free(vs),
 		free(vr), free(rs);
