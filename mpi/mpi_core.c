@@ -900,12 +900,20 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 	}
 	struct torus_mpi_request *r = *request;
 	int rc = MPI_SUCCESS;
+	if (r->persistent && !r->active) {
+		null_status(status); /* an inactive persistent request */
+		return MPI_SUCCESS;
+	}
 	if (r->proc_null)
 		null_status(status);
 	else
 		rc = wait_request(r, status);
-	free(r);
-	*request = MPI_REQUEST_NULL;
+	if (r->persistent) {
+		r->active = 0; /* it stays, for the next MPI_Start */
+	} else {
+		free(r);
+		*request = MPI_REQUEST_NULL;
+	}
 	return rc ? mpi_error(MPI_COMM_WORLD, rc, "MPI_Wait", "the request failed") : MPI_SUCCESS;
 }
 
@@ -931,7 +939,8 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 /* Is the request complete (without waiting)? Progress first. */
 static int request_ready(MPI_Request r)
 {
-	return r == MPI_REQUEST_NULL || r->proc_null || (r->send ? send_done() > 0 : r->done);
+	return r == MPI_REQUEST_NULL || (r->persistent && !r->active) || r->proc_null ||
+	       (r->send ? send_done() > 0 : r->done);
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
@@ -1037,7 +1046,9 @@ int MPI_Request_free(MPI_Request *request)
 	if (!request || *request == MPI_REQUEST_NULL)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_free", "no request");
 	struct torus_mpi_request *r = *request;
-	if (!r->send && !r->done && !r->proc_null) {
+	if (r->persistent && !r->active) {
+		/* nothing posted */
+	} else if (!r->send && !r->done && !r->proc_null) {
 		struct torus_mpi_request **pp = &mpi_g.posted;
 		while (*pp && *pp != r)
 			pp = &(*pp)->next;
@@ -1076,7 +1087,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 	struct torus_mpi_request *r = *request;
 	if (mpi_progress(0))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Test", "the reception FIFO failed");
-	int d = r->proc_null || (r->send ? send_done() > 0 : r->done);
+	int d = request_ready(r);
 	*flag = d;
 	return d ? MPI_Wait(request, status) : MPI_SUCCESS;
 }
@@ -1167,4 +1178,146 @@ int mpi_sendrecv_raw(const void *sbuf, uint64_t sbytes, int dest, void *rbuf, ui
 		return MPI_ERR_INTERN;
 	int a = wait_request(&sr, NULL), b = wait_request(&rr, NULL);
 	return a ? a : b;
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag,
+			 MPI_Comm comm, MPI_Status *status)
+{
+	int rc = check_p2p("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag, comm, 0);
+	if (rc)
+		return rc;
+	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
+	/* the outgoing copy: what the send reads while the receive lands in buf */
+	void *out = malloc(bytes + 1);
+	if (!out)
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Sendrecv_replace", "out of memory");
+	if (bytes)
+		memcpy(out, buf, bytes);
+	rc = MPI_Sendrecv(out, count, datatype, dest, sendtag, buf, count, datatype, source, recvtag, comm, status);
+	free(out);
+	return rc;
+}
+
+/* ----------------------------------------------------------- buffered sends */
+
+int MPI_Buffer_attach(void *buffer, int size)
+{
+	if (size < 0 || (size && !buffer))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_BUFFER, "MPI_Buffer_attach", "bad buffer (%d bytes)", size);
+	if (mpi_g.bsend_buf)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_BUFFER, "MPI_Buffer_attach", "a buffer is attached already");
+	mpi_g.bsend_buf = buffer;
+	mpi_g.bsend_size = size;
+	return MPI_SUCCESS;
+}
+
+int MPI_Buffer_detach(void *buffer_addr, int *size)
+{
+	if (!buffer_addr || !size)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Buffer_detach", "NULL argument");
+	/* every buffered send has left when detach returns */
+	while (mpi_g.state == 1 && send_done() == 0)
+		if (mpi_progress(1))
+			break;
+	*(void **)buffer_addr = mpi_g.bsend_buf;
+	*size = mpi_g.bsend_size;
+	mpi_g.bsend_buf = NULL;
+	mpi_g.bsend_size = 0;
+	return MPI_SUCCESS;
+}
+
+/*
+ * A buffered send completes at once; here every send is eager and its data
+ * leave the node before it returns, so the attached buffer only has to be
+ * large enough, as MPI requires (message + MPI_BSEND_OVERHEAD).
+ */
+int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+	uint64_t need = (uint64_t)(count > 0 ? count : 0) * (uint64_t)mpi_type_size(datatype) + MPI_BSEND_OVERHEAD;
+	if (count >= 0 && mpi_type_size(datatype) && dest != MPI_PROC_NULL && need > (uint64_t)mpi_g.bsend_size)
+		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Bsend", "%llu bytes needed, %d attached",
+				 (unsigned long long)need, mpi_g.bsend_size);
+	return MPI_Send(buf, count, datatype, dest, tag, comm);
+}
+
+int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+	       MPI_Request *request)
+{
+	if (!request)
+		return mpi_error(comm, MPI_ERR_REQUEST, "MPI_Ibsend", "NULL request");
+	int rc = MPI_Bsend(buf, count, datatype, dest, tag, comm);
+	if (rc)
+		return rc;
+	struct torus_mpi_request *r = new_request();
+	if (!r)
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Ibsend", "out of memory");
+	r->done = r->proc_null = 1; /* complete: nothing to wait for */
+	*request = r;
+	return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------ persistent requests */
+
+static int persistent(const char *fn, const void *buf, int count, MPI_Datatype datatype, int peer, int tag,
+		      MPI_Comm comm, MPI_Request *request, int recv)
+{
+	if (!request)
+		return mpi_error(comm, MPI_ERR_REQUEST, fn, "NULL request");
+	int rc = check_p2p(fn, buf, count, datatype, peer, tag, comm, recv);
+	if (rc)
+		return rc;
+	struct torus_mpi_request *r = new_request();
+	if (!r)
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	*r = (struct torus_mpi_request){.persistent = 1, .precv = recv, .pbuf = buf, .pcount = count, .ppeer = peer,
+					 .ptag = tag, .ptype = datatype, .comm = comm};
+	*request = r;
+	return MPI_SUCCESS;
+}
+
+int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		  MPI_Request *request)
+{
+	return persistent("MPI_Send_init", buf, count, datatype, dest, tag, comm, request, 0);
+}
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+		  MPI_Request *request)
+{
+	return persistent("MPI_Recv_init", buf, count, datatype, source, tag, comm, request, 1);
+}
+
+int MPI_Start(MPI_Request *request)
+{
+	if (!request || *request == MPI_REQUEST_NULL || !(*request)->persistent)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Start", "not a persistent request");
+	struct torus_mpi_request *r = *request;
+	if (r->active)
+		return mpi_error(r->comm, MPI_ERR_REQUEST, "MPI_Start", "the request is active already");
+	struct torus_mpi_request keep = *r;
+	memset(r, 0, sizeof(*r));
+	r->persistent = 1, r->precv = keep.precv, r->pbuf = keep.pbuf, r->pcount = keep.pcount, r->ppeer = keep.ppeer;
+	r->ptag = keep.ptag, r->ptype = keep.ptype, r->comm = keep.comm, r->active = 1;
+	uint64_t bytes = (uint64_t)r->pcount * (uint64_t)mpi_type_size(r->ptype);
+	if (r->ppeer == MPI_PROC_NULL) {
+		r->proc_null = r->done = 1;
+	} else if (r->precv) {
+		post_recv((void *)r->pbuf, bytes, r->ppeer, r->ptag, r->comm, r);
+	} else if (post_send(r->pbuf, bytes, r->ppeer, r->ptag, r->comm, r)) {
+		r->active = 0;
+		return mpi_error(r->comm, MPI_ERR_INTERN, "MPI_Start", "the DMA unit refused the message");
+	}
+	return MPI_SUCCESS;
+}
+
+int MPI_Startall(int count, MPI_Request requests[])
+{
+	if (count < 0 || (count && !requests))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Startall", "bad request array");
+	for (int i = 0; i < count; i++) {
+		int rc = MPI_Start(&requests[i]);
+		if (rc)
+			return rc;
+	}
+	return MPI_SUCCESS;
 }

@@ -48,6 +48,11 @@ struct torus_mpi_request {
 	MPI_Comm comm;
 	MPI_Status st;
 	struct torus_mpi_request *next;  /* posted receives */
+	/* persistent (MPI_Send_init, MPI_Recv_init): what MPI_Start posts */
+	int persistent, active, precv;
+	const void *pbuf;
+	int pcount, ppeer, ptag;
+	MPI_Datatype ptype;
 };
 
 /* per source node: the message whose data comes next */
@@ -68,6 +73,8 @@ struct mpi_state {
 	uint32_t nsrc;
 	struct mpi_msg *unexp_head, *unexp_tail;
 	struct torus_mpi_request *posted;
+	void *bsend_buf;                 /* MPI_Buffer_attach */
+	int bsend_size;
 };
 extern struct mpi_state mpi_g;
 

@@ -112,6 +112,45 @@ static void p2p(void)
 	MPI_Error_class(MPI_Allreduce(&x, &x, 1, MPI_FLOAT, MPI_BAND, MPI_COMM_WORLD), &cls);
 	CHECK(cls == MPI_ERR_OP, "band on float: class %d", cls);
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	/* persistent requests: a ring three times over */
+	{
+		int pin = -1, pout = rank;
+		MPI_Request pr[2];
+		MPI_Recv_init(&pin, 1, MPI_INT, prev, 40, MPI_COMM_WORLD, &pr[0]);
+		MPI_Send_init(&pout, 1, MPI_INT, next, 40, MPI_COMM_WORLD, &pr[1]);
+		int ok = 1;
+		for (int it = 0; it < 3; it++) {
+			pout = rank * 10 + it;
+			MPI_Startall(2, pr);
+			MPI_Waitall(2, pr, MPI_STATUSES_IGNORE);
+			ok &= pin == prev * 10 + it && pr[0] != MPI_REQUEST_NULL;
+		}
+		MPI_Request_free(&pr[0]);
+		MPI_Request_free(&pr[1]);
+		CHECK(ok && pr[0] == MPI_REQUEST_NULL, "persistent ring: %d", pin);
+	}
+	/* sendrecv_replace around the ring */
+	{
+		int v[3] = {rank, rank + 1, rank + 2};
+		MPI_Sendrecv_replace(v, 3, MPI_INT, next, 41, prev, 41, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		CHECK(v[0] == prev && v[2] == prev + 2, "sendrecv_replace: %d %d", v[0], v[2]);
+	}
+	/* buffered sends, with a buffer attached */
+	{
+		static char bbuf[1024];
+		int v = rank, w = -1, sz = 0;
+		void *back = NULL;
+		MPI_Buffer_attach(bbuf, sizeof(bbuf));
+		MPI_Bsend(&v, 1, MPI_INT, next, 42, MPI_COMM_WORLD);
+		MPI_Recv(&w, 1, MPI_INT, prev, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Buffer_detach(&back, &sz);
+		CHECK(w == prev && back == bbuf && sz == (int)sizeof(bbuf), "bsend: %d", w);
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+		int cls2 = -1;
+		MPI_Error_class(MPI_Bsend(&v, 1, MPI_INT, next, 43, MPI_COMM_WORLD), &cls2);
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+		CHECK(cls2 == MPI_ERR_BUFFER, "bsend without a buffer: class %d", cls2);
+	}
 	/* MPI_PROC_NULL */
 	MPI_Status st;
 	CHECK(MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st) == MPI_SUCCESS &&
