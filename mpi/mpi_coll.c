@@ -72,13 +72,13 @@ int MPI_Barrier(MPI_Comm comm)
 	CHECK(mpi_comm_check(comm, "MPI_Barrier", &size));
 	if (size == 1)
 		return MPI_SUCCESS;
-	return coll_rc(comm, "MPI_Barrier", dma_barrier_team(mpi_g.c, mpi_g.world_members, (size_t)size));
+	return coll_rc(comm, "MPI_Barrier", dma_barrier_team(mpi_g.c, mpi_comm_of(comm)->members, (size_t)size));
 }
 
 /* Binomial tree from root over ranks relative to it. */
 static int bcast(void *buf, uint64_t bytes, int root, MPI_Comm comm, int size)
 {
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank, rel = (me - root + size) % size, mask = 1;
+	int me = mpi_comm_of(comm)->rank, rel = (me - root + size) % size, mask = 1;
 	while (mask < size) {
 		if (rel & mask) {
 			CHECK(mpi_recv_raw(buf, bytes, (rel - mask + root) % size, TAG_BCAST, comm));
@@ -106,7 +106,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 static int reduce(void *acc, int count, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm, int size)
 {
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(t);
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank, rel = (me - root + size) % size;
+	int me = mpi_comm_of(comm)->rank, rel = (me - root + size) % size;
 	void *tmp = malloc(bytes ? bytes : 1);
 	if (!tmp)
 		return MPI_ERR_INTERN;
@@ -132,7 +132,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	CHECK(common("MPI_Reduce", comm, count, datatype, &size));
 	CHECK(root_ok("MPI_Reduce", comm, root, size));
 	CHECK(op_ok("MPI_Reduce", comm, op, datatype));
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	int me = mpi_comm_of(comm)->rank;
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
 	if (count && ((!sendbuf) || (me == root && !recvbuf) || (sendbuf == MPI_IN_PLACE && me != root)))
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Reduce", "NULL buffer (or MPI_IN_PLACE off the root)");
@@ -164,7 +164,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 	enum coll_op cop;
 	if (!mpi_coll_types(datatype, op, &dt, &cop))
 		return coll_rc(comm, "MPI_Allreduce",
-			       coll_allreduce(mpi_g.world, recvbuf, recvbuf, (size_t)count, dt, cop, NULL));
+			       coll_allreduce(mpi_comm_of(comm)->team, recvbuf, recvbuf, (size_t)count, dt, cop, NULL));
 	int rc = reduce(recvbuf, count, datatype, op, 0, comm, size);
 	if (!rc)
 		rc = bcast(recvbuf, bytes, 0, comm, size);
@@ -184,7 +184,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 	int size = 0;
 	CHECK(blocks_ok("MPI_Gather", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	CHECK(root_ok("MPI_Gather", comm, root, size));
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	int me = mpi_comm_of(comm)->rank;
 	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
 	if (me != root)
@@ -205,7 +205,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 	int size = 0;
 	CHECK(blocks_ok("MPI_Scatter", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	CHECK(root_ok("MPI_Scatter", comm, root, size));
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	int me = mpi_comm_of(comm)->rank;
 	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
 	if (me != root)
@@ -226,7 +226,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 	int size = 0;
 	CHECK(blocks_ok("MPI_Allgather", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	int me = mpi_comm_of(comm)->rank;
 	if (rb && !recvbuf)
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Allgather", "NULL receive buffer");
 	if (size == 1 || !rb) {
@@ -240,7 +240,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		if (!mine)
 			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Allgather", "out of memory");
 		memcpy(mine, sendbuf == MPI_IN_PLACE ? (char *)recvbuf + (uint64_t)me * rb : sendbuf, rb);
-		int rc = coll_allgather(mpi_g.world, mine, recvbuf, (size_t)(rb / 4), COLL_INT32, NULL);
+		int rc = coll_allgather(mpi_comm_of(comm)->team, mine, recvbuf, (size_t)(rb / 4), COLL_INT32, NULL);
 		free(mine);
 		return coll_rc(comm, "MPI_Allgather", rc);
 	}
@@ -255,7 +255,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 	int size = 0;
 	CHECK(blocks_ok("MPI_Alltoall", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype), all = rb * (uint64_t)size;
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	int me = mpi_comm_of(comm)->rank;
 	if (all && (!recvbuf || !sendbuf))
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Alltoall", "NULL buffer");
 	const void *src = sendbuf;
@@ -271,7 +271,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 	} else if (size == 1) {
 		memmove(recvbuf, src, rb);
 	} else if (rb % 4 == 0) {
-		rc = coll_rc(comm, "MPI_Alltoall", coll_alltoall(mpi_g.world, src, recvbuf, (size_t)(rb / 4), COLL_INT32, NULL));
+		rc = coll_rc(comm, "MPI_Alltoall", coll_alltoall(mpi_comm_of(comm)->team, src, recvbuf, (size_t)(rb / 4), COLL_INT32, NULL));
 	} else {
 		/* pairwise: round k with me + k and me - k */
 		memmove((char *)recvbuf + (uint64_t)me * rb, (const char *)src + (uint64_t)me * rb, rb);
@@ -329,12 +329,12 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 			v[2 * size + j] = (int64_t)recvcounts[j] * (rs / 4);
 			v[3 * size + j] = (int64_t)rdispls[j] * (rs / 4);
 		}
-		rc = coll_alltoallv(mpi_g.world, src ? src : recvbuf, v, v + size, recvbuf, v + 2 * size, v + 3 * size,
+		rc = coll_alltoallv(mpi_comm_of(comm)->team, src ? src : recvbuf, v, v + size, recvbuf, v + 2 * size, v + 3 * size,
 				    COLL_INT32, NULL);
 		free(v);
 		rc = coll_rc(comm, "MPI_Alltoallv", rc);
 	} else {
-		int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+		int me = mpi_comm_of(comm)->rank;
 		for (int k = 0; k < size && !rc; k++) {
 			int to = (me + k) % size, from = (me - k + size) % size;
 			const char *s = (const char *)src + (uint64_t)sdispls[to] * (uint64_t)ss;
@@ -357,7 +357,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 	CHECK(common("MPI_Reduce_scatter_block", comm, recvcount, datatype, &size));
 	CHECK(op_ok("MPI_Reduce_scatter_block", comm, op, datatype));
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(datatype), all = rb * (uint64_t)size;
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	int me = mpi_comm_of(comm)->rank;
 	if (rb && (!sendbuf || !recvbuf))
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Reduce_scatter_block", "NULL buffer");
 	const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
@@ -369,7 +369,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 		void *tmp = malloc(rb);
 		if (!tmp)
 			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Reduce_scatter_block", "out of memory");
-		int rc = coll_reduce_scatter(mpi_g.world, src, tmp, (size_t)recvcount, dt, cop, NULL);
+		int rc = coll_reduce_scatter(mpi_comm_of(comm)->team, src, tmp, (size_t)recvcount, dt, cop, NULL);
 		if (!rc)
 			memcpy(recvbuf, tmp, rb);
 		free(tmp);
@@ -399,7 +399,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 	CHECK(op_ok("MPI_Reduce_scatter", comm, op, datatype));
 	if (!recvcounts)
 		return mpi_error(comm, MPI_ERR_ARG, "MPI_Reduce_scatter", "NULL recvcounts");
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank, equal = 1;
+	int me = mpi_comm_of(comm)->rank, equal = 1;
 	uint64_t total = 0, es = (uint64_t)mpi_type_size(datatype);
 	for (int j = 0; j < size; j++) {
 		if (recvcounts[j] < 0)
@@ -450,7 +450,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 	int size = 0;
 	CHECK(blocks_ok("MPI_Gatherv", comm, sendcount, sendtype, 0, recvtype, &size));
 	CHECK(root_ok("MPI_Gatherv", comm, root, size));
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	int me = mpi_comm_of(comm)->rank;
 	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype), rs = (uint64_t)mpi_type_size(recvtype);
 	if (me != root)
 		return p2p_rc(comm, "MPI_Gatherv", mpi_send_raw(sendbuf, sb, root, TAG_GATHER, comm));
@@ -472,7 +472,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 	int size = 0;
 	CHECK(blocks_ok("MPI_Scatterv", comm, 0, sendtype, recvcount, recvtype, &size));
 	CHECK(root_ok("MPI_Scatterv", comm, root, size));
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	int me = mpi_comm_of(comm)->rank;
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype), ss = (uint64_t)mpi_type_size(sendtype);
 	if (me != root)
 		return p2p_rc(comm, "MPI_Scatterv", mpi_recv_raw(recvbuf, rb, root, TAG_SCATTER, comm));
@@ -494,7 +494,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 	int size = 0;
 	CHECK(blocks_ok("MPI_Allgatherv", comm, sendcount, sendtype, 0, recvtype, &size));
 	CHECK(vcounts_ok("MPI_Allgatherv", comm, recvcounts, displs, size));
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	int me = mpi_comm_of(comm)->rank;
 	uint64_t rs = (uint64_t)mpi_type_size(recvtype);
 	char *mine = (char *)recvbuf + (uint64_t)displs[me] * rs;
 	uint64_t mb = (uint64_t)recvcounts[me] * rs;
@@ -522,7 +522,7 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 	CHECK(op_ok(fn, comm, op, t));
 	if (count && (!sendbuf || !recvbuf))
 		return mpi_error(comm, MPI_ERR_BUFFER, fn, "NULL buffer");
-	int me = comm == MPI_COMM_SELF ? 0 : mpi_g.rank;
+	int me = mpi_comm_of(comm)->rank;
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(t);
 	const void *x = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
 	char *mine = malloc(bytes + 1), *acc = malloc(bytes + 1);

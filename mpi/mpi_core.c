@@ -256,37 +256,34 @@ int MPI_Error_class(int errorcode, int *errorclass)
 	return MPI_SUCCESS;
 }
 
-static int comm_index(MPI_Comm comm)
-{
-	return comm == MPI_COMM_WORLD ? 0 : comm == MPI_COMM_SELF ? 1 : -1;
-}
-
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
-	int k = comm_index(comm);
-	if (k < 0)
+	struct mpi_comm *cm = mpi_comm_of(comm);
+	if (!cm)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_set_errhandler", "invalid communicator %d", comm);
 	if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN)
 		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_set_errhandler", "unknown error handler %d", errhandler);
-	mpi_g.eh[k] = errhandler;
+	cm->eh = errhandler;
 	return MPI_SUCCESS;
 }
 
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
-	int k = comm_index(comm);
-	if (k < 0)
+	struct mpi_comm *cm = mpi_comm_of(comm);
+	if (!cm)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_get_errhandler", "invalid communicator %d", comm);
 	if (!errhandler)
 		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_get_errhandler", "NULL handler");
-	*errhandler = mpi_g.eh[k];
+	*errhandler = cm->eh;
 	return MPI_SUCCESS;
 }
 
 int mpi_error(MPI_Comm comm, int code, const char *fn, const char *fmt, ...)
 {
-	int k = comm_index(comm);
-	MPI_Errhandler eh = k >= 0 && mpi_g.state == 1 ? mpi_g.eh[k] : MPI_ERRORS_ARE_FATAL;
+	struct mpi_comm *cm = mpi_g.state == 1 ? mpi_comm_of(comm) : NULL;
+	if (mpi_g.state == 1 && !cm) /* a bad communicator: the world's handler */
+		cm = mpi_comm_of(MPI_COMM_WORLD);
+	MPI_Errhandler eh = cm ? cm->eh : MPI_ERRORS_ARE_FATAL;
 	char msg[256];
 	va_list ap;
 	va_start(ap, fmt);
@@ -315,27 +312,28 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	emu_core_t *c = mpi_g.c;
 	mpi_g.rank = (int)emu_node_rank(c);
 	mpi_g.size = (int)emu_node_count(c);
-	mpi_g.eh[0] = mpi_g.eh[1] = MPI_ERRORS_ARE_FATAL;
 	const char *w = getenv("TORUS_MPI_WTIME");
 	mpi_g.wall = w && !strcmp(w, "wall");
 	mpi_g.nsrc = (uint32_t)mpi_g.size;
 	mpi_g.cur = calloc(mpi_g.nsrc, sizeof(*mpi_g.cur));
-	/* MPI_COMM_WORLD: core 0 of every node; MPI_COMM_SELF: this one */
-	uint32_t *members = malloc((size_t)mpi_g.size * sizeof(uint32_t)), g = 0;
-	for (int n = 0; members && n < mpi_g.size; n++) {
-		members[n] = g;
-		g += emu_cores_of(c, (uint32_t)n);
-	}
-	mpi_g.world_members = members;
-	uint32_t me = emu_core_global(c);
-	if (!mpi_g.cur || !members || dma_handler_register(c, TORUS_MPI_DISPATCH, on_packet, NULL) ||
+	/* MPI_COMM_WORLD: core 0 of every node (context 0); MPI_COMM_SELF:
+	 * this one (context 1); MPI_GROUP_EMPTY */
+	uint32_t *world = malloc((size_t)mpi_g.size * sizeof(uint32_t)), self = (uint32_t)mpi_g.rank;
+	for (int n = 0; world && n < mpi_g.size; n++)
+		world[n] = (uint32_t)n;
+	mpi_g.groups[1].used = 1;
+	if (!mpi_g.cur || !world || dma_handler_register(c, TORUS_MPI_DISPATCH, on_packet, NULL) ||
 	    dma_injfifo_open(c, 0, &mpi_g.fifo) || dma_counter_alloc(c, &mpi_g.inj) ||
-	    coll_team_create(c, members, (size_t)mpi_g.size, &mpi_g.world) || coll_team_create(c, &me, 1, &mpi_g.self)) {
+	    mpi_comm_new(world, mpi_g.size, mpi_g.rank, 0, MPI_ERRORS_ARE_FATAL) != MPI_COMM_WORLD ||
+	    mpi_comm_new(&self, 1, 0, 1, MPI_ERRORS_ARE_FATAL) != MPI_COMM_SELF) {
 		fprintf(stderr, "MPI_Init: rank %d could not set up\n", mpi_g.rank);
 		exit(emu_node_leave(c, 1));
 	}
+	free(world);
+	mpi_g.next_ctx = 2;
 	/* every rank's handler is in place before anyone sends */
-	if (dma_barrier_team(c, members, (size_t)mpi_g.size)) {
+	struct mpi_comm *wc = mpi_comm_of(MPI_COMM_WORLD);
+	if (dma_barrier_team(c, wc->members, (size_t)mpi_g.size)) {
 		fprintf(stderr, "MPI_Init: rank %d: the barrier failed\n", mpi_g.rank);
 		exit(emu_node_leave(c, 1));
 	}
@@ -377,9 +375,15 @@ int MPI_Finalize(void)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Finalize", "MPI is not initialized");
 	emu_core_t *c = mpi_g.c;
 	/* what others still send us must find us here: every rank stops together */
-	int rc = dma_barrier_team(c, mpi_g.world_members, (size_t)mpi_g.size);
-	coll_team_free(mpi_g.world);
-	coll_team_free(mpi_g.self);
+	int rc = dma_barrier_team(c, mpi_comm_of(MPI_COMM_WORLD)->members, (size_t)mpi_g.size);
+	for (int k = 1; k < MPI_MAX_COMMS; k++)
+		if (mpi_g.comms[k].used)
+			mpi_comm_release(&mpi_g.comms[k]);
+	for (int k = 1; k < MPI_MAX_GROUPS; k++)
+		if (mpi_g.groups[k].used) {
+			free(mpi_g.groups[k].world);
+			mpi_g.groups[k].used = 0;
+		}
 	dma_counter_free(c, mpi_g.inj);
 	while (mpi_g.unexp_head) {
 		struct mpi_msg *m = mpi_g.unexp_head;
@@ -388,7 +392,6 @@ int MPI_Finalize(void)
 		free(m);
 	}
 	free(mpi_g.cur);
-	free(mpi_g.world_members);
 	mpi_g.state = 2;
 	int status = emu_node_leave(c, rc ? 1 : 0);
 	if (status)
@@ -450,27 +453,25 @@ double MPI_Wtick(void) { return mpi_g.wall ? 1e-9 : 1e-12; }
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
-	int k = comm_index(comm);
-	if (mpi_g.state != 1)
-		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Comm_rank", "MPI is not initialized");
-	if (k < 0)
-		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_rank", "invalid communicator %d", comm);
+	int size = 0;
+	int rc = mpi_comm_check(comm, "MPI_Comm_rank", &size);
+	if (rc)
+		return rc;
 	if (!rank)
 		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_rank", "NULL rank");
-	*rank = k == 0 ? mpi_g.rank : 0;
+	*rank = mpi_comm_of(comm)->rank;
 	return MPI_SUCCESS;
 }
 
 int MPI_Comm_size(MPI_Comm comm, int *size)
 {
-	int k = comm_index(comm);
-	if (mpi_g.state != 1)
-		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Comm_size", "MPI is not initialized");
-	if (k < 0)
-		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_size", "invalid communicator %d", comm);
+	int n = 0;
+	int rc = mpi_comm_check(comm, "MPI_Comm_size", &n);
+	if (rc)
+		return rc;
 	if (!size)
 		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_size", "NULL size");
-	*size = k == 0 ? mpi_g.size : 1;
+	*size = n;
 	return MPI_SUCCESS;
 }
 
@@ -478,22 +479,71 @@ int mpi_comm_check(MPI_Comm comm, const char *fn, int *size)
 {
 	if (mpi_g.state != 1)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, fn, "MPI is not initialized (or is finalized)");
-	int k = comm_index(comm);
-	if (k < 0)
+	struct mpi_comm *cm = mpi_comm_of(comm);
+	if (!cm)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, fn, "invalid communicator %d", comm);
-	*size = k == 0 ? mpi_g.size : 1;
+	*size = cm->size;
 	return MPI_SUCCESS;
+}
+
+MPI_Comm mpi_comm_new(const uint32_t *world, int n, int rank, uint32_t ctx, MPI_Errhandler eh)
+{
+	int h = 1;
+	while (h < MPI_MAX_COMMS && mpi_g.comms[h].used)
+		h++;
+	if (h == MPI_MAX_COMMS)
+		return MPI_COMM_NULL;
+	struct mpi_comm *cm = &mpi_g.comms[h];
+	memset(cm, 0, sizeof(*cm));
+	cm->world = malloc((size_t)n * sizeof(uint32_t));
+	cm->members = malloc((size_t)n * sizeof(uint32_t));
+	if (!cm->world || !cm->members) {
+		free(cm->world);
+		free(cm->members);
+		return MPI_COMM_NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		cm->world[i] = world[i];
+		uint32_t g = 0;
+		for (uint32_t x = 0; x < world[i]; x++)
+			g += emu_cores_of(mpi_g.c, x);
+		cm->members[i] = g; /* core 0 of node world[i] */
+	}
+	cm->ctx = ctx;
+	cm->size = n;
+	cm->rank = rank;
+	cm->eh = eh;
+	if (coll_team_create(mpi_g.c, cm->members, (size_t)n, &cm->team)) {
+		free(cm->world);
+		free(cm->members);
+		return MPI_COMM_NULL;
+	}
+	cm->used = 1;
+	return h;
+}
+
+void mpi_comm_release(struct mpi_comm *cm)
+{
+	coll_team_free(cm->team);
+	free(cm->world);
+	free(cm->members);
+	memset(cm, 0, sizeof(*cm));
 }
 
 /* ------------------------------------------------------- point-to-point */
 
-/* A rank's node and the communicator's rank of a node. */
-static uint32_t node_of(MPI_Comm comm, int rank) { return comm == MPI_COMM_SELF ? (uint32_t)mpi_g.rank : (uint32_t)rank; }
+/* The node of a rank of comm. */
+static uint32_t node_of(MPI_Comm comm, int rank) { return mpi_comm_of(comm)->world[rank]; }
+static uint32_t ctx_of(MPI_Comm comm)
+{
+	struct mpi_comm *cm = mpi_comm_of(comm);
+	return cm ? cm->ctx : UINT32_MAX; /* freed: matches nothing */
+}
 
 /* (MPI_ANY_TAG takes user tags only: the collectives' own are negative) */
 static int matches(const struct mpi_env *e, MPI_Comm comm, int src, int tag)
 {
-	return (int)e->comm == comm && (src == MPI_ANY_SOURCE || src == e->src) &&
+	return e->comm == ctx_of(comm) && (src == MPI_ANY_SOURCE || src == e->src) &&
 	       (tag == MPI_ANY_TAG ? e->tag >= 0 : tag == e->tag);
 }
 
@@ -557,7 +607,7 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 		if (info->len < sizeof(h) || !info->last || info->offset)
 			return -EPROTO;
 		memcpy(&h, payload, sizeof(h));
-		struct mpi_env e = {h.tag, h.comm, h.comm == MPI_COMM_SELF ? 0 : (int32_t)from, info->len - sizeof(h)};
+		struct mpi_env e = {h.tag, h.ctx, h.src, info->len - sizeof(h)};
 		return deliver_short(&e, (const char *)payload + sizeof(h));
 	}
 	if (info->user == 1) {
@@ -678,7 +728,8 @@ static int check_p2p(const char *fn, const void *buf, int count, MPI_Datatype t,
 static int post_send(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm, struct torus_mpi_request *r)
 {
 	emu_core_t *c = mpi_g.c;
-	r->env = (struct mpi_env){tag, (uint32_t)comm, comm == MPI_COMM_SELF ? 0 : mpi_g.rank, bytes};
+	struct mpi_comm *cm = mpi_comm_of(comm);
+	r->env = (struct mpi_env){tag, cm->ctx, cm->rank, bytes};
 	uint32_t node = node_of(comm, dest);
 	struct dma_desc d;
 	int rc = dma_counter_add(c, mpi_g.inj, (int64_t)(sizeof(r->env) + bytes));
@@ -686,7 +737,7 @@ static int post_send(const void *buf, uint64_t bytes, int dest, int tag, MPI_Com
 		return rc;
 	if (bytes <= MPI_SHORT_BYTES) {
 		/* one packet: envelope and data together (a copy of at most a packet) */
-		struct mpi_short h = {tag, (uint32_t)comm};
+		struct mpi_short h = {tag, (uint16_t)cm->ctx, (uint16_t)cm->rank};
 		memcpy(r->shortbuf, &h, sizeof(h));
 		if (bytes)
 			memcpy(r->shortbuf + sizeof(h), buf, bytes);
@@ -922,8 +973,9 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 	if (count < 0 || (count && !requests))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitall", "bad request array");
 	int err = 0;
-	MPI_Errhandler eh = mpi_g.eh[0];
-	mpi_g.eh[0] = MPI_ERRORS_RETURN; /* one verdict for the whole call */
+	struct mpi_comm *wc = mpi_comm_of(MPI_COMM_WORLD);
+	MPI_Errhandler eh = wc->eh;
+	wc->eh = MPI_ERRORS_RETURN; /* one verdict for the whole call */
 	for (int i = 0; i < count; i++) {
 		int rc = MPI_Wait(&requests[i], statuses ? &statuses[i] : MPI_STATUS_IGNORE);
 		if (rc) {
@@ -932,7 +984,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 				statuses[i].MPI_ERROR = rc;
 		}
 	}
-	mpi_g.eh[0] = eh;
+	wc->eh = eh;
 	return err ? mpi_error(MPI_COMM_WORLD, MPI_ERR_IN_STATUS, "MPI_Waitall", "a request failed") : MPI_SUCCESS;
 }
 

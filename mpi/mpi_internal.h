@@ -33,7 +33,8 @@ struct mpi_msg {
 /* A short message's header: the packet says the source and the length. */
 struct mpi_short {
 	int32_t tag;
-	uint32_t comm;
+	uint16_t ctx;
+	uint16_t src;                    /* the sender's rank in the communicator */
 };
 /* data bytes a message may carry in the packet of its header */
 #define MPI_SHORT_BYTES (240u - sizeof(struct mpi_short))
@@ -60,13 +61,33 @@ struct mpi_cur {
 	struct mpi_msg *m;
 };
 
+/* A communicator: its members (world ranks, i.e. nodes, and their core 0's
+ * global core ranks), a context id that every member agreed on (messages
+ * match within it), and the team its collectives run on. */
+#define MPI_MAX_COMMS 1024
+#define MPI_MAX_GROUPS 1024
+struct mpi_comm {
+	int used;
+	uint32_t ctx;
+	int size, rank;
+	uint32_t *world;                 /* member i's world rank */
+	uint32_t *members;               /* member i's global core rank */
+	coll_team_t *team;
+	MPI_Errhandler eh;
+};
+struct mpi_group {
+	int used;
+	int n;
+	uint32_t *world;                 /* member i's world rank */
+};
+
 struct mpi_state {
 	int state;                       /* 0 before MPI_Init, 1 running, 2 finalized */
 	emu_core_t *c;
-	int rank, size, wall;
-	MPI_Errhandler eh[2];            /* WORLD, SELF */
-	coll_team_t *world, *self;
-	uint32_t *world_members;
+	int rank, size, wall;            /* in MPI_COMM_WORLD */
+	struct mpi_comm comms[MPI_MAX_COMMS]; /* by handle: 1 WORLD, 2 SELF */
+	struct mpi_group groups[MPI_MAX_GROUPS]; /* by handle: 1 MPI_GROUP_EMPTY */
+	uint32_t next_ctx;               /* context ids below it are taken here */
 	dma_injfifo_t *fifo;
 	uint32_t inj;
 	struct mpi_cur *cur;
@@ -78,12 +99,21 @@ struct mpi_state {
 };
 extern struct mpi_state mpi_g;
 
+static inline struct mpi_comm *mpi_comm_of(MPI_Comm c)
+{
+	return c > 0 && c < MPI_MAX_COMMS && mpi_g.comms[c].used ? &mpi_g.comms[c] : NULL;
+}
+
 int mpi_type_size(MPI_Datatype t);
 int mpi_reduce_local(MPI_Datatype t, MPI_Op op, void *inout, const void *in, size_t n);
 int mpi_coll_types(MPI_Datatype t, MPI_Op op, enum coll_dtype *dt, enum coll_op *cop);
 /* The error handler of comm (fatal: prints, aborts the job); returns code. */
 int mpi_error(MPI_Comm comm, int code, const char *fn, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int mpi_comm_check(MPI_Comm comm, const char *fn, int *size);
+/* A new communicator of these members (world ranks, my rank `rank` among
+ * them), with the context id ctx: its handle, or MPI_COMM_NULL. */
+MPI_Comm mpi_comm_new(const uint32_t *world, int n, int rank, uint32_t ctx, MPI_Errhandler eh);
+void mpi_comm_release(struct mpi_comm *cm);
 int mpi_progress(int may_sleep);
 void mpi_take(struct mpi_msg *m);
 /* Blocking point-to-point for the collectives, any tag (theirs are < 0):

@@ -355,6 +355,89 @@ static void collectives(void)
 		free(vr), free(rs);
 }
 
+static void comms(void)
+{
+	/* a duplicate: the same members, its own messages */
+	MPI_Comm dup;
+	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+	int cmp = -1, dr = -1, ds = -1;
+	MPI_Comm_compare(MPI_COMM_WORLD, dup, &cmp);
+	MPI_Comm_rank(dup, &dr);
+	MPI_Comm_size(dup, &ds);
+	CHECK(cmp == MPI_CONGRUENT && dr == rank && ds == size, "dup: compare %d rank %d size %d", cmp, dr, ds);
+	int next = (rank + 1) % size, prev = (rank + size - 1) % size, a = -1, b = -1;
+	MPI_Send(&rank, 1, MPI_INT, next, 5, dup);
+	int r2 = rank + 1000;
+	MPI_Send(&r2, 1, MPI_INT, next, 5, MPI_COMM_WORLD);
+	MPI_Recv(&a, 1, MPI_INT, prev, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* the world's, not the dup's */
+	MPI_Recv(&b, 1, MPI_INT, prev, 5, dup, MPI_STATUS_IGNORE);
+	CHECK(a == prev + 1000 && b == prev, "messages kept apart: %d %d", a, b);
+	/* split: odd and even ranks, in reverse order */
+	MPI_Comm half;
+	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);
+	int hr = -1, hs = -1;
+	MPI_Comm_rank(half, &hr);
+	MPI_Comm_size(half, &hs);
+	int want_size = (size + (rank % 2 ? 0 : 1)) / 2;
+	CHECK(hs == want_size && hr == (size - 1 - rank) / 2, "split: size %d (want %d), rank %d", hs, want_size, hr);
+	int sum = -1;
+	MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, half);
+	int want = 0;
+	for (int i = rank % 2; i < size; i += 2)
+		want += i;
+	CHECK(sum == want, "allreduce on the half: %d, not %d", sum, want);
+	/* rank 0 of the half is its largest world rank (keys reversed) */
+	int top = rank;
+	MPI_Bcast(&top, 1, MPI_INT, 0, half);
+	int biggest = size - 1 - ((size - 1) % 2 != rank % 2);
+	CHECK(top == biggest, "bcast on the half from %d, want %d", top, biggest);
+	int nb = -1;
+	if (hs > 1)
+		MPI_Sendrecv(&rank, 1, MPI_INT, (hr + 1) % hs, 6, &nb, 1, MPI_INT, (hr + hs - 1) % hs, 6, half,
+			     MPI_STATUS_IGNORE);
+	CHECK(hs == 1 || nb == rank + 2 || (hr == 0 && nb == rank - 2 * (hs - 1)), "ring on the half: %d", nb);
+	/* groups, and a communicator of the even ranks */
+	MPI_Group wg, eg, og, u, x;
+	MPI_Comm_group(MPI_COMM_WORLD, &wg);
+	int ranges[1][3] = {{0, size - 1, 2}};
+	MPI_Group_range_incl(wg, 1, ranges, &eg);
+	MPI_Group_difference(wg, eg, &og);
+	MPI_Group_union(eg, og, &u);
+	MPI_Group_intersection(eg, og, &x);
+	int es = -1, os = -1, us = -1, xs = -1, gr = -2, ucmp = -1;
+	MPI_Group_size(eg, &es);
+	MPI_Group_size(og, &os);
+	MPI_Group_size(u, &us);
+	MPI_Group_size(x, &xs);
+	MPI_Group_rank(eg, &gr);
+	MPI_Group_compare(wg, u, &ucmp);
+	int from[2] = {0, size - 1}, to[2] = {-5, -5};
+	MPI_Group_translate_ranks(wg, 2, from, eg, to);
+	CHECK(es == (size + 1) / 2 && os == size / 2 && us == size && xs == 0 &&
+		      gr == (rank % 2 ? MPI_UNDEFINED : rank / 2) && (size <= 2 ? ucmp == MPI_IDENT : ucmp == MPI_SIMILAR) &&
+		      to[0] == 0 && to[1] == ((size - 1) % 2 ? MPI_UNDEFINED : (size - 1) / 2),
+	      "groups: %d %d %d %d rank %d compare %d translate %d %d", es, os, us, xs, gr, ucmp, to[0], to[1]);
+	MPI_Comm even;
+	MPI_Comm_create(MPI_COMM_WORLD, eg, &even);
+	if (rank % 2) {
+		CHECK(even == MPI_COMM_NULL, "an odd rank got a communicator");
+	} else {
+		int esum = -1, er = -1;
+		MPI_Comm_rank(even, &er);
+		MPI_Allreduce(&rank, &esum, 1, MPI_INT, MPI_SUM, even);
+		CHECK(er == rank / 2 && esum == want, "even communicator: rank %d sum %d", er, esum);
+		MPI_Comm_free(&even);
+	}
+	MPI_Group_free(&wg);
+	MPI_Group_free(&eg);
+	MPI_Group_free(&og);
+	MPI_Group_free(&u);
+	MPI_Group_free(&x);
+	MPI_Comm_free(&half);
+	MPI_Comm_free(&dup);
+	CHECK(dup == MPI_COMM_NULL && wg == MPI_GROUP_NULL, "freed");
+}
+
 int main(int argc, char **argv)
 {
 	int provided = -1, flag = 0;
@@ -370,6 +453,7 @@ int main(int argc, char **argv)
 	double t0 = MPI_Wtime();
 	p2p();
 	collectives();
+	comms();
 	double t1 = MPI_Wtime();
 	CHECK(t1 > t0 && MPI_Wtick() > 0, "wtime %g .. %g", t0, t1);
 	char name[MPI_MAX_PROCESSOR_NAME];
