@@ -20,8 +20,8 @@ int main(int argc, char **argv)
 	if (!strcmp(what, "fatal") && rank == 0)
 		MPI_Send(&x, 1, MPI_INT, size + 98, 0, MPI_COMM_WORLD);
 #ifdef MISSING
-	MPI_Comm c;
-	MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &c);
+	MPI_Datatype v;
+	MPI_Type_vector(2, 1, 2, MPI_INT, &v);
 #endif
 	MPI_Barrier(MPI_COMM_WORLD);
 	printf("mpi-fail: rank %d got past the failure\n", rank);
