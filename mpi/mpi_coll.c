@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TAG_BCAST = -10, TAG_REDUCE = -11, TAG_GATHER = -12, TAG_SCATTER = -13, TAG_ALLTOALL = -14 };
+/* the collectives' own tags (negative: no user receive takes them; their
+ * order gives the trace tag, mpi_core.c's coll_trace) */
+enum { TAG_BCAST = -10, TAG_REDUCE = -11, TAG_GATHER = -12, TAG_SCATTER = -13, TAG_ALLTOALL = -14, TAG_SCAN = -15 };
 
 #define CHECK(call)                                                                                          \
 	do {                                                                                                  \
@@ -535,7 +537,7 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 	int rc = 0;
 	/* acc: the reduction over ranks 0 .. me - 1 (rank 0: none) */
 	if (me > 0)
-		rc = mpi_recv_raw(acc, bytes, me - 1, TAG_REDUCE, comm);
+		rc = mpi_recv_raw(acc, bytes, me - 1, TAG_SCAN, comm);
 	if (!rc && me + 1 < size) {
 		/* pass on 0 .. me */
 		char *next = malloc(bytes + 1);
@@ -547,7 +549,7 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 				mpi_reduce_local(t, op, next, acc, (size_t)count);
 				charge_reduce(bytes);
 			}
-			rc = mpi_send_raw(next, bytes, me + 1, TAG_REDUCE, comm);
+			rc = mpi_send_raw(next, bytes, me + 1, TAG_SCAN, comm);
 			free(next);
 		}
 	}

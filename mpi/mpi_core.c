@@ -725,7 +725,16 @@ static int check_p2p(const char *fn, const void *buf, int count, MPI_Datatype t,
 }
 
 /* Post a message's two parts; the request completes when they have left. */
+static int post_send_tagged(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm,
+			    struct torus_mpi_request *r, uint32_t trace);
 static int post_send(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm, struct torus_mpi_request *r)
+{
+	return post_send_tagged(buf, bytes, dest, tag, comm, r, TORUS_TAG(TORUS_TAG_P2P, 0, 0, 0, 0));
+}
+
+/* (trace: the tag its packets carry in a --trace, TORUS_TAG) */
+static int post_send_tagged(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm,
+			    struct torus_mpi_request *r, uint32_t trace)
 {
 	emu_core_t *c = mpi_g.c;
 	struct mpi_comm *cm = mpi_comm_of(comm);
@@ -743,7 +752,7 @@ static int post_send(const void *buf, uint64_t bytes, int dest, int tag, MPI_Com
 			memcpy(r->shortbuf + sizeof(h), buf, bytes);
 		dma_counter_add(c, mpi_g.inj, -(int64_t)(sizeof(r->env) - sizeof(h)));
 		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 3, r->shortbuf, sizeof(h) + bytes, mpi_g.inj);
-		d.tag = TORUS_TAG(TORUS_TAG_NONE, 0, 0, 0, 0);
+		d.tag = trace;
 		while ((rc = dma_injfifo_post(mpi_g.fifo, &d, 0)) == -EAGAIN)
 			if ((rc = mpi_progress(1)))
 				break;
@@ -751,12 +760,13 @@ static int post_send(const void *buf, uint64_t bytes, int dest, int tag, MPI_Com
 		return rc;
 	}
 	dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 1, &r->env, sizeof(r->env), mpi_g.inj);
-	d.tag = TORUS_TAG(TORUS_TAG_NONE, 0, 0, 0, 0);
+	d.tag = trace;
 	while ((rc = dma_injfifo_post(mpi_g.fifo, &d, 0)) == -EAGAIN)
 		if ((rc = mpi_progress(1)))
 			break;
 	if (!rc && bytes) {
 		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 2, buf, bytes, mpi_g.inj);
+		d.tag = trace;
 		while ((rc = dma_injfifo_post(mpi_g.fifo, &d, 0)) == -EAGAIN)
 			if ((rc = mpi_progress(1)))
 				break;
@@ -1202,11 +1212,20 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 
 /* --------------------------------------------- for the collectives (tags < 0) */
 
+/* the trace tag of a collective's own tag (mpi_coll.c's TAG_*) */
+static uint32_t coll_trace(int tag)
+{
+	static const uint32_t by[] = {TORUS_TAG_BCAST, TORUS_TAG_REDUCE, TORUS_TAG_GATHER, TORUS_TAG_SCATTER,
+				      TORUS_TAG_ALLTOALL, TORUS_TAG_SCAN};
+	int k = -10 - tag; /* -10, -11, ... */
+	return TORUS_TAG(k >= 0 && k < 6 ? by[k] : TORUS_TAG_NONE, 0, 0, 0, 0);
+}
+
 int mpi_send_raw(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm)
 {
 	struct torus_mpi_request r;
 	memset(&r, 0, sizeof(r));
-	if (post_send(buf, bytes, dest, tag, comm, &r))
+	if (post_send_tagged(buf, bytes, dest, tag, comm, &r, coll_trace(tag)))
 		return MPI_ERR_INTERN;
 	return wait_request(&r, NULL);
 }
@@ -1226,7 +1245,7 @@ int mpi_sendrecv_raw(const void *sbuf, uint64_t sbytes, int dest, void *rbuf, ui
 	memset(&rr, 0, sizeof(rr));
 	memset(&sr, 0, sizeof(sr));
 	post_recv(rbuf, rbytes, src, tag, comm, &rr);
-	if (post_send(sbuf, sbytes, dest, tag, comm, &sr))
+	if (post_send_tagged(sbuf, sbytes, dest, tag, comm, &sr, coll_trace(tag)))
 		return MPI_ERR_INTERN;
 	int a = wait_request(&sr, NULL), b = wait_request(&rr, NULL);
 	return a ? a : b;

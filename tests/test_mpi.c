@@ -3,7 +3,8 @@
  * (tests/mpi/), which run under torusrun one rank per node: mpi_check's
  * checks on several shapes and core maps; MPI_Abort and a fatal error stop
  * the job as a failed node does; a program not started by torusrun says
- * so; a function the front end lacks is a compile error naming it.
+ * so; a function the front end lacks is a compile error naming it; a
+ * traced MPI program shows its collectives by name in torus-trace.
  */
 #include "cunit_main.h"
 #include "job_util.h"
@@ -47,6 +48,16 @@ static void test_mpi_check(void)
 	}
 	struct result r = run("$T/mpi_check");
 	EXPECT(r.status == 2 && strstr(r.err, "not started by torusrun"), "bare: %d %.500s", r.status, r.err);
+	result_free(&r);
+	/* traced, its collectives show by name, and its point-to-point too */
+	r = run("$B/torusrun --torus 2x2 --quiet --trace $T/mpi.trace -- $T/mpi_check >/dev/null && "
+		"$B/torus-trace $T/mpi.trace");
+	static const char *const names[] = {"\nallreduce ", "\nallgather ", "\nalltoall ", "\nalltoallv ",
+					    "\nreduce-scatter ", "\nbcast ", "\nreduce ", "\ngather ",
+					    "\nscatter ", "\nscan ", "\npoint-to-point "};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		EXPECT(r.status == 0 && strstr(r.out, names[i]), "trace has no %s:\n%.3000s", names[i] + 1, r.out);
+	EXPECT(!strstr(r.out, "\nuntagged "), "untagged traffic:\n%.3000s", r.out);
 	result_free(&r);
 }
 

@@ -510,6 +510,13 @@ static const char *coll_name(uint32_t c)
 	case TORUS_TAG_ALLGATHER: return "allgather";
 	case TORUS_TAG_ALLREDUCE: return "allreduce";
 	case TORUS_TAG_ALLTOALL: return "alltoall";
+	case TORUS_TAG_ALLTOALLV: return "alltoallv";
+	case TORUS_TAG_BCAST: return "bcast";
+	case TORUS_TAG_REDUCE: return "reduce";
+	case TORUS_TAG_GATHER: return "gather";
+	case TORUS_TAG_SCATTER: return "scatter";
+	case TORUS_TAG_SCAN: return "scan";
+	case TORUS_TAG_P2P: return "point-to-point";
 	case TORUS_TAG_CONTROL: return "control";
 	default: return "untagged";
 	}

@@ -53,6 +53,15 @@ enum torus_tag_coll {
 	TORUS_TAG_ALLGATHER = 2,
 	TORUS_TAG_ALLREDUCE = 3,
 	TORUS_TAG_ALLTOALL = 4,
+	TORUS_TAG_ALLTOALLV = 5,
+	/* the MPI front end's collectives on point-to-point messages, and its
+	 * point-to-point messages themselves */
+	TORUS_TAG_BCAST = 6,
+	TORUS_TAG_REDUCE = 7,
+	TORUS_TAG_GATHER = 8,
+	TORUS_TAG_SCATTER = 9,
+	TORUS_TAG_SCAN = 10,
+	TORUS_TAG_P2P = 11,
 	TORUS_TAG_CONTROL = 15,    /* a collective's address exchange, barriers */
 };
 /* Algorithms in a tag. */
