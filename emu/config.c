@@ -54,6 +54,8 @@ static void usage(FILE *out)
 	      "                       file 'link = ...', repeatable): NODE a rank or coordinates\n"
 	      "                       joined by dots, DIR +x -x +y -y +z -z or +D/-D, SET\n"
 	      "                       NAME=VALUE[,NAME=VALUE]; e.g. --link 1.0.0:+y:link_bw=100MB/s\n"
+	      "  --wtime emulated|wall  what MPI_Wtime reads in an MPI program (mpi.h): the\n"
+	      "                       rank's emulated time (the default) or the host's clock\n"
 	      "  --chaos SEED         perturb the host's scheduling (random yields and short\n"
 	      "                       sleeps in engines and cores, from SEED); emulated results\n"
 	      "                       must not move (0, the default: off)\n"
@@ -569,7 +571,7 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	/* command line: the last of a repeated option wins */
 	const char *opt[EMU_SET_COUNT] = {0};
 	struct emu_settings cli, file;
-	const char *config_path = NULL, *trace_buffer = NULL, *chaos = NULL;
+	const char *config_path = NULL, *trace_buffer = NULL, *chaos = NULL, *wtime = NULL;
 	char perr[256];
 	int i, rc = -EINVAL;
 	/* parameters: config file first, then --param in order */
@@ -610,6 +612,7 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 				    : !strcmp(a, "--trace")	   ? &cfg->trace_path
 				    : !strcmp(a, "--trace-buffer") ? &trace_buffer
 				    : !strcmp(a, "--chaos")	   ? &chaos
+				    : !strcmp(a, "--wtime")	   ? &wtime
 				    : !strcmp(a, "--link")	   ? &link_args[nlinkarg < TORUS_MAX_LINK_SETS ? nlinkarg : 0]
 								   : NULL;
 		for (int k = 0; k < EMU_SET_COUNT && !slot; k++)
@@ -672,6 +675,11 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 			 trace_buffer);
 		goto out;
 	}
+	if (wtime && strcmp(wtime, "wall") && strcmp(wtime, "emulated")) {
+		snprintf(err, errlen, "bad --wtime '%s': emulated (the default) or wall", wtime);
+		goto out;
+	}
+	cfg->wtime_wall = wtime && !strcmp(wtime, "wall");
 	if (chaos && parse_u32(chaos, strlen(chaos), 0, UINT32_MAX, &cfg->chaos_seed)) {
 		snprintf(err, errlen, "bad --chaos '%s': a seed, 1..4294967295 (0: off)", chaos);
 		goto out;

@@ -219,6 +219,7 @@ struct emu_job_config {
 	char **argv;                /* program and its arguments */
 	int argc;
 	int quiet;
+	int wtime_wall;             /* --wtime wall: MPI_Wtime reads the host's clock */
 	int report_owned;
 	char program_path[4096];
 };

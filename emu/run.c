@@ -74,6 +74,8 @@ static void child_exec(const struct emu_job_config *cfg, int fd, int trace_fd, u
 		snprintf(v, sizeof(v), "%d", trace_fd);
 		setenv("TORUS_TRACE_FD", v, 1);
 	}
+	if (cfg->wtime_wall)
+		setenv("TORUS_MPI_WTIME", "wall", 1);
 	execv(cfg->program_path, cfg->argv);
 	fprintf(stderr, "torusrun: node %u: cannot run %s: %s\n", rank, cfg->program_path, strerror(errno));
 	_exit(127);

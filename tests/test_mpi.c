@@ -77,6 +77,15 @@ static void test_mpi_failures(void)
 	r = run("$B/torusrun --torus 2 --timeout 60 -- $T/mpi_fail");
 	EXPECT(r.status == 0 && count_lines(r.out, "got past the failure") == 2, "none: %d\n%.1000s", r.status, r.err);
 	result_free(&r);
+	/* MPI_Wtime: emulated by default, the host's clock with --wtime wall */
+	r = run("$B/torusrun --torus 2 --timeout 60 -- $T/mpi_fail wtime && "
+		"$B/torusrun --torus 2 --timeout 60 --wtime wall -- $T/mpi_fail wtime");
+	EXPECT(r.status == 0 && count_lines(r.out, "wtime emulated") == 2 && count_lines(r.out, "wtime wall") == 2,
+	       "wtime: %d\n%.1000s", r.status, r.out);
+	result_free(&r);
+	r = run("$B/torusrun --torus 2 --wtime sundial -- $T/mpi_fail");
+	EXPECT(r.status == 2 && strstr(r.err, "bad --wtime 'sundial'"), "bad wtime: %d %.300s", r.status, r.err);
+	result_free(&r);
 	/* what the front end lacks does not build, and the error names it */
 	r = run("$B/torusmpicc -DMISSING -o $T/missing %s/tests/mpi/mpi_fail.c", TORUS_SOURCE_DIR);
 	EXPECT(r.status != 0 && strstr(r.err, "MPI_Type_vector"), "missing: %d\n%.1000s", r.status, r.err);
