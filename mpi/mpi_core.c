@@ -557,16 +557,25 @@ static void complete(struct torus_mpi_request *r, const struct mpi_env *e, uint6
 	r->done = 1;
 }
 
-/* A whole message at once: to the first posted receive that fits, or queued. */
-static int deliver_short(const struct mpi_env *e, const char *data)
+/* The first posted receive that fits envelope e, taken off the queue; or NULL. */
+static struct torus_mpi_request *take_posted(const struct mpi_env *e)
 {
 	struct torus_mpi_request **pp = &mpi_g.posted;
 	while (*pp && !matches(e, (*pp)->comm, (*pp)->src, (*pp)->tag))
 		pp = &(*pp)->next;
-	if (*pp) {
-		struct torus_mpi_request *r = *pp;
+	struct torus_mpi_request *r = *pp;
+	if (r) {
 		*pp = r->next;
 		r->next = NULL;
+	}
+	return r;
+}
+
+/* A whole message at once: to the first posted receive that fits, or queued. */
+static int deliver_short(const struct mpi_env *e, const char *data)
+{
+	struct torus_mpi_request *r = take_posted(e);
+	if (r) {
 		uint64_t n = e->len < r->cap ? e->len : r->cap;
 		if (n)
 			memcpy(r->buf, data, n);
@@ -619,14 +628,7 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 			return -ENOMEM;
 		memcpy(&m->env, payload, sizeof(m->env));
 		/* the first posted receive that fits takes it */
-		struct torus_mpi_request **pp = &mpi_g.posted;
-		while (*pp && !matches(&m->env, (*pp)->comm, (*pp)->src, (*pp)->tag))
-			pp = &(*pp)->next;
-		if (*pp) {
-			m->req = *pp;
-			*pp = m->req->next;
-			m->req->next = NULL;
-		} else if (m->env.len && !(m->data = malloc(m->env.len))) {
+		if (!(m->req = take_posted(&m->env)) && m->env.len && !(m->data = malloc(m->env.len))) {
 			free(m);
 			return -ENOMEM;
 		}
@@ -741,16 +743,17 @@ static int post_send_tagged(const void *buf, uint64_t bytes, int dest, int tag, 
 	r->env = (struct mpi_env){tag, cm->ctx, cm->rank, bytes};
 	uint32_t node = node_of(comm, dest);
 	struct dma_desc d;
-	int rc = dma_counter_add(c, mpi_g.inj, (int64_t)(sizeof(r->env) + bytes));
+	int is_short = bytes <= MPI_SHORT_BYTES;
+	int rc = dma_counter_add(c, mpi_g.inj,
+				 (int64_t)((is_short ? sizeof(struct mpi_short) : sizeof(r->env)) + bytes));
 	if (rc)
 		return rc;
-	if (bytes <= MPI_SHORT_BYTES) {
+	if (is_short) {
 		/* one packet: envelope and data together (a copy of at most a packet) */
 		struct mpi_short h = {tag, (uint16_t)cm->ctx, (uint16_t)cm->rank};
 		memcpy(r->shortbuf, &h, sizeof(h));
 		if (bytes)
 			memcpy(r->shortbuf + sizeof(h), buf, bytes);
-		dma_counter_add(c, mpi_g.inj, -(int64_t)(sizeof(r->env) - sizeof(h)));
 		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 3, r->shortbuf, sizeof(h) + bytes, mpi_g.inj);
 		d.tag = trace;
 		while ((rc = dma_injfifo_post(mpi_g.fifo, &d, 0)) == -EAGAIN)
