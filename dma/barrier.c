@@ -94,6 +94,8 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 
 int dma_barrier(emu_core_t *c)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c)
 		return -EINVAL;
 	return barrier_wait(c, &c->node->hdr->barrier[0], emu_core_total(c), NULL, 0, NULL, NULL, 0);
@@ -108,6 +110,8 @@ static struct emu_barrier_shm lockbox[TORUS_MAX_CORES + 1];
 
 int dma_barrier_node(emu_core_t *c, uint32_t ncores, uint32_t in, uint32_t *out)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || ncores == 0 || ncores > c->node->ncores || emu_core_index(c) >= ncores)
 		return -EINVAL;
 	if (ncores == 1) {
@@ -134,17 +138,23 @@ static int cmp_u32(const void *a, const void *b)
  */
 int dma_barrier_team(emu_core_t *c, const uint32_t *members, size_t n)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	return dma_barrier_team_range(c, members, n, 0, NULL, NULL);
 }
 
 int dma_barrier_team_max(emu_core_t *c, const uint32_t *members, size_t n, uint32_t in, uint32_t *out)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	return dma_barrier_team_range(c, members, n, in, out, NULL);
 }
 
 int dma_barrier_team_range(emu_core_t *c, const uint32_t *members, size_t n, uint32_t in, uint32_t *max,
 			   uint32_t *min)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || !members || n == 0 || n > emu_core_total(c))
 		return -EINVAL;
 	uint32_t *sorted = malloc(n * sizeof(uint32_t));

@@ -18,6 +18,8 @@ static struct dma_core_shm *own(emu_core_t *c) { return c->dma->shm; }
 
 int dma_mem_register(emu_core_t *c, void *base, size_t len, uint32_t *region)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || !region || (!base && len))
 		return -EINVAL;
 	struct dma_core_shm *d = own(c);
@@ -83,11 +85,15 @@ static struct dma_counter_shm *counter_of(struct emu_node_rt *rt, uint32_t id)
 
 int dma_counter_alloc(emu_core_t *c, uint32_t *id)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	return dma_counter_alloc_n(c, 1, id);
 }
 
 int dma_counter_alloc_n(emu_core_t *c, uint32_t n, uint32_t *first)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || !first || n == 0)
 		return -EINVAL;
 	struct dma_core_shm *d = own(c);

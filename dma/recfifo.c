@@ -10,6 +10,8 @@
 
 int dma_handler_register(emu_core_t *c, uint32_t dispatch, dma_recv_fn fn, void *arg)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || dispatch == 0 || dispatch > 255 || !fn)
 		return -EINVAL;
 	c->dma->handlers[dispatch].fn = fn;
@@ -48,6 +50,8 @@ static void consumed(emu_core_t *c)
 
 int dma_recfifo_next(emu_core_t *c, struct dma_recv_info *info, void *buf, size_t cap)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	struct torus_side *side;
 	if (!c || !info || (cap && !buf))
 		return -EINVAL;
@@ -65,6 +69,8 @@ int dma_recfifo_next(emu_core_t *c, struct dma_recv_info *info, void *buf, size_
 
 int dma_recfifo_poll(emu_core_t *c, unsigned max, unsigned *handled)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	struct torus_side *side;
 	struct dma_recv_info info;
 	int n = 0, rc = 0;
@@ -104,6 +110,8 @@ static int memfifo_ready(void *arg)
 
 int dma_recfifo_wait(emu_core_t *c, int timeout_ms)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c)
 		return -EINVAL;
 	struct emu_wait w = {memfifo_ready, NULL, NULL, c};
@@ -113,6 +121,8 @@ int dma_recfifo_wait(emu_core_t *c, int timeout_ms)
 
 int dma_fault_next(emu_core_t *c, struct dma_fault *f)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || !f)
 		return -EINVAL;
 	struct dma_core_shm *d = c->dma->shm;
@@ -145,6 +155,8 @@ static int fault_ready(void *arg)
 
 int dma_fault_wait(emu_core_t *c, struct dma_fault *f, int timeout_ms)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || !f)
 		return -EINVAL;
 	struct fault_wait fw = {c, f};

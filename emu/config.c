@@ -56,6 +56,11 @@ static void usage(FILE *out)
 	      "                       NAME=VALUE[,NAME=VALUE]; e.g. --link 1.0.0:+y:link_bw=100MB/s\n"
 	      "  --wtime emulated|wall  what MPI_Wtime reads in an MPI program (mpi.h): the\n"
 	      "                       rank's emulated time (the default) or the host's clock\n"
+	      "  --exact              exact virtual time (issue 13, in progress): a timekeeper\n"
+	      "                       simulates every packet in virtual-time order, so times\n"
+	      "                       repeat to the picosecond under any host load; for the\n"
+	      "                       raw packet interface only so far (emu_pkt_*; a DMA call\n"
+	      "                       fails with ENOTSUP), and without --trace\n"
 	      "  --chaos SEED         perturb the host's scheduling (random yields and short\n"
 	      "                       sleeps in engines and cores, from SEED); emulated results\n"
 	      "                       must not move (0, the default: off)\n"
@@ -607,6 +612,10 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 			cfg->trace_packets = 1;
 			continue;
 		}
+		if (!strcmp(a, "--exact")) {
+			cfg->exact = 1;
+			continue;
+		}
 		const char **slot = !strcmp(a, "--config")	   ? &config_path
 				    : !strcmp(a, "--param")	   ? &param_args[nparam]
 				    : !strcmp(a, "--trace")	   ? &cfg->trace_path
@@ -682,6 +691,14 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	cfg->wtime_wall = wtime && !strcmp(wtime, "wall");
 	if (chaos && parse_u32(chaos, strlen(chaos), 0, UINT32_MAX, &cfg->chaos_seed)) {
 		snprintf(err, errlen, "bad --chaos '%s': a seed, 1..4294967295 (0: off)", chaos);
+		goto out;
+	}
+	if (cfg->exact && cfg->trace_path) {
+		snprintf(err, errlen, "--exact does not trace yet: drop --trace or --exact");
+		goto out;
+	}
+	if (cfg->exact && cfg->params.inj_overhead_ps == 0) {
+		snprintf(err, errlen, "--exact needs inj_overhead of at least 1ps (every post takes time)");
 		goto out;
 	}
 	if ((trace_buffer || cfg->trace_packets) && !cfg->trace_path) {

@@ -6,6 +6,7 @@
 #include "node.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -33,11 +34,166 @@ uint32_t emu_cores_of(const emu_core_t *c, uint32_t node)
 	return emu_shm_node(&c->node->shm, node)->ncores;
 }
 
+/* --exact: tell the timekeeper this core has news (after writing it). */
+void emu_core_tk_poke(emu_core_t *c)
+{
+	_Atomic uint64_t *w = emu_shm_tk_dirty(&c->node->shm) + c->global / 64;
+	uint64_t bit = 1ull << (c->global % 64);
+	/* release, always (even when the bit is set): pairs with the
+	 * timekeeper's exchange of the word, so it sees what was written */
+	atomic_fetch_or_explicit(w, bit, memory_order_release);
+	emu_bell_ring(&c->node->hdr->tk_bell);
+}
+
 static void publish(emu_core_t *c)
 {
 	/* read by torusrun: the hang detector and the report */
 	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
 	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+	if (c->tk) {
+		/* --exact: the timekeeper may simulate up to here; pairs with
+		 * its acquire load in look() */
+		atomic_store_explicit(&c->tk->clock, c->vt, memory_order_release);
+		emu_core_tk_poke(c);
+	}
+}
+
+/* ------------------------------------------------------------ --exact
+ *
+ * Under torusrun --exact the timekeeper (emu/timekeeper.c) decides what a
+ * core observes and when: a core tells it what it sends (events, at its
+ * clock) and asks it what has arrived by its clock (queries). The bytes
+ * still travel through the engines; a packet the timekeeper names is taken
+ * from the reception FIFO when it is there, and packets that came earlier
+ * in wall clock wait in the core's stash. Every wait drains the FIFO into
+ * the stash, so no engine is ever held up by a core that waits.
+ */
+
+/* Move every packet of the reception FIFO into the stash; < 0 on no memory. */
+static int rx_drain(emu_core_t *c)
+{
+	struct torus_side *side;
+	struct torus_packet *pkt;
+	int n = 0;
+	while ((pkt = torus_ring_peek(&c->rx, &side))) {
+		if (c->nstash == c->capstash) {
+			uint32_t nc = c->capstash ? 2 * c->capstash : 64;
+			struct torus_packet *np = realloc(c->stash, (size_t)nc * sizeof(*np));
+			if (!np)
+				return -ENOMEM;
+			c->stash = np;
+			struct torus_side *ns = realloc(c->stash_side, (size_t)nc * sizeof(*ns));
+			if (!ns)
+				return -ENOMEM;
+			c->stash_side = ns;
+			c->capstash = nc;
+		}
+		torus_pkt_copy(&c->stash[c->nstash], pkt);
+		c->stash_side[c->nstash++] = *side;
+		torus_ring_release(&c->rx);
+		n++;
+	}
+	if (n && torus_ring_publish_tail(&c->rx))
+		emu_bell_ring(&c->node->me->bell);
+	return n;
+}
+
+struct tk_wait {
+	emu_core_t *c;
+	uint32_t q;
+};
+
+static int tk_answered(void *arg)
+{
+	struct tk_wait *w = arg;
+	if (rx_drain(w->c) < 0)
+		return -ENOMEM;
+	/* pairs with the timekeeper's release store in answer() */
+	return atomic_load_explicit(&w->c->tk->aseq, memory_order_acquire) == w->q;
+}
+
+/* Ask the timekeeper; sleeps until it answers (in the fields a_*). */
+static int tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
+{
+	struct emu_tk_core *t = c->tk;
+	t->qtype = type;
+	t->qvt = c->vt;
+	t->qdeadline = deadline;
+	uint32_t q = ++c->tk_q;
+	atomic_store_explicit(&t->qseq, q, memory_order_release);
+	emu_core_tk_poke(c);
+	struct tk_wait w = {c, q};
+	struct emu_wait ew = {tk_answered, NULL, NULL, &w};
+	int r = emu_core_block(c, &ew, -1);
+	return r > 0 ? 0 : r < 0 ? r : -ETIMEDOUT;
+}
+
+static int tk_room(void *arg)
+{
+	emu_core_t *c = arg;
+	if (rx_drain(c) < 0)
+		return -ENOMEM;
+	return atomic_load_explicit(&c->tk->head, memory_order_relaxed) -
+		       atomic_load_explicit(&c->tk->tail, memory_order_acquire) < EMU_TK_SLOTS;
+}
+
+/* Tell the timekeeper about something sent. */
+static int tk_emit(emu_core_t *c, const struct emu_tk_ev *ev)
+{
+	struct emu_tk_core *t = c->tk;
+	uint32_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
+	if (head - atomic_load_explicit(&t->tail, memory_order_acquire) >= EMU_TK_SLOTS) {
+		emu_core_tk_poke(c);
+		struct emu_wait ew = {tk_room, NULL, NULL, c};
+		int r = emu_core_block(c, &ew, -1);
+		if (r <= 0)
+			return r < 0 ? r : -ETIMEDOUT;
+	}
+	t->ev[head % EMU_TK_SLOTS] = *ev;
+	/* pairs with the timekeeper's acquire load of head */
+	atomic_store_explicit(&t->head, head + 1, memory_order_release);
+	emu_core_tk_poke(c);
+	return 0;
+}
+
+/* The stashed packet from (node, core) with send number id, or -1. */
+static int stash_find(const emu_core_t *c, uint64_t src, uint64_t id)
+{
+	for (uint32_t i = 0; i < c->nstash; i++) {
+		const struct torus_packet *p = &c->stash[i];
+		if (p->hdr.sw.raw.src == (src >> 8) && p->hdr.sw.raw.src_core == (src & 0xFF) &&
+		    c->stash_side[i].aux == (uint32_t)id)
+			return (int)i;
+	}
+	return -1;
+}
+
+struct tk_fetch {
+	emu_core_t *c;
+	int idx;
+};
+
+static int tk_fetched(void *arg)
+{
+	struct tk_fetch *f = arg;
+	if (rx_drain(f->c) < 0)
+		return -ENOMEM;
+	f->idx = stash_find(f->c, f->c->tk_src, f->c->tk_id);
+	return f->idx >= 0;
+}
+
+static int send_room(void *arg)
+{
+	emu_core_t *c = arg;
+	if (rx_drain(c) < 0)
+		return -ENOMEM;
+	return c->inj.pos - atomic_load_explicit(&c->inj.ring->tail, memory_order_acquire) <= c->inj.mask;
+}
+
+static void send_arm(void *arg)
+{
+	emu_core_t *c = arg;
+	torus_ring_mark_full(&c->inj); /* the engine rings us when it pops */
 }
 
 int emu_core_compute(emu_core_t *c, torus_vt_t ps)
@@ -51,8 +207,8 @@ int emu_core_compute(emu_core_t *c, torus_vt_t ps)
 
 int emu_core_set_clock(emu_core_t *c, torus_vt_t t)
 {
-	if (!c)
-		return -EINVAL;
+	if (!c || (c->tk && t < c->vt))
+		return -EINVAL; /* --exact: a clock never goes back */
 	c->vt = t;
 	publish(c);
 	return 0;
@@ -75,6 +231,14 @@ int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, s
 	if (emu_job_aborting(c->node))
 		return -ECANCELED;
 	struct torus_packet *pkt = torus_ring_reserve(&c->inj, &side);
+	if (!pkt && c->tk) {
+		/* --exact: host buffers change no time; wait for room */
+		struct emu_wait ew = {send_room, send_arm, NULL, c};
+		int r = emu_core_block(c, &ew, -1);
+		if (r <= 0)
+			return r < 0 ? r : -ETIMEDOUT;
+		pkt = torus_ring_reserve(&c->inj, &side);
+	}
 	if (!pkt)
 		return -EAGAIN;
 	pkt->hdr.dest = node;
@@ -90,10 +254,97 @@ int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, s
 	side->vt = c->vt;
 	side->tag = 0;
 	side->aux = 0;
+	if (c->tk) {
+		/* --exact: posting takes inj_overhead, as a descriptor does; the
+		 * packet is named by its send number */
+		side->aux = ++c->tk_sent;
+		c->vt += c->node->params->inj_overhead_ps;
+		struct emu_tk_ev ev = {EMU_TK_RAW, node, core, (uint32_t)len, c->vt, c->tk_sent, hints, {0}};
+		int r = tk_emit(c, &ev);
+		if (r)
+			return r;
+	}
 	torus_ring_commit(&c->inj);
 	torus_ring_publish_head(&c->inj);
 	atomic_store_explicit(&c->shm->sent, ++c->sent, memory_order_release);
 	emu_bell_ring(&c->node->me->bell);
+	publish(c);
+	return 0;
+}
+
+/*
+ * --exact: the earliest raw arrival this core has not taken, from the ring
+ * the timekeeper fills in arrival order: 1 and *a, or 0 if it has none
+ * there now. Arrivals are final as they are published, so the head of the
+ * ring is the earliest arrival there will ever be.
+ */
+static int arrival_head(emu_core_t *c, struct emu_tk_arr *a)
+{
+	struct emu_tk_core *t = c->tk;
+	uint32_t tail = atomic_load_explicit(&t->arr_tail, memory_order_relaxed);
+	/* pairs with the timekeeper's release store in refill() */
+	if (atomic_load_explicit(&t->arr_head, memory_order_acquire) == tail)
+		return 0;
+	*a = t->arr[tail % EMU_TK_ARR_SLOTS];
+	return 1;
+}
+
+/* --exact: is the absence of an arrival up to the core's clock final? */
+static int none_is_final(emu_core_t *c)
+{
+	return atomic_load_explicit(&c->node->hdr->tk_now, memory_order_acquire) > c->vt &&
+	       atomic_load_explicit(&c->tk->over, memory_order_relaxed) == 0;
+}
+
+/* --exact: the earliest packet that arrived by the core's clock; none costs
+ * a poll. */
+static int recv_exact(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap)
+{
+	struct emu_tk_arr a;
+	for (;;) {
+		if (arrival_head(c, &a)) {
+			if (a.t <= c->vt)
+				break;
+		} else if (!none_is_final(c)) {
+			/* the timekeeper has not simulated up to our clock yet */
+			int r = tk_ask(c, EMU_TKQ_RECV, 0);
+			if (r)
+				return r;
+			continue;
+		}
+		c->vt += c->node->params->poll_cost_ps;
+		publish(c);
+		return -EAGAIN;
+	}
+	c->tk_src = a.src;
+	c->tk_id = a.id;
+	struct tk_fetch f = {c, -1};
+	struct emu_wait ew = {tk_fetched, NULL, NULL, &f};
+	int r = emu_core_block(c, &ew, -1);
+	if (r <= 0)
+		return r < 0 ? r : -ETIMEDOUT;
+	const struct torus_packet *pkt = &c->stash[f.idx];
+	if (pkt->hdr.len > cap)
+		return -EMSGSIZE; /* it stays, as in the FIFO */
+	info->src_node = pkt->hdr.sw.raw.src;
+	info->src_core = pkt->hdr.sw.raw.src_core;
+	info->len = pkt->hdr.len;
+	info->user = pkt->hdr.sw.raw.user;
+	info->arrival = a.t;
+	if (pkt->hdr.len)
+		memcpy(buf, pkt->payload, pkt->hdr.len);
+	/* the last stashed packet takes its place */
+	c->nstash--;
+	if ((uint32_t)f.idx != c->nstash) {
+		c->stash[f.idx] = c->stash[c->nstash];
+		c->stash_side[f.idx] = c->stash_side[c->nstash];
+	}
+	/* taken: pairs with the timekeeper's acquire load in refill() */
+	atomic_store_explicit(&c->tk->arr_tail, atomic_load_explicit(&c->tk->arr_tail, memory_order_relaxed) + 1,
+			      memory_order_release);
+	if (atomic_load_explicit(&c->tk->over, memory_order_relaxed))
+		emu_core_tk_poke(c); /* room for what waits there */
+	atomic_store_explicit(&c->shm->received, ++c->received, memory_order_relaxed);
 	publish(c);
 	return 0;
 }
@@ -105,6 +356,8 @@ int emu_pkt_recv(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap
 	if (!c || !info || (cap && !buf))
 		return -EINVAL;
 	emu_chaos(&c->chaos);
+	if (c->tk)
+		return recv_exact(c, info, buf, cap);
 	struct torus_packet *pkt = torus_ring_peek(&c->rx, &side);
 	if (!pkt)
 		return -EAGAIN;
@@ -208,6 +461,35 @@ int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *hold
 {
 	if (!c || !events || (events & ~(EMU_EV_SEND | EMU_EV_RECV)))
 		return -EINVAL;
+	if (c->tk) {
+		/* --exact: room to send is a host matter (the post waits for
+		 * it); a receive waits, in virtual time, for the next arrival */
+		struct emu_tk_arr a;
+		int have = arrival_head(c, &a);
+		if ((events & EMU_EV_SEND) || (have && a.t <= c->vt)) {
+			if (holding)
+				*holding = (events & EMU_EV_SEND) | (have && a.t <= c->vt ? (events & EMU_EV_RECV) : 0u);
+			return 0;
+		}
+		torus_vt_t deadline = timeout_ms >= 0 ? c->vt + (torus_vt_t)timeout_ms * 1000000000ull : UINT64_MAX;
+		if (!have) {
+			int r = tk_ask(c, EMU_TKQ_WAIT_RECV, deadline);
+			if (r)
+				return r;
+			have = arrival_head(c, &a);
+		}
+		if (!have || a.t > deadline) {
+			c->vt = deadline > c->vt ? deadline : c->vt;
+			publish(c);
+			return -ETIMEDOUT;
+		}
+		if (a.t > c->vt)
+			c->vt = a.t;
+		publish(c);
+		if (holding)
+			*holding = EMU_EV_RECV;
+		return 0;
+	}
 	struct core_wait cw = {c, events};
 	struct emu_wait w = {core_ready, core_arm, NULL, &cw};
 	int r = emu_core_block(c, &w, timeout_ms);

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 
 #define EMU_SHM_MAGIC 0x54524f5553454d55ull /* "TORUSEMU" */
-#define EMU_SHM_VERSION 1u
+#define EMU_SHM_VERSION 2u
 #define EMU_PAGE 4096u
 
 /* --------------------------------------------------------------- doorbell */
@@ -99,6 +99,69 @@ struct emu_shm_hdr {
 	uint32_t nlinks;                       /* per-link settings (--link) */
 	struct torus_link_set links[TORUS_MAX_LINK_SETS];
 	struct emu_barrier_shm barrier[EMU_BARRIER_SLOTS];
+	/* --exact: the timekeeper (emu/timekeeper.c) and its channel per core */
+	uint32_t exact;
+	uint32_t pad_;
+	uint64_t off_tk;                       /* emu_tk_core[total_cores], by global core rank */
+	uint64_t off_tk_dirty;                 /* _Atomic uint64_t[(total_cores + 63) / 64]: a bit per
+						* core with news for the timekeeper */
+	struct emu_bell tk_bell;               /* the timekeeper sleeps here */
+	alignas(64) _Atomic uint64_t tk_now;   /* everything before it is final (the timekeeper's) */
+};
+
+/*
+ * --exact: what a core tells the timekeeper, and what it answers.
+ *
+ * Events (core -> timekeeper, a single-producer ring): what the core puts
+ * on the network, at its virtual time. Queries (one at a time): the core
+ * asks what it can observe at its clock, and sleeps until the answer.
+ * `clock` is the core's lower bound on its next event: a running core
+ * publishes it as it moves, so the timekeeper can simulate up to it.
+ */
+enum emu_tk_ev_type { EMU_TK_RAW = 1 };
+struct emu_tk_ev {
+	uint32_t type;
+	uint32_t node, core;     /* destination */
+	uint32_t len;
+	torus_vt_t ready;        /* when it may start (the core's clock after posting) */
+	uint64_t id;             /* raw: the core's send number */
+	uint16_t hints;
+	uint8_t pad_[30];
+};
+_Static_assert(sizeof(struct emu_tk_ev) == 64, "event is one cache line");
+#define EMU_TK_SLOTS 256u
+
+enum emu_tk_query {
+	EMU_TKQ_RECV = 1,        /* answered once every arrival up to vt is in the arrival ring */
+	EMU_TKQ_WAIT_RECV = 2,   /* answered at the first raw arrival (in the ring), or at deadline */
+};
+/* A raw packet's arrival, as the timekeeper publishes it to the receiving
+ * core: in the order of arrival, which is virtual-time order. */
+struct emu_tk_arr {
+	torus_vt_t t;
+	uint64_t src;            /* sending node << 8 | core */
+	uint64_t id;             /* its send number */
+	uint64_t pad_;
+};
+#define EMU_TK_ARR_SLOTS 256u
+struct emu_tk_core {
+	alignas(64) _Atomic uint32_t head;   /* core writes */
+	alignas(64) _Atomic uint32_t tail;   /* timekeeper writes */
+	alignas(64) _Atomic uint64_t clock;  /* core: lower bound on its next event */
+	_Atomic uint32_t want;               /* timekeeper: tell me when clock moves or the ring drains */
+	_Atomic uint32_t qseq;               /* core: number of its last query (fields below) */
+	uint32_t qtype, pad_;
+	torus_vt_t qvt, qdeadline;
+	alignas(64) _Atomic uint32_t aseq;   /* timekeeper: number of the last query answered */
+	uint32_t afound;
+	torus_vt_t avt;                      /* the core's clock after the query */
+	/* raw arrivals: the timekeeper appends, the core takes; arrivals that
+	 * did not fit wait at the timekeeper (over says how many) */
+	alignas(64) _Atomic uint32_t arr_head; /* timekeeper writes */
+	_Atomic uint32_t over;
+	alignas(64) _Atomic uint32_t arr_tail; /* core writes */
+	alignas(64) struct emu_tk_ev ev[EMU_TK_SLOTS];
+	struct emu_tk_arr arr[EMU_TK_ARR_SLOTS];
 };
 
 struct emu_core_shm {
@@ -183,9 +246,24 @@ uint64_t emu_shm_each_link(const struct emu_shm *m, emu_link_fn fn, void *arg);
 uint64_t emu_shm_layout(const struct torus_shape *s, const struct torus_params *p,
 			const uint32_t *cores, uint64_t *node_off);
 /* torusrun: create the shared memory (a memfd, owner-only, no name on any
- * file system, freed when the last process holding it exits). */
+ * file system, freed when the last process holding it exits); exact: with
+ * the timekeeper's channels. */
 int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, const uint32_t *cores,
-		   const int *numa_of_node, struct emu_shm *out, int *fd_out, char *err, size_t errlen);
+		   const int *numa_of_node, int exact, struct emu_shm *out, int *fd_out, char *err, size_t errlen);
+static inline struct emu_tk_core *emu_shm_tk(const struct emu_shm *m, uint32_t global)
+{
+	return (struct emu_tk_core *)((char *)m->base + m->hdr->off_tk) + global;
+}
+static inline _Atomic uint64_t *emu_shm_tk_dirty(const struct emu_shm *m)
+{
+	return (_Atomic uint64_t *)((char *)m->base + m->hdr->off_tk_dirty);
+}
+
+/* --exact: torusrun's timekeeper thread (emu/timekeeper.c). */
+struct emu_tk;
+int emu_tk_start(struct emu_shm *m, struct emu_tk **out, char *err, size_t errlen);
+/* Stop it; write what the links did (busy time, free_at) into their counters. */
+void emu_tk_stop(struct emu_tk *tk);
 /* node: map the job's shared memory from an inherited fd and check it. */
 int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen);
 void emu_shm_detach(struct emu_shm *m);
@@ -220,6 +298,7 @@ struct emu_job_config {
 	int argc;
 	int quiet;
 	int wtime_wall;             /* --wtime wall: MPI_Wtime reads the host's clock */
+	int exact;                  /* --exact: the timekeeper times everything (issue 13) */
 	int report_owned;
 	char program_path[4096];
 };

@@ -45,6 +45,7 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 	const struct torus_shape *s = &rt->hdr->shape;
 	void *base = rt->shm.base;
 	rt->params = &rt->hdr->params;
+	rt->exact = rt->hdr->exact != 0;
 	torus_cost_init(&rt->cost, rt->params);
 	rt->rank = rank;
 	rt->me = emu_shm_node(&rt->shm, rank);
@@ -125,6 +126,8 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		core->shm = cs;
 		core->index = c;
 		core->global = rt->first_core[rank] + c;
+		if (rt->hdr->exact)
+			core->tk = emu_shm_tk(&rt->shm, core->global);
 		torus_ring_view_init(&core->inj, &cs->inj, base, TORUS_RING_PRODUCER);
 		torus_ring_view_init(&core->rx, &cs->rx, base, TORUS_RING_CONSUMER);
 		rt->cores[c] = core;
@@ -215,8 +218,11 @@ int emu_rt_locate(const struct emu_node_rt *rt, uint32_t global, uint32_t *node,
 void emu_node_teardown(struct emu_node_rt *rt)
 {
 	for (uint32_t c = 0; rt->cores && c < rt->ncores; c++) {
-		if (rt->cores[c])
-			emu_node_unit.core_teardown(rt->cores[c]);
+		if (!rt->cores[c])
+			continue;
+		emu_node_unit.core_teardown(rt->cores[c]);
+		free(rt->cores[c]->stash);
+		free(rt->cores[c]->stash_side);
 		free(rt->cores[c]);
 	}
 	emu_node_unit.node_teardown(rt);
@@ -242,6 +248,8 @@ static void core_done(struct emu_core *c)
 	atomic_store_explicit(&c->shm->status, c->status, memory_order_relaxed);
 	/* the engine checks DONE before depositing; release pairs with its acquire */
 	atomic_store_explicit(&c->shm->state, EMU_CORE_DONE, memory_order_release);
+	if (c->tk)
+		emu_core_tk_poke(c); /* --exact: it no longer holds the timekeeper back */
 	pthread_mutex_lock(&rt->lock);
 	rt->cores_finished++;
 	if (c->status && rt->failed_core < 0)

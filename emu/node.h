@@ -96,6 +96,14 @@ struct emu_core {
 	struct dma_core_local *dma;
 	uint32_t global;            /* rank among all cores of the job */
 	struct emu_chaos chaos;
+	/* --exact: the channel to the timekeeper, and raw packets taken from
+	 * the reception FIFO before the timekeeper said they had arrived */
+	struct emu_tk_core *tk;
+	uint32_t tk_q, tk_sent;
+	uint64_t tk_src, tk_id;     /* the arrival being taken */
+	struct torus_packet *stash;
+	struct torus_side *stash_side;
+	uint32_t nstash, capstash;
 };
 
 struct emu_engine_in {
@@ -154,6 +162,7 @@ struct emu_node_rt {
 	_Atomic int launcher_gone;  /* torusrun died: tear this node down */
 	struct dma_engine *dma;
 	struct emu_chaos chaos;     /* the engine's */
+	int exact;                  /* --exact: the timekeeper times everything */
 	struct emu_trace *trace;    /* --trace, else NULL */
 	struct torus_trace_rec *trace_open; /* its open run per out link (the engine's fast path) */
 	int trace_merge;            /* runs, not one record per packet */
@@ -180,6 +189,10 @@ struct emu_wait {
 	void *arg;
 };
 int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms);
+
+/* --exact: tell the timekeeper the core has news (events, a query, its
+ * clock, its end), after writing it. */
+void emu_core_tk_poke(emu_core_t *c);
 
 void *emu_engine_main(void *arg);
 /* One iteration of the engine's loop, never sleeping; returns packets and
@@ -266,6 +279,15 @@ static inline torus_vt_t emu_route_send(struct emu_node_rt *rt, struct emu_route
 					struct torus_side *side, torus_vt_t ready, uint32_t tag, uint32_t aux)
 {
 	torus_pkt_set_vc(&pkt->hdr, r->vc);
+	if (rt->exact) {
+		/* the timekeeper times it: count it, pass the sideband on */
+		torus_link_count_traffic(r->out->link, pkt->hdr.len, r->out->cost->wire[pkt->hdr.len]);
+		side->vt = ready;
+		side->tag = tag;
+		side->aux = aux;
+		torus_ring_commit(r->v);
+		return ready;
+	}
 	torus_vt_t arrive = torus_link_charge_cal(r->out->link, &r->out->cal, r->out->cost, ready, pkt->hdr.len);
 	torus_vt_t left = arrive - r->out->cost->hop_latency;
 	side->vt = arrive;

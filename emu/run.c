@@ -274,6 +274,7 @@ int emu_job_run(struct emu_job_config *cfg)
 	int fd = -1, trace_fd = -1, status = 0;
 	const char *what = "ok";
 	struct stall_look look = {0};
+	struct emu_tk *tk = NULL; /* --exact */
 
 	j.pid = calloc(n, sizeof(pid_t));
 	j.exited = calloc(n, 1);
@@ -286,7 +287,7 @@ int emu_job_run(struct emu_job_config *cfg)
 	}
 	int numa_nodes = numa_available() >= 0 ? numa_num_configured_nodes() : 1;
 	emu_numa_plan(n, numa_nodes > 0 ? (uint32_t)numa_nodes : 1, numa);
-	if (emu_shm_create(&cfg->shape, &cfg->params, cfg->cores, numa, &j.shm, &fd, err, sizeof(err))) {
+	if (emu_shm_create(&cfg->shape, &cfg->params, cfg->cores, numa, cfg->exact, &j.shm, &fd, err, sizeof(err))) {
 		fprintf(stderr, "torusrun: %s\n", err);
 		free(numa);
 		free(j.pid);
@@ -332,6 +333,13 @@ int emu_job_run(struct emu_job_config *cfg)
 			fprintf(stderr, "torusrun: started %u/%u nodes\n", r + 1, n);
 	}
 
+	if (cfg->exact && emu_tk_start(&j.shm, &tk, err, sizeof(err))) {
+		fprintf(stderr, "torusrun: %s\n", err);
+		what = "failed";
+		status = 1;
+		teardown(&j);
+		goto done;
+	}
 	double last_check = 0, last_change = emu_wall_now();
 	uint64_t last_progress = UINT64_MAX;
 	look.cap = cfg->shape.nnodes;
@@ -423,6 +431,7 @@ int emu_job_run(struct emu_job_config *cfg)
 		nanosleep(&ts, NULL);
 	}
 done:;
+	emu_tk_stop(tk); /* before the report: the links' busy times are its */
 	free(look.first);
 	free(look.second);
 	double wall = emu_wall_now() - t0;

@@ -92,7 +92,7 @@ static void init_node(struct emu_shm *m, uint32_t r, uint32_t ncores, uint64_t o
 }
 
 int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, const uint32_t *cores,
-		   const int *numa_of_node, struct emu_shm *out, int *fd_out, char *err, size_t errlen)
+		   const int *numa_of_node, int exact, struct emu_shm *out, int *fd_out, char *err, size_t errlen)
 {
 	uint64_t *offs = malloc((size_t)s->nnodes * sizeof(uint64_t));
 	int fd = -1, rc;
@@ -103,7 +103,13 @@ int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, co
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	uint64_t bytes = emu_shm_layout(s, p, cores, offs);
+	uint64_t bytes = emu_shm_layout(s, p, cores, offs), off_tk = bytes;
+	if (exact) {
+		uint64_t total = 0;
+		for (uint32_t r = 0; r < s->nnodes; r++)
+			total += cores[r];
+		bytes = align_up(bytes + total * sizeof(struct emu_tk_core) + (total + 63) / 64 * 8, EMU_PAGE);
+	}
 	/* no MFD_CLOEXEC: node processes inherit the fd through exec */
 	fd = memfd_create("torus-job", MFD_ALLOW_SEALING);
 	if (fd < 0) {
@@ -149,6 +155,9 @@ int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, co
 	}
 	h->total_cores = total;
 	h->max_cores = maxc;
+	h->exact = exact ? 1u : 0u;
+	h->off_tk = exact ? off_tk : 0;
+	h->off_tk_dirty = exact ? off_tk + (uint64_t)total * sizeof(struct emu_tk_core) : 0;
 	out->node_off = table;
 	for (uint32_t r = 0; r < s->nnodes; r++) {
 		uint64_t end = r + 1 < s->nnodes ? offs[r + 1] : bytes;
@@ -212,6 +221,15 @@ int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen)
 			emu_shm_detach(out);
 			return -EINVAL;
 		}
+	}
+	if (probe.exact && (probe.off_tk < sizeof(probe) || probe.total_cores > TORUS_MAX_NODES * TORUS_MAX_CORES ||
+			    probe.off_tk > probe.total_bytes ||
+			    probe.total_bytes - probe.off_tk <
+				    (uint64_t)probe.total_cores * sizeof(struct emu_tk_core) + (probe.total_cores + 63) / 64 * 8 ||
+			    probe.off_tk_dirty != probe.off_tk + (uint64_t)probe.total_cores * sizeof(struct emu_tk_core))) {
+		snprintf(err, errlen, "fd %d: the timekeeper's channels lie outside the job memory (damaged)", fd);
+		emu_shm_detach(out);
+		return -EINVAL;
 	}
 	return 0;
 }

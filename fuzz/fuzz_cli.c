@@ -17,7 +17,8 @@
  *    product (at most 65536); cores of every node 1..64, the cores map's when
  *    one is given (last --cores-map, else the file's), else the last --cores,
  *    else the file's, else 1; timeout 0..1e6; trace buffer 64 KiB..64 MiB;
- *    --trace-buffer/--trace-packets only with --trace; a non-empty report
+ *    --trace-buffer/--trace-packets only with --trace; --exact never with
+ *    --trace, nor with a zero inj_overhead; a non-empty report
  *    path; parameters torus_params_check accepts; the program an executable
  *    regular file and argv its arguments from "--" on;
  *  - emu_config_free after any result leaves nothing behind.
@@ -63,7 +64,7 @@ static const char *last_value(int argc, char **argv, const char *name)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--"))
 			break;
-		if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "--trace-packets"))
+		if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "--trace-packets") || !strcmp(argv[i], "--exact"))
 			continue;
 		if (!strcmp(argv[i], name) && i + 1 < argc)
 			v = argv[i + 1];
@@ -83,7 +84,7 @@ static int find_prog(int argc, char **argv, int *help)
 			*help = 1;
 			return -1;
 		}
-		if (strcmp(argv[i], "--quiet") && strcmp(argv[i], "--trace-packets"))
+		if (strcmp(argv[i], "--quiet") && strcmp(argv[i], "--trace-packets") && strcmp(argv[i], "--exact"))
 			i++; /* every other option takes a value */
 	}
 	return -1;
@@ -135,6 +136,8 @@ static void check_ok(const struct emu_job_config *cfg, int argc, char **argv, in
 	if (!(cfg->timeout_s >= 0 && cfg->timeout_s <= 1e6))
 		abort();
 	if (cfg->trace_buf_bytes < (64u << 10) || cfg->trace_buf_bytes > (64u << 20))
+		abort();
+	if (cfg->exact && (cfg->trace_path || cfg->params.inj_overhead_ps == 0))
 		abort();
 	if ((cfg->trace_packets || last_value(argc, argv, "--trace-buffer")) && !cfg->trace_path)
 		abort();

@@ -82,7 +82,7 @@ static void setup(void)
 	if (torus_shape_parse("2", &s, err, sizeof(err)))
 		die(err);
 	torus_params_default(&p);
-	if (emu_shm_create(&s, &p, cores, NULL, &shm, &fd, err, sizeof(err)))
+	if (emu_shm_create(&s, &p, cores, NULL, 0, &shm, &fd, err, sizeof(err)))
 		die(err);
 	for (uint32_t n = 0; n < NODES; n++) {
 		struct emu_node_rt *rt = &m.rt[n];

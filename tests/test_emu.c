@@ -361,7 +361,7 @@ static void test_shm_create_attach(void)
 			struct emu_shm m, a;
 			int fd = -1;
 			/* the NUMA plan is optional; exercise both */
-			int rc = emu_shm_create(&s, &p, cores, ps ? numa : NULL, &m, &fd, err, sizeof(err));
+			int rc = emu_shm_create(&s, &p, cores, ps ? numa : NULL, 0, &m, &fd, err, sizeof(err));
 			if (!EXPECT(rc == 0 && fd >= 0, "%s: emu_shm_create = %d (%s)", shapes[i], rc, err)) {
 				free(cores);
 				free(numa);
@@ -459,7 +459,7 @@ static void test_shm_attach_truncated(void)
 	if (!get_shape("2", &s))
 		return;
 	torus_params_default(&p);
-	if (!EXPECT(emu_shm_create(&s, &p, cores, NULL, &m, &fd, err, sizeof(err)) == 0, "create: %s", err))
+	if (!EXPECT(emu_shm_create(&s, &p, cores, NULL, 0, &m, &fd, err, sizeof(err)) == 0, "create: %s", err))
 		return;
 	uint64_t total = m.hdr->total_bytes;
 	/* the real job memory is sealed: nobody can shrink it */

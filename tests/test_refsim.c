@@ -11,14 +11,7 @@
 
 #include <stdlib.h>
 
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
+#include "test_rng.h"
 
 /* Every hop of a run, for the properties. */
 struct hops {

@@ -49,6 +49,8 @@ static const struct param_desc params[] = {
 	 "latency of the global barrier network (ps, ns, us, ms, s)"},
 	{"reduce_bw", UNIT_BW, P64(reduce_bw), 2000000000ull, 1000ull, 1000000000000ull,
 	 "bytes per second one core combines in a reduction (the gamma of the cost models; units as link_bw)"},
+	{"poll_cost", UNIT_TIME, P64(poll_cost_ps), 10000ull, 1, 1000000000000ull,
+	 "core time one poll that finds nothing costs, under torusrun --exact (ps, ns, us, ms, s)"},
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 

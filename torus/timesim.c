@@ -93,6 +93,7 @@ struct timesim {
 	size_t nheap, capheap;
 	struct pkt *pool;          /* free packets */
 	torus_vt_t now;            /* everything before it is final */
+	int stop;                  /* timesim_stop: return after this event */
 	struct timesim_stats st;
 };
 
@@ -574,6 +575,13 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 		}
 		if (rc)
 			return rc;
+		if (s->stop) {
+			/* events at t may remain: everything before t is final */
+			s->stop = 0;
+			if (t > s->now)
+				s->now = t;
+			return 0;
+		}
 	}
 	/* everything before limit is done; with no limit, everything before
 	 * the last event (events at its time may still be added after it) */
@@ -584,6 +592,12 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 }
 
 torus_vt_t timesim_now(const struct timesim *s) { return s ? s->now : 0; }
+
+void timesim_stop(struct timesim *s)
+{
+	if (s)
+		s->stop = 1;
+}
 
 void timesim_stats(const struct timesim *s, struct timesim_stats *out)
 {

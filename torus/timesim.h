@@ -79,7 +79,8 @@ struct timesim_stats {
 	uint64_t stale;     /* heap entries found out of date (a measure of the heap's overhead) */
 };
 
-/* 0, -EINVAL (a missing or inconsistent argument) or -ENOMEM. */
+/* 0, -EINVAL (a missing or inconsistent argument) or -ENOMEM. The arrays
+ * the config points to (cores, link_cost) must outlive the simulator. */
 int timesim_create(const struct timesim_config *cfg, struct timesim **out);
 void timesim_destroy(struct timesim *s);
 /*
@@ -91,6 +92,9 @@ void timesim_destroy(struct timesim *s);
 int timesim_post(struct timesim *s, const struct timesim_xfer *x);
 /* Process every event earlier than `limit` (TIMESIM_NEVER: all). 0 or -ENOMEM. */
 int timesim_run(struct timesim *s, torus_vt_t limit);
+/* From a hook: timesim_run returns after the event being processed (at
+ * time t; events at t may remain, and timesim_now is t). */
+void timesim_stop(struct timesim *s);
 /* The time of the earliest pending event, TIMESIM_NEVER if there is none. */
 torus_vt_t timesim_next(struct timesim *s);
 /* Everything before this time is final. */

@@ -208,10 +208,10 @@ _Static_assert(sizeof(struct torus_link) == 64 + 2 * 192, "link control block");
  */
 /* Count one packet on the link: free_at and the counters. Single writer
  * (the sending engine): plain relaxed load+store, read by the reporter. */
-static inline void torus_link_count(struct torus_link *l, torus_vt_t free_at, uint32_t payload, uint32_t wire,
-				    torus_vt_t ser)
+/* The packet and byte counters only (under --exact the timekeeper keeps
+ * busy_ps and free_at). */
+static inline void torus_link_count_traffic(struct torus_link *l, uint32_t payload, uint32_t wire)
 {
-	atomic_store_explicit(&l->free_at, free_at, memory_order_relaxed);
 	atomic_store_explicit(&l->packets, atomic_load_explicit(&l->packets, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 	atomic_store_explicit(&l->payload_bytes,
@@ -220,6 +220,13 @@ static inline void torus_link_count(struct torus_link *l, torus_vt_t free_at, ui
 	atomic_store_explicit(&l->wire_bytes,
 			      atomic_load_explicit(&l->wire_bytes, memory_order_relaxed) + wire,
 			      memory_order_relaxed);
+}
+
+static inline void torus_link_count(struct torus_link *l, torus_vt_t free_at, uint32_t payload, uint32_t wire,
+				    torus_vt_t ser)
+{
+	atomic_store_explicit(&l->free_at, free_at, memory_order_relaxed);
+	torus_link_count_traffic(l, payload, wire);
 	atomic_store_explicit(&l->busy_ps, atomic_load_explicit(&l->busy_ps, memory_order_relaxed) + ser,
 			      memory_order_relaxed);
 }

@@ -1,0 +1,239 @@
+/*
+ * torusrun --exact (issue 13) held to the reference simulator (refsim.h):
+ * raw-packet traffic on random shapes and core counts, replayed by
+ * exact-check under --exact with --chaos and at different ring depths,
+ * arrives at the picosecond refsim gives for every packet; and torus-stress
+ * gives torus-timesim's figure, the same under five chaos seeds and at
+ * fifo_slots 1, 64 and 256.
+ *
+ * Each job carries 8 scenarios one after another, a virtual second apart
+ * (nothing of one reaches into the next), so 25 jobs make 200 scenarios.
+ */
+#include "cunit_main.h"
+#include "job_util.h"
+#include "refsim.h"
+
+#include <errno.h>
+
+#include "test_rng.h"
+
+static int light(void) { return getenv("TORUS_TEST_LIGHT") != NULL; }
+
+#define GAP 1000000000000ull /* a virtual second between scenarios */
+
+/* Scenario s of a job: random raw packets among the job's cores, in bursts
+ * that share links, posted from s * GAP on. */
+static size_t scenario(const struct torus_shape *sh, const uint32_t *cores, uint32_t s, struct refsim_xfer *x,
+		       size_t cap)
+{
+	size_t n = 1 + rnd() % 60;
+	if (n > cap)
+		n = cap;
+	torus_vt_t base = (torus_vt_t)s * GAP;
+	torus_vt_t burst[3] = {base + rnd() % 2000000, base + rnd() % 500000, base};
+	for (size_t i = 0; i < n; i++) {
+		x[i] = (struct refsim_xfer){0};
+		x[i].kind = REFSIM_RAW;
+		x[i].src_node = (uint32_t)(rnd() % sh->nnodes);
+		x[i].src_core = (uint32_t)(rnd() % cores[x[i].src_node]);
+		x[i].dst_node = (uint32_t)(rnd() % sh->nnodes);
+		x[i].dst_core = (uint32_t)(rnd() % cores[x[i].dst_node]);
+		x[i].len = rnd() % 241;
+		x[i].post = rnd() % 2 ? burst[rnd() % 3] : base + rnd() % 3000000;
+		if (rnd() % 5 == 0) {
+			uint32_t d = (uint32_t)(rnd() % sh->ndims);
+			x[i].hints = (uint16_t)((1u + (uint32_t)(rnd() % 2)) << (2 * d));
+		}
+	}
+	return n;
+}
+
+/* Run x[0..n) under --exact with `opts`; compare every arrival with refsim's. */
+static void run_and_compare(const char *shape_text, const char *cores_map, struct refsim_xfer *x, size_t n,
+			    const char *opts, const char *what)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/scenario.txt", tmpdir);
+	FILE *f = fopen(path, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	/* file order is posting order per core: sort by (core, post) stably,
+	 * which keeps refsim's order (it posts each core's transfers in order) */
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%u %u %u %u %llu %llu %u\n", x[i].src_node, x[i].src_core, x[i].dst_node, x[i].dst_core,
+			(unsigned long long)x[i].len, (unsigned long long)x[i].post, x[i].hints);
+	fclose(f);
+	struct result r = run("$B/torusrun --exact --quiet --timeout 120 --torus %s --cores-map %s %s -- $B/exact-check %s",
+			      shape_text, cores_map, opts, path);
+	EXPECT(r.status == 0, "%s: exact-check failed (%d): %s", what, r.status, r.err);
+	size_t seen = 0, bad = 0;
+	for (const char *p = r.out; (p = strstr(p, "xfer ")); p++) {
+		size_t i;
+		unsigned long long t;
+		if (sscanf(p, "xfer %zu %llu", &i, &t) != 2 || i >= n)
+			continue;
+		seen++;
+		if (t != x[i].done && bad++ < 5)
+			EXPECT(0, "%s: transfer %zu (%u.%u -> %u.%u, %llu B, posted %llu): arrived at %llu ps, refsim %llu",
+			       what, i, x[i].src_node, x[i].src_core, x[i].dst_node, x[i].dst_core,
+			       (unsigned long long)x[i].len, (unsigned long long)x[i].post, t, (unsigned long long)x[i].done);
+	}
+	EXPECT(bad == 0, "%s: %zu of %zu arrivals differ from refsim", what, bad, n);
+	EXPECT(seen == n, "%s: %zu arrivals reported of %zu", what, seen, n);
+	result_free(&r);
+}
+
+static void test_random_equals_refsim(void)
+{
+	static const char *depths[] = {"--param fifo_slots=1 --param rx_slots=1 --param inj_slots=1", "",
+				       "--param fifo_slots=256 --param rx_slots=256"};
+	struct torus_params p;
+	torus_params_default(&p);
+	rng_state = 0x13e8ac7ull;
+	const int jobs = light() ? 4 : 25, per = 8;
+	int scenarios = 0;
+	for (int j = 0; j < jobs; j++) {
+		char text[48], map[256], what[640], opts[256];
+		size_t used = 0, mused = 0;
+		uint32_t nd = 1 + (uint32_t)(rnd() % 3);
+		for (uint32_t d = 0; d < nd; d++)
+			used += (size_t)snprintf(text + used, sizeof(text) - used, d ? "x%u" : "%u", 1 + (uint32_t)(rnd() % 4));
+		struct torus_shape s;
+		char err[128];
+		CU_ASSERT_FATAL(torus_shape_parse(text, &s, err, sizeof(err)) == 0);
+		uint32_t cores[64];
+		for (uint32_t i = 0; i < s.nnodes; i++) {
+			cores[i] = 1 + (uint32_t)(rnd() % 3);
+			mused += (size_t)snprintf(map + mused, sizeof(map) - mused, i ? ",%u" : "%u", cores[i]);
+		}
+		struct refsim_xfer x[per * 60];
+		size_t n = 0;
+		for (int k = 0; k < per; k++)
+			n += scenario(&s, cores, (uint32_t)k, x + n, sizeof(x) / sizeof(x[0]) - n);
+		scenarios += per;
+		struct refsim_config rc = {&s, &p, cores, 64, NULL, NULL};
+		CU_ASSERT_FATAL(refsim_run(&rc, x, n) == 0);
+		snprintf(opts, sizeof(opts), "--chaos %d %s", j + 1, depths[j % 3]);
+		snprintf(what, sizeof(what), "job %d (%s, cores %s, %s)", j, text, map, opts);
+		run_and_compare(text, map, x, n, opts, what);
+	}
+	EXPECT(scenarios >= (light() ? 32 : 200), "only %d scenarios", scenarios);
+}
+
+/* Two streams into one link, a hot spot and an all-to-all, of raw packets. */
+static void test_classic_cases(void)
+{
+	struct torus_params p;
+	torus_params_default(&p);
+	struct torus_shape s;
+	char err[128];
+	CU_ASSERT_FATAL(torus_shape_parse("4x4", &s, err, sizeof(err)) == 0);
+	uint32_t cores[16];
+	for (int i = 0; i < 16; i++)
+		cores[i] = 1;
+	struct refsim_xfer x[16 * 15 * 2 + 64];
+	size_t n = 0;
+	/* two streams meeting at node 1's x+ link: 0 -> 2 and 1 -> 2, 10 packets each */
+	for (int k = 0; k < 10; k++) {
+		x[n++] = (struct refsim_xfer){REFSIM_RAW, 0, 0, 0, 2, 0, 240, 0, 0, 0, 0, 0};
+		x[n++] = (struct refsim_xfer){REFSIM_RAW, 1, 0, 0, 2, 0, 240, 0, 0, 0, 0, 0};
+	}
+	/* a hot spot: every node sends two packets to node 5, a second later */
+	for (uint32_t a = 0; a < 16; a++)
+		for (int k = 0; k < 2; k++)
+			if (a != 5)
+				x[n++] = (struct refsim_xfer){REFSIM_RAW, a, 0, 0, 5, 0, 200, GAP, 0, 0, 0, 0};
+	/* an all-to-all, each node starting at its own distance, two seconds in */
+	for (uint32_t k = 1; k < 16; k++)
+		for (uint32_t a = 0; a < 16; a++)
+			x[n++] = (struct refsim_xfer){REFSIM_RAW, a, 0, 0, (a + k) % 16, 0, 240, 2 * GAP, 0, 0, 0, 0};
+	/* the file is read in order per core: put each core's sends in post order */
+	struct refsim_xfer sorted[sizeof(x) / sizeof(x[0])];
+	size_t m = 0;
+	for (uint32_t a = 0; a < 16; a++)
+		for (size_t i = 0; i < n; i++)
+			if (x[i].src_node == a)
+				sorted[m++] = x[i];
+	struct refsim_config rc = {&s, &p, cores, 64, NULL, NULL};
+	CU_ASSERT_FATAL(refsim_run(&rc, sorted, m) == 0);
+	run_and_compare("4x4", "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1", sorted, m, "--chaos 3", "classic cases");
+}
+
+/* torus-stress under --exact: the figure torus-timesim gives (its last
+ * arrival, plus the one poll that finds nothing after it), the same in
+ * every run. */
+static void test_stress_repeats(void)
+{
+	struct result t = run("$B/torus-timesim --torus 4x4x4 --cores 2 --packets 1 --quiet");
+	CU_ASSERT_FATAL(t.status == 0);
+	double core0 = -1;
+	const char *p = strstr(t.out, "core 0");
+	CU_ASSERT_FATAL(p && sscanf(p, "core 0 %lf us", &core0) == 1);
+	result_free(&t);
+	struct torus_params prm;
+	torus_params_default(&prm);
+	char want[64];
+	snprintf(want, sizeof(want), "emulated time %.3f us", core0 + prm.poll_cost_ps / 1e6);
+	static const char *opts[] = {"--chaos 1", "--chaos 2", "--chaos 3", "--chaos 4", "--chaos 5",
+				     "--param fifo_slots=1", "--param fifo_slots=64", "--param fifo_slots=256"};
+	const size_t nopts = light() ? 3 : sizeof(opts) / sizeof(opts[0]);
+	char *first = NULL;
+	for (size_t i = 0; i < nopts; i++) {
+		char rpt[512];
+		snprintf(rpt, sizeof(rpt), "%s/stress%zu.json", tmpdir, i);
+		struct result r = run("$B/torusrun --exact --quiet --torus 4x4x4 --cores 2 --report %s %s -- "
+				      "$B/torus-stress --packets 1",
+				      rpt, opts[i]);
+		EXPECT(r.status == 0, "%s: torus-stress failed: %s", opts[i], r.err);
+		EXPECT(strstr(r.out, want) != NULL, "%s: '%s', want '%s'", opts[i], r.out, want);
+		/* the report: emulated time and every link's counters and busy time */
+		char *rep = slurp(rpt);
+		char *links = section(rep, "\"links\"");
+		uint64_t vt = json_u64(rep, "emulated_time_ps");
+		char *mine = NULL;
+		if (asprintf(&mine, "%llu|%s", (unsigned long long)vt, links) < 0)
+			mine = NULL;
+		CU_ASSERT_FATAL(mine != NULL);
+		if (!first)
+			first = mine;
+		else {
+			EXPECT(!strcmp(first, mine), "%s: the report's time or link counters differ from the first run's",
+			       opts[i]);
+			free(mine);
+		}
+		free(links);
+		free(rep);
+		result_free(&r);
+	}
+	free(first);
+}
+
+/* --exact refuses what it cannot time yet, and bad combinations. */
+static void test_refusals(void)
+{
+	struct result r = run("$B/torusrun --exact --torus 2 --trace $T/x.trace -- $B/torus-hello");
+	EXPECT(r.status == 2 && strstr(r.err, "--exact does not trace yet"), "--exact --trace: %d %s", r.status, r.err);
+	result_free(&r);
+	r = run("$B/torusrun --exact --torus 2 --param inj_overhead=0ps -- $B/torus-hello");
+	EXPECT(r.status == 2 && strstr(r.err, "inj_overhead"), "--exact, inj_overhead 0: %d %s", r.status, r.err);
+	result_free(&r);
+	/* a DMA program: its first DMA call fails with ENOTSUP, loudly */
+	r = run("$B/torusrun --exact --quiet --torus 2 -- $B/torus-pingpong --sizes 8");
+	EXPECT(r.status != 0, "torus-pingpong under --exact did not fail");
+	result_free(&r);
+}
+
+int main(void)
+{
+	if (job_util_init())
+		return 2;
+	static const struct cunit_case cases[] = {
+		{"random_equals_refsim", test_random_equals_refsim},
+		{"classic_cases", test_classic_cases},
+		{"stress_repeats", test_stress_repeats},
+		{"refusals", test_refusals},
+	};
+	static const struct cunit_suite suites[] = {{"exact", cases, sizeof(cases) / sizeof(cases[0])}};
+	int rc = cunit_main(suites, 1);
+	job_util_cleanup();
+	return rc;
+}
