@@ -252,7 +252,7 @@ int main(int argc, char **argv)
 	}
 	for (uint32_t i = 0; i < N; i++)
 		cores[i] = o.cores;
-	struct timesim_config cfg = {&o.shape, &o.params, cores, 64, NULL, {on_hop, on_deposit, NULL, &t}};
+	struct timesim_config cfg = {&o.shape, &o.params, cores, 64, NULL, {.hop = on_hop, .deposit = on_deposit, .arg = &t}};
 	struct timesim *ts;
 	int rc = timesim_create(&cfg, &ts);
 	if (rc) {

@@ -50,9 +50,17 @@ static int barrier_open(void *arg)
 }
 
 static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, const uint32_t *members,
-			uint32_t in, uint32_t *out, uint32_t *min, uint32_t first_global)
+			uint32_t in, uint32_t *out, uint32_t *min, uint32_t first_global, uint64_t key)
 {
 	struct emu_node_rt *rt = c->node;
+	uint32_t q = 0;
+	if (c->tk) {
+		/* --exact: the timekeeper counts the members too, and lets the
+		 * simulation past the barrier only once it is complete */
+		c->tk->qkey = key;
+		c->tk->qn = n;
+		q = emu_core_tk_ask(c, EMU_TKQ_BARRIER, 0);
+	}
 	dma_tsan_release(&rt->hdr->barrier[0]);
 	uint32_t gen = atomic_load_explicit(&b->generation, memory_order_acquire);
 	max_into(&b->max_vt, c->vt);
@@ -85,20 +93,32 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 		*out = atomic_load(&b->max_out);
 	if (min)
 		*min = ~atomic_load(&b->inv_out);
+	if (c->tk) {
+		int rc = emu_core_tk_answer(c, q);
+		if (rc)
+			return rc;
+		if (c->tk->avt != release) {
+			fprintf(stderr, "torus: node %u core %u: the barrier released at %llu ps, the timekeeper says %llu\n",
+				rt->rank, c->index, (unsigned long long)release, (unsigned long long)c->tk->avt);
+			return -EPROTO;
+		}
+	}
 	if (release > c->vt)
 		c->vt = release;
 	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
 	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+	if (c->tk) {
+		atomic_store_explicit(&c->tk->clock, c->vt, memory_order_release);
+		emu_core_tk_poke(c);
+	}
 	return 0;
 }
 
 int dma_barrier(emu_core_t *c)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c)
 		return -EINVAL;
-	return barrier_wait(c, &c->node->hdr->barrier[0], emu_core_total(c), NULL, 0, NULL, NULL, 0);
+	return barrier_wait(c, &c->node->hdr->barrier[0], emu_core_total(c), NULL, 0, NULL, NULL, 0, 2);
 }
 
 /*
@@ -110,8 +130,6 @@ static struct emu_barrier_shm lockbox[TORUS_MAX_CORES + 1];
 
 int dma_barrier_node(emu_core_t *c, uint32_t ncores, uint32_t in, uint32_t *out)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || ncores == 0 || ncores > c->node->ncores || emu_core_index(c) >= ncores)
 		return -EINVAL;
 	if (ncores == 1) {
@@ -120,7 +138,9 @@ int dma_barrier_node(emu_core_t *c, uint32_t ncores, uint32_t in, uint32_t *out)
 		return 0;
 	}
 	uint32_t first = emu_core_global(c) - emu_core_index(c);
-	return barrier_wait(c, &lockbox[ncores], ncores, NULL, in, out, NULL, first);
+	/* its timekeeper key: even (team keys are odd), not 2, and per node */
+	return barrier_wait(c, &lockbox[ncores], ncores, NULL, in, out, NULL, first,
+			    (uint64_t)(first + 1) << 16 | (uint64_t)ncores << 1);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -138,23 +158,17 @@ static int cmp_u32(const void *a, const void *b)
  */
 int dma_barrier_team(emu_core_t *c, const uint32_t *members, size_t n)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	return dma_barrier_team_range(c, members, n, 0, NULL, NULL);
 }
 
 int dma_barrier_team_max(emu_core_t *c, const uint32_t *members, size_t n, uint32_t in, uint32_t *out)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	return dma_barrier_team_range(c, members, n, in, out, NULL);
 }
 
 int dma_barrier_team_range(emu_core_t *c, const uint32_t *members, size_t n, uint32_t in, uint32_t *max,
 			   uint32_t *min)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || !members || n == 0 || n > emu_core_total(c))
 		return -EINVAL;
 	uint32_t *sorted = malloc(n * sizeof(uint32_t));
@@ -179,7 +193,7 @@ int dma_barrier_team_range(emu_core_t *c, const uint32_t *members, size_t n, uin
 		struct emu_barrier_shm *b = &h->barrier[1 + (key + probe) % (EMU_BARRIER_SLOTS - 1)];
 		uint64_t cur = atomic_load(&b->key);
 		if ((cur == 0 && atomic_compare_exchange_strong(&b->key, &cur, key)) || cur == key) {
-			rc = barrier_wait(c, b, (uint32_t)n, sorted, in, max, min, 0);
+			rc = barrier_wait(c, b, (uint32_t)n, sorted, in, max, min, 0, key);
 			break;
 		}
 	}

@@ -79,8 +79,6 @@ void dma_desc_copy(struct dma_desc *d, const void *src, size_t len, uint32_t reg
 
 int dma_injfifo_open(emu_core_t *c, uint32_t index, dma_injfifo_t **out)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || !out)
 		return -EINVAL;
 	if (index >= c->dma->shm->ninj)
@@ -204,6 +202,8 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	if (!f || !d || (flags & ~DMA_POST_WAIT))
 		return -EINVAL;
 	emu_core_t *c = f->core;
+	if (c->tk && ((d->kind != DMA_PUT && d->kind != DMA_GET) || (d->flags & DMA_F_UNCHECKED)))
+		return -ENOTSUP; /* --exact: puts and gets so far, checked at post */
 	if ((rc = validate(c, d)))
 		return rc;
 	emu_chaos(&c->chaos);
@@ -216,6 +216,14 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 			return rc;
 	}
 	c->vt += c->node->params->inj_overhead_ps;
+	if (c->tk) {
+		/* --exact: the timekeeper times it */
+		struct emu_tk_ev ev = {.type = EMU_TK_DMA, .node = d->node, .fifo = f->index,
+				       .kind = d->kind == DMA_GET ? EMU_TK_GET : EMU_TK_PUT, .inj = d->inj_counter,
+				       .rec = d->counter, .hints = d->hints, .len = d->len, .ready = c->vt};
+		if ((rc = emu_core_tk_event(c, &ev)))
+			return rc;
+	}
 	struct dma_wire_desc *w = (struct dma_wire_desc *)slot;
 	w->d = *d;
 	w->ready = c->vt;
@@ -235,6 +243,8 @@ int dma_injfifo_pending(dma_injfifo_t *f, uint32_t *n)
 {
 	if (!f || !n)
 		return -EINVAL;
+	if (f->core->tk)
+		return -ENOTSUP; /* --exact: not timed by the timekeeper yet */
 	*n = torus_ring_count(f->view.ring);
 	return 0;
 }

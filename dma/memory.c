@@ -18,8 +18,6 @@ static struct dma_core_shm *own(emu_core_t *c) { return c->dma->shm; }
 
 int dma_mem_register(emu_core_t *c, void *base, size_t len, uint32_t *region)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || !region || (!base && len))
 		return -EINVAL;
 	struct dma_core_shm *d = own(c);
@@ -85,15 +83,82 @@ static struct dma_counter_shm *counter_of(struct emu_node_rt *rt, uint32_t id)
 
 int dma_counter_alloc(emu_core_t *c, uint32_t *id)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	return dma_counter_alloc_n(c, 1, id);
+}
+
+/* ------------------------------------------------------------ --exact
+ *
+ * Under torusrun --exact the timekeeper keeps every counter in virtual
+ * time: it knows each packet's deposit (reception counters) and departure
+ * (injection counters), and the core tells it its allocations and adds. A
+ * core observes a counter through it; when the answer is zero, it also
+ * waits for the physical counter to get there (its bytes are in memory).
+ * A physical counter can be below the virtual one (bytes of later traffic
+ * that came early in wall time), never above it for long.
+ */
+static int tk_counter_op(emu_core_t *c, uint32_t type, uint32_t id, int64_t delta)
+{
+	struct emu_tk_ev ev = {.type = type, .rec = id, .ready = c->vt, .delta = delta};
+	return emu_core_tk_event(c, &ev);
+}
+
+struct catch_up {
+	emu_core_t *c;
+	struct dma_counter_shm *k;
+};
+
+static int caught_up(void *arg)
+{
+	struct catch_up *cu = arg;
+	return atomic_load(&cu->k->value) <= 0 && atomic_load(&cu->k->busy) == 0;
+}
+
+static void catch_up_arm(void *arg)
+{
+	struct catch_up *cu = arg;
+	atomic_fetch_or(&cu->k->waiters, 1ull << cu->c->index);
+}
+
+static void catch_up_disarm(void *arg)
+{
+	struct catch_up *cu = arg;
+	atomic_fetch_and(&cu->k->waiters, ~(1ull << cu->c->index));
+}
+
+/* The timekeeper said counter k is zero: wait until its bytes are here. */
+static int counter_catch_up(emu_core_t *c, struct dma_counter_shm *k)
+{
+	struct catch_up cu = {c, k};
+	struct emu_wait w = {caught_up, catch_up_arm, catch_up_disarm, &cu};
+	int rc = emu_core_block(c, &w, -1);
+	return rc > 0 ? 0 : rc < 0 ? rc : -ETIMEDOUT;
+}
+
+/* Counter id's value and hits at the core's clock; 1 if it is zero. */
+static int tk_counter_read(emu_core_t *c, uint32_t id, int64_t *value, uint64_t *hits)
+{
+	c->tk->qn = 1;
+	c->tk->qids[0] = id;
+	int rc = emu_core_tk_answer(c, emu_core_tk_ask(c, EMU_TKQ_CTR, 0));
+	if (rc)
+		return rc;
+	if (value)
+		*value = c->tk->a_value;
+	if (hits)
+		*hits = c->tk->a_hits;
+	return c->tk->afound ? 1 : 0;
+}
+
+static void tk_publish(emu_core_t *c)
+{
+	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
+	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+	atomic_store_explicit(&c->tk->clock, c->vt, memory_order_release);
+	emu_core_tk_poke(c);
 }
 
 int dma_counter_alloc_n(emu_core_t *c, uint32_t n, uint32_t *first)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || !first || n == 0)
 		return -EINVAL;
 	struct dma_core_shm *d = own(c);
@@ -114,6 +179,11 @@ int dma_counter_alloc_n(emu_core_t *c, uint32_t n, uint32_t *first)
 			atomic_store_explicit(&ks->allocated, 1, memory_order_release);
 		}
 		*first = c->index * d->ncounters + i;
+		for (k = 0; c->tk && k < n; k++) {
+			int rc = tk_counter_op(c, EMU_TK_CTR_ALLOC, *first + k, 0);
+			if (rc)
+				return rc;
+		}
 		return 0;
 	}
 	return DMA_ERR_NOSPACE;
@@ -144,6 +214,8 @@ int dma_counter_free(emu_core_t *c, uint32_t id)
 
 int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_t n)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: watermarks are not timed by the timekeeper yet */
 	if (!c || (n && !levels))
 		return -EINVAL;
 	struct dma_counter_shm *k = counter_of(c->node, id);
@@ -170,6 +242,8 @@ int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_
 
 int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt, int *crossed)
 {
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: watermarks are not timed by the timekeeper yet */
 	if (!c || !vt || !crossed)
 		return -EINVAL;
 	if (!counter_of(c->node, id) || id / c->node->hdr->params.dma_counters != c->index)
@@ -344,7 +418,7 @@ int dma_counter_add(emu_core_t *c, uint32_t id, int64_t bytes)
 	if (!k)
 		return DMA_ERR_COUNTER;
 	counter_change(c->node, k, bytes, c->vt, NULL);
-	return 0;
+	return c->tk ? tk_counter_op(c, EMU_TK_CTR_ADD, id, bytes) : 0;
 }
 
 int dma_counter_get(emu_core_t *c, uint32_t id, int64_t *value)
@@ -354,6 +428,10 @@ int dma_counter_get(emu_core_t *c, uint32_t id, int64_t *value)
 	struct dma_counter_shm *k = counter_of(c->node, id);
 	if (!k)
 		return DMA_ERR_COUNTER;
+	if (c->tk) {
+		int rc = tk_counter_read(c, id, value, NULL);
+		return rc > 0 ? counter_catch_up(c, k) : rc;
+	}
 	*value = atomic_load(&k->value);
 	return 0;
 }
@@ -365,6 +443,10 @@ int dma_counter_hits(emu_core_t *c, uint32_t id, uint64_t *hits)
 	struct dma_counter_shm *k = counter_of(c->node, id);
 	if (!k)
 		return DMA_ERR_COUNTER;
+	if (c->tk) {
+		int rc = tk_counter_read(c, id, NULL, hits);
+		return rc < 0 ? rc : 0;
+	}
 	*hits = atomic_load(&k->hits);
 	return 0;
 }
@@ -389,6 +471,17 @@ int dma_counter_test(emu_core_t *c, uint32_t id, int *zero)
 	struct dma_counter_shm *k = counter_of(c->node, id);
 	if (!k)
 		return DMA_ERR_COUNTER;
+	if (c->tk) {
+		int rc = tk_counter_read(c, id, NULL, NULL);
+		if (rc < 0)
+			return rc;
+		*zero = rc;
+		if (rc)
+			return counter_catch_up(c, k);
+		c->vt += c->node->params->poll_cost_ps; /* a poll that finds it busy */
+		tk_publish(c);
+		return 0;
+	}
 	int r = counter_done(c, k);
 	if (r < 0)
 		return r;
@@ -438,6 +531,20 @@ int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *w
 	for (size_t i = 0; i < n; i++)
 		if (!(ks[i] = counter_of(c->node, ids[i])))
 			return DMA_ERR_COUNTER;
+	if (c->tk) {
+		c->tk->qn = (uint32_t)n;
+		memcpy(c->tk->qids, ids, n * sizeof(uint32_t));
+		int rc = emu_core_tk_answer(c, emu_core_tk_ask(c, EMU_TKQ_CTR_WAIT, 0));
+		if (rc)
+			return rc;
+		uint32_t w = c->tk->a_which < n ? c->tk->a_which : 0;
+		if (c->tk->avt > c->vt)
+			c->vt = c->tk->avt;
+		tk_publish(c);
+		if (which)
+			*which = w;
+		return counter_catch_up(c, ks[w]);
+	}
 	struct counter_wait cw = {c, ks, n, which};
 	struct emu_wait w = {counters_ready, counters_arm, counters_disarm, &cw};
 	int rc = emu_core_block(c, &w, -1);
@@ -463,6 +570,8 @@ int dma_counter_wait_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *m
 {
 	struct dma_counter_shm *ks[64];
 	struct dma_watch *ws[64];
+	if (c && c->tk)
+		return -ENOTSUP; /* --exact: watermarks are not timed by the timekeeper yet */
 	if (!c || !ids || !marks || !n || n > 64)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {

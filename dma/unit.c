@@ -31,4 +31,5 @@ const struct emu_unit emu_node_unit = {
 	.inject = dma_engine_inject,
 	.deliver = deliver,
 	.flush = flush,
+	.getreq_bytes = sizeof(struct dma_getreq),
 };

@@ -112,8 +112,9 @@ static int tk_answered(void *arg)
 	return atomic_load_explicit(&w->c->tk->aseq, memory_order_acquire) == w->q;
 }
 
-/* Ask the timekeeper; sleeps until it answers (in the fields a_*). */
-static int tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
+/* Ask the timekeeper (the query's other fields are filled in): returns
+ * the query's number for emu_core_tk_answer. */
+uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 {
 	struct emu_tk_core *t = c->tk;
 	t->qtype = type;
@@ -122,10 +123,21 @@ static int tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 	uint32_t q = ++c->tk_q;
 	atomic_store_explicit(&t->qseq, q, memory_order_release);
 	emu_core_tk_poke(c);
+	return q;
+}
+
+/* Sleep until the timekeeper answers query q (in the fields a_*). */
+int emu_core_tk_answer(emu_core_t *c, uint32_t q)
+{
 	struct tk_wait w = {c, q};
 	struct emu_wait ew = {tk_answered, NULL, NULL, &w};
 	int r = emu_core_block(c, &ew, -1);
 	return r > 0 ? 0 : r < 0 ? r : -ETIMEDOUT;
+}
+
+static int tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
+{
+	return emu_core_tk_answer(c, emu_core_tk_ask(c, type, deadline));
 }
 
 static int tk_room(void *arg)
@@ -138,7 +150,7 @@ static int tk_room(void *arg)
 }
 
 /* Tell the timekeeper about something sent. */
-static int tk_emit(emu_core_t *c, const struct emu_tk_ev *ev)
+int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 {
 	struct emu_tk_core *t = c->tk;
 	uint32_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
@@ -259,8 +271,9 @@ int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, s
 		 * packet is named by its send number */
 		side->aux = ++c->tk_sent;
 		c->vt += c->node->params->inj_overhead_ps;
-		struct emu_tk_ev ev = {EMU_TK_RAW, node, core, (uint32_t)len, c->vt, c->tk_sent, hints, {0}};
-		int r = tk_emit(c, &ev);
+		struct emu_tk_ev ev = {.type = EMU_TK_RAW, .node = node, .core = core, .len = len, .ready = c->vt,
+				       .id = c->tk_sent, .hints = hints};
+		int r = emu_core_tk_event(c, &ev);
 		if (r)
 			return r;
 	}
@@ -404,12 +417,17 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 	int r;
 
 	for (uint32_t spin = 0; spin < EMU_IDLE_POLLS; spin++) {
+		/* --exact: a waiting core never holds up an engine (its stash) */
+		if (c->tk && rx_drain(c) < 0)
+			return -ENOMEM;
 		if ((r = w->ready(w->arg)))
 			return r;
 		emu_idle_poll(spin);
 	}
 	for (;;) {
 		emu_chaos(&c->chaos);
+		if (c->tk && rx_drain(c) < 0)
+			return -ENOMEM;
 		if ((r = w->ready(w->arg)))
 			return r;
 		if (emu_job_aborting(c->node))
@@ -425,7 +443,11 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 		uint32_t seq = emu_bell_prepare(bell);
 		if (w->arm)
 			w->arm(w->arg);
-		if ((r = w->ready(w->arg))) {
+		if (c->tk && rx_drain(c) < 0)
+			r = -ENOMEM;
+		else
+			r = w->ready(w->arg);
+		if (r) {
 			emu_bell_cancel(bell);
 		} else {
 			atomic_store_explicit(&c->shm->state, EMU_CORE_WAITING, memory_order_relaxed);

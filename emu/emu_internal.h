@@ -118,15 +118,24 @@ struct emu_shm_hdr {
  * `clock` is the core's lower bound on its next event: a running core
  * publishes it as it moves, so the timekeeper can simulate up to it.
  */
-enum emu_tk_ev_type { EMU_TK_RAW = 1 };
+enum emu_tk_ev_type {
+	EMU_TK_RAW = 1,          /* a raw packet: node, core, len, ready, id (send number), hints */
+	EMU_TK_DMA = 2,          /* a descriptor: kind, fifo, node, len, ready, hints, inj, rec */
+	EMU_TK_CTR_ALLOC = 3,    /* counter rec (node-wide id) starts at 0, at ready */
+	EMU_TK_CTR_ADD = 4,      /* counter rec changes by delta, at ready */
+};
+enum { EMU_TK_PUT = 1, EMU_TK_GET = 2 };
 struct emu_tk_ev {
 	uint32_t type;
 	uint32_t node, core;     /* destination */
-	uint32_t len;
-	torus_vt_t ready;        /* when it may start (the core's clock after posting) */
-	uint64_t id;             /* raw: the core's send number */
+	uint32_t fifo, kind;     /* DMA: injection FIFO, EMU_TK_PUT or EMU_TK_GET */
+	uint32_t inj, rec;       /* DMA: injection counter, reception (or reply) counter */
 	uint16_t hints;
-	uint8_t pad_[30];
+	uint16_t pad_;
+	uint64_t len;            /* bytes */
+	torus_vt_t ready;        /* when it may start (the core's clock after posting); a counter op's time */
+	uint64_t id;             /* raw: the core's send number */
+	int64_t delta;           /* a counter add */
 };
 _Static_assert(sizeof(struct emu_tk_ev) == 64, "event is one cache line");
 #define EMU_TK_SLOTS 256u
@@ -134,7 +143,11 @@ _Static_assert(sizeof(struct emu_tk_ev) == 64, "event is one cache line");
 enum emu_tk_query {
 	EMU_TKQ_RECV = 1,        /* answered once every arrival up to vt is in the arrival ring */
 	EMU_TKQ_WAIT_RECV = 2,   /* answered at the first raw arrival (in the ring), or at deadline */
+	EMU_TKQ_CTR = 3,         /* counter qids[0]'s value and hits at vt */
+	EMU_TKQ_CTR_WAIT = 4,    /* the first time at or after vt that one of qids[0..qn) is zero */
+	EMU_TKQ_BARRIER = 5,     /* a barrier of qn members named qkey: max arrival + barrier_latency */
 };
+#define EMU_TKQ_MAX_IDS 64u
 /* A raw packet's arrival, as the timekeeper publishes it to the receiving
  * core: in the order of arrival, which is virtual-time order. */
 struct emu_tk_arr {
@@ -150,11 +163,16 @@ struct emu_tk_core {
 	alignas(64) _Atomic uint64_t clock;  /* core: lower bound on its next event */
 	_Atomic uint32_t want;               /* timekeeper: tell me when clock moves or the ring drains */
 	_Atomic uint32_t qseq;               /* core: number of its last query (fields below) */
-	uint32_t qtype, pad_;
+	uint32_t qtype, qn;
 	torus_vt_t qvt, qdeadline;
+	uint64_t qkey;
+	uint32_t qids[EMU_TKQ_MAX_IDS];
 	alignas(64) _Atomic uint32_t aseq;   /* timekeeper: number of the last query answered */
 	uint32_t afound;
 	torus_vt_t avt;                      /* the core's clock after the query */
+	int64_t a_value;                     /* EMU_TKQ_CTR: the counter's value */
+	uint64_t a_hits;                     /* and its hits */
+	uint32_t a_which;                    /* EMU_TKQ_CTR_WAIT: which counter */
 	/* raw arrivals: the timekeeper appends, the core takes; arrivals that
 	 * did not fit wait at the timekeeper (over says how many) */
 	alignas(64) _Atomic uint32_t arr_head; /* timekeeper writes */

@@ -71,8 +71,13 @@ static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const
 	}
 	struct torus_packet *dst = torus_ring_reserve(&ec->rx, &dside);
 	if (!dst) {
-		if (!torus_ring_mark_full(&ec->rx))
-			return 0; /* the core's release rings our bell */
+		if (!torus_ring_mark_full(&ec->rx)) {
+			/* the core's release rings our bell; under --exact a core
+			 * drains its FIFO whenever it waits, so wake it for that */
+			if (rt->exact)
+				emu_bell_ring(&ec->shm->bell);
+			return 0;
+		}
 		dst = torus_ring_reserve(&ec->rx, &dside);
 	}
 	torus_pkt_copy(dst, pkt);

@@ -193,6 +193,12 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms);
 /* --exact: tell the timekeeper the core has news (events, a query, its
  * clock, its end), after writing it. */
 void emu_core_tk_poke(emu_core_t *c);
+/* --exact: tell the timekeeper what the core sends (0, or a negative errno). */
+int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev);
+/* --exact: ask (fill c->tk's query fields qn, qids, qkey first; the query
+ * is at the core's clock); returns its number. Then wait for the answer. */
+uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline);
+int emu_core_tk_answer(emu_core_t *c, uint32_t q);
 
 void *emu_engine_main(void *arg);
 /* One iteration of the engine's loop, never sleeping; returns packets and

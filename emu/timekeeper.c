@@ -22,6 +22,7 @@
  */
 #include "emu_internal.h"
 #include "../torus/timesim.h"
+#include "unit.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -41,8 +42,12 @@ struct tk_core {
 	uint32_t node, core;
 	uint32_t qseen;       /* the query number taken last */
 	int waiting;          /* a query is pending */
-	uint32_t qtype;
+	uint32_t qtype, qn;
 	torus_vt_t qvt, qdeadline;
+	uint64_t qkey;
+	uint32_t qids[EMU_TKQ_MAX_IDS];
+	int blocked;          /* EMU_TKQ_CTR_WAIT: none was zero at qvt; the first zero answers */
+	int arrived_bar;      /* EMU_TKQ_BARRIER: counted at its barrier */
 	torus_vt_t clock;     /* running: lower bound on its next action */
 	int done;
 	torus_vt_t lim;       /* simulate only before this, for this core's sake */
@@ -69,8 +74,49 @@ struct emu_tk {
 	 * (struct tk_core: lim, run), and a tree of the smallest (its root:
 	 * tree[1]; leaves at P + core; waiters before running cores at ties) */
 	uint32_t *tree, P;
+	/* DMA transfers (cookie DMA_COOKIE | index) and counters in virtual
+	 * time: per node, by node-wide id */
+	struct tk_xfer *xf;
+	size_t nxf, capxf;
+	struct tk_ctr **ctr;
+	struct tk_barrier *bar; /* barriers with members waiting */
+	size_t nbar, capbar;
 	uint64_t events, queries, sleeps, rounds;
 };
+
+#define DMA_COOKIE (1ull << 63)
+#define NO_CTR UINT32_MAX
+
+struct tk_xfer {
+	uint32_t kind, src_node, dst_node, inj, rec;
+};
+
+/* A counter in virtual time. Changes are applied as they come: the
+ * network's in time order, a core's when the timekeeper reads them (at the
+ * core's clock, which can be up to one lookahead, inj_overhead, behind the
+ * simulation). So the decrements of the last lookahead are kept, and a
+ * read at time q undoes those later than q. Reads come no earlier than
+ * that: every core's clock is within a lookahead of the simulation. */
+struct tk_dec {
+	torus_vt_t t;
+	int64_t delta;
+};
+struct tk_ctr {
+	int64_t value;
+	uint64_t hits;
+	struct tk_dec *dec;   /* recent decrements, in time order: [head, n) */
+	uint32_t head, n, cap;
+};
+
+struct tk_barrier {
+	uint64_t key;
+	uint32_t n, arrived;
+	torus_vt_t max;
+	uint32_t *members;    /* global core ranks, arrived so far */
+};
+
+static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t delta, torus_vt_t t, int alloc,
+		       int in_run);
 
 static uint64_t raw_cookie(uint32_t src_global, uint32_t dst_core, uint32_t id)
 {
@@ -106,11 +152,18 @@ static void rebound(struct emu_tk *tk, struct tk_core *k)
 		k->lim = TIMESIM_NEVER;
 		k->run = 1;
 	} else if (!k->waiting) {
-		k->lim = add_sat(k->clock, tk->m->hdr->params.inj_overhead_ps); /* its next post is ready no earlier */
+		/* its next post is ready no earlier than its clock plus
+		 * inj_overhead (counter changes: see struct tk_ctr) */
+		k->lim = add_sat(k->clock, tk->m->hdr->params.inj_overhead_ps);
 		k->run = 1;
 	} else {
-		/* answerable once everything up to its time (or deadline) is final */
-		k->lim = add_sat(k->qtype == EMU_TKQ_RECV ? k->qvt : k->qdeadline, 1);
+		/* answerable once everything up to its time (or deadline) is final;
+		 * a barrier or a blocked counter wait, when something answers it */
+		torus_vt_t upto = k->qtype == EMU_TKQ_WAIT_RECV ? k->qdeadline
+				  : k->qtype == EMU_TKQ_BARRIER || (k->qtype == EMU_TKQ_CTR_WAIT && k->blocked)
+					  ? TIMESIM_NEVER
+					  : k->qvt;
+		k->lim = add_sat(upto, 1);
 		k->run = 0;
 	}
 	uint32_t pos = tk->P + (uint32_t)(k - tk->c);
@@ -170,8 +223,15 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 
 static void on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index, uint32_t len, torus_vt_t t)
 {
-	(void)index, (void)len;
+	(void)index;
 	struct emu_tk *tk = arg;
+	if (cookie & DMA_COOKIE) {
+		/* a put's packet at its destination, a get's reply at the requester */
+		const struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
+		if (x->rec != NO_CTR && len)
+			ctr_change(tk, node, x->rec, -(int64_t)len, t, 0, 1);
+		return;
+	}
 	uint32_t src_global = (uint32_t)(cookie >> 40), dst_core = (uint32_t)(cookie >> 32) & 0xFF;
 	struct tk_core *k = &tk->c[tk->first[node] + dst_core];
 	if (k->narr == k->cap) {
@@ -202,19 +262,160 @@ static void on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index
 	}
 }
 
+/* A DMA packet left its node: its injection counter counts it. */
+static void on_left(void *arg, uint32_t node, uint64_t cookie, uint32_t len, torus_vt_t t)
+{
+	struct emu_tk *tk = arg;
+	if (!(cookie & DMA_COOKIE))
+		return;
+	const struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
+	if (x->inj != NO_CTR && len)
+		ctr_change(tk, node, x->inj, -(int64_t)len, t, 0, 1);
+}
+
+/* Is core k waiting for counter id of its node to be zero? */
+static int waits_for(const struct tk_core *k, uint32_t id, uint32_t *which)
+{
+	for (uint32_t i = 0; i < k->qn; i++)
+		if (k->qids[i] == id) {
+			*which = i;
+			return 1;
+		}
+	return 0;
+}
+
+/* Counter c's value at time q (q no earlier than a lookahead before now). */
+static int64_t value_at(const struct tk_ctr *c, torus_vt_t q)
+{
+	int64_t v = c->value;
+	for (uint32_t i = c->n; i > c->head && c->dec[i - 1].t > q; i--)
+		v -= c->dec[i - 1].delta;
+	return v;
+}
+
+/* The first time after q at which counter c became zero, among the changes
+ * made so far; TIMESIM_NEVER if none. */
+static torus_vt_t zero_after(const struct tk_ctr *c, torus_vt_t q)
+{
+	int64_t v = value_at(c, q);
+	for (uint32_t i = c->head; i < c->n; i++) {
+		if (c->dec[i].t <= q)
+			continue;
+		v += c->dec[i].delta;
+		if (v == 0)
+			return c->dec[i].t;
+	}
+	return TIMESIM_NEVER;
+}
+
+/* Counter (node, id) changes by delta at t (alloc: it starts at 0). Zero
+ * answers the cores of its node whose wait is blocked on it, and they run
+ * from t; in_run: t is the simulation's (stop it there). */
+static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t delta, torus_vt_t t, int alloc,
+		       int in_run)
+{
+	struct tk_ctr *c = &tk->ctr[node][id];
+	if (alloc) {
+		c->value = 0;
+		c->hits = 0;
+		c->head = c->n = 0;
+		return;
+	}
+	if (delta == 0)
+		return; /* an empty message changes nothing, as on the DMA unit */
+	c->value += delta;
+	if (delta < 0) {
+		/* keep the last lookahead's decrements (value_at) */
+		torus_vt_t o = tk->m->hdr->params.inj_overhead_ps, now = timesim_now(tk->ts);
+		torus_vt_t floor = now > o + 1 ? now - o - 1 : 0;
+		while (c->head < c->n && c->dec[c->head].t < floor)
+			c->head++;
+		if (c->head == c->n)
+			c->head = c->n = 0;
+		if (c->n == c->cap) {
+			if (c->head > 0) {
+				memmove(c->dec, c->dec + c->head, (c->n - c->head) * sizeof(*c->dec));
+				c->n -= c->head;
+				c->head = 0;
+			} else {
+				uint32_t nc = c->cap ? 2 * c->cap : 8;
+				struct tk_dec *nd = realloc(c->dec, nc * sizeof(*nd));
+				if (!nd) {
+					tk->failed = -ENOMEM;
+					timesim_stop(tk->ts);
+					return;
+				}
+				c->dec = nd;
+				c->cap = nc;
+			}
+		}
+		c->dec[c->n++] = (struct tk_dec){t, delta};
+	}
+	if (c->value != 0)
+		return;
+	c->hits++;
+	for (uint32_t g = tk->first[node]; g < tk->first[node + 1]; g++) {
+		struct tk_core *k = &tk->c[g];
+		uint32_t which;
+		if (k->waiting && k->qtype == EMU_TKQ_CTR_WAIT && k->blocked && waits_for(k, id, &which)) {
+			k->sh->a_which = which;
+			answer(tk, k, 1, t > k->qvt ? t : k->qvt);
+			if (in_run)
+				timesim_stop(tk->ts);
+		}
+	}
+}
+
+static int counter_op(struct emu_tk *tk, uint32_t node, const struct emu_tk_ev *ev)
+{
+	if (ev->rec >= tk->cores[node] * tk->m->hdr->params.dma_counters)
+		return -EPROTO;
+	ctr_change(tk, node, ev->rec, ev->delta, ev->ready, ev->type == EMU_TK_CTR_ALLOC, 0);
+	return 0;
+}
+
+static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
+{
+	if (tk->nxf == tk->capxf) {
+		size_t nc = tk->capxf ? 2 * tk->capxf : 1024;
+		struct tk_xfer *nx = realloc(tk->xf, nc * sizeof(*nx));
+		if (!nx)
+			return -ENOMEM;
+		tk->xf = nx;
+		tk->capxf = nc;
+	}
+	uint32_t per = tk->m->hdr->params.dma_counters;
+	uint32_t rec_node = ev->kind == EMU_TK_GET ? k->node : ev->node;
+	if ((ev->inj != NO_CTR && ev->inj >= tk->cores[k->node] * per) ||
+	    (ev->rec != NO_CTR && ev->rec >= tk->cores[rec_node] * per))
+		return -EPROTO;
+	tk->xf[tk->nxf] = (struct tk_xfer){ev->kind, k->node, ev->node, ev->inj, ev->rec};
+	if (ev->kind != EMU_TK_PUT && ev->kind != EMU_TK_GET)
+		return -EPROTO;
+	struct timesim_xfer x = {ev->kind == EMU_TK_GET ? TIMESIM_GET : TIMESIM_PUT, k->node, k->core, ev->fifo, ev->node,
+				 ev->len, ev->ready, ev->hints, DMA_COOKIE | tk->nxf};
+	tk->nxf++;
+	return timesim_post(tk->ts, &x);
+}
+
 static int post(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
 {
+	tk->events++;
+	if (ev->type == EMU_TK_DMA)
+		return post_dma(tk, k, ev);
+	if (ev->type == EMU_TK_CTR_ALLOC || ev->type == EMU_TK_CTR_ADD)
+		return counter_op(tk, k->node, ev);
 	if (ev->type != EMU_TK_RAW)
 		return -EPROTO;
 	uint32_t global = (uint32_t)(k - tk->c);
 	struct timesim_xfer x = {TIMESIM_RAW, k->node, k->core, 0, ev->node, ev->len, ev->ready, ev->hints,
 				 raw_cookie(global, ev->core, (uint32_t)ev->id)};
-	tk->events++;
 	int rc = timesim_post(tk->ts, &x);
 	if (rc)
 		fprintf(stderr, "torusrun: timekeeper: core %u of node %u sent an event it cannot time (%s): type %u to node %u "
-				"core %u, %u bytes, ready at %llu ps (simulated up to %llu ps)\n",
-			k->core, k->node, strerror(-rc), ev->type, ev->node, ev->core, ev->len, (unsigned long long)ev->ready,
+				"core %u, %llu bytes, ready at %llu ps (simulated up to %llu ps)\n",
+			k->core, k->node, strerror(-rc), ev->type, ev->node, ev->core, (unsigned long long)ev->len,
+			(unsigned long long)ev->ready,
 			(unsigned long long)timesim_now(tk->ts));
 	return rc;
 }
@@ -251,6 +452,18 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 		k->qtype = sh->qtype;
 		k->qvt = sh->qvt;
 		k->qdeadline = sh->qdeadline;
+		k->qkey = sh->qkey;
+		/* a barrier's member count, or the number of counter ids */
+		k->qn = sh->qn;
+		if (k->qtype == EMU_TKQ_CTR || k->qtype == EMU_TKQ_CTR_WAIT) {
+			if (k->qn > EMU_TKQ_MAX_IDS || k->qn == 0) {
+				*err = -EPROTO;
+				return 1;
+			}
+			memcpy(k->qids, sh->qids, k->qn * sizeof(uint32_t));
+		}
+		k->blocked = 0;
+		k->arrived_bar = 0;
 		k->waiting = 1;
 		moved = 1;
 	} else if (!k->waiting && clk > k->clock) {
@@ -264,28 +477,108 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 	return moved;
 }
 
-/* Answer core k's query if it can be answered now; 1 if it was. */
+/* Answer core k's query if it can be answered now: 1 if it was, 2 if it
+ * changed (a counter wait that blocks), 0 if not. */
 static int try_answer(struct emu_tk *tk, struct tk_core *k)
 {
-	torus_vt_t now = timesim_now(tk->ts), t = first_arrival(k);
+	torus_vt_t now = timesim_now(tk->ts);
 	if (!k->waiting)
 		return 0;
-	if (k->qtype == EMU_TKQ_RECV) {
+	switch (k->qtype) {
+	case EMU_TKQ_RECV:
 		/* its ring holds every arrival up to qvt once all before it is final */
-		if (k->qvt >= now && t > k->qvt)
+		if (k->qvt >= now && first_arrival(k) > k->qvt)
 			return 0;
 		answer(tk, k, 1, k->qvt);
 		return 1;
+	case EMU_TKQ_WAIT_RECV: {
+		torus_vt_t t = first_arrival(k);
+		if (t != TIMESIM_NEVER) {
+			/* an arrival it has not taken: it resumes at it, or now */
+			answer(tk, k, 1, t > k->qvt ? t : k->qvt);
+			return 1;
+		}
+		if (k->qdeadline != TIMESIM_NEVER && k->qdeadline < now) {
+			answer(tk, k, 0, k->qdeadline);
+			return 1;
+		}
+		return 0;
 	}
-	if (t != TIMESIM_NEVER) {
-		/* an arrival it has not taken: it resumes at it, or now */
-		answer(tk, k, 1, t > k->qvt ? t : k->qvt);
+	case EMU_TKQ_CTR: {
+		if (k->qvt >= now)
+			return 0;
+		const struct tk_ctr *c = &tk->ctr[k->node][k->qids[0]];
+		int64_t v = value_at(c, k->qvt);
+		k->sh->a_value = v;
+		k->sh->a_hits = c->hits;
+		answer(tk, k, v == 0, k->qvt);
 		return 1;
 	}
-	if (k->qdeadline != TIMESIM_NEVER && k->qdeadline < now) {
-		answer(tk, k, 0, k->qdeadline);
-		return 1;
+	case EMU_TKQ_CTR_WAIT: {
+		if (k->blocked || k->qvt >= now)
+			return 0;
+		/* zero at qvt, or the first of them to reach zero after it */
+		torus_vt_t best = TIMESIM_NEVER;
+		uint32_t which = 0;
+		for (uint32_t i = 0; i < k->qn; i++) {
+			const struct tk_ctr *c = &tk->ctr[k->node][k->qids[i]];
+			torus_vt_t t = value_at(c, k->qvt) == 0 ? k->qvt : zero_after(c, k->qvt);
+			if (t < best) {
+				best = t;
+				which = i;
+			}
+		}
+		if (best != TIMESIM_NEVER) {
+			k->sh->a_which = which;
+			answer(tk, k, 1, best);
+			return 1;
+		}
+		/* none has been zero since qvt: the first one to reach zero answers */
+		k->blocked = 1;
+		rebound(tk, k);
+		return 2;
 	}
+	default:
+		return 0; /* a barrier: answered when its last member arrives */
+	}
+}
+
+/* Core k arrived at a barrier (its query): when it is the last, every
+ * member leaves at the latest arrival plus the barrier latency. */
+static int barrier_arrive(struct emu_tk *tk, struct tk_core *k)
+{
+	struct tk_barrier *b = NULL;
+	for (size_t i = 0; i < tk->nbar && !b; i++)
+		if (tk->bar[i].key == k->qkey)
+			b = &tk->bar[i];
+	if (!b) {
+		if (tk->nbar == tk->capbar) {
+			size_t nc = tk->capbar ? 2 * tk->capbar : 8;
+			struct tk_barrier *nb = realloc(tk->bar, nc * sizeof(*nb));
+			if (!nb)
+				return -ENOMEM;
+			tk->bar = nb;
+			tk->capbar = nc;
+		}
+		b = &tk->bar[tk->nbar++];
+		*b = (struct tk_barrier){k->qkey, k->qn, 0, 0, calloc(k->qn ? k->qn : 1, sizeof(uint32_t))};
+		if (!b->members) {
+			tk->nbar--;
+			return -ENOMEM;
+		}
+	}
+	if (b->n != k->qn || b->arrived >= b->n)
+		return -EPROTO; /* members disagree on the team */
+	b->members[b->arrived++] = (uint32_t)(k - tk->c);
+	if (k->qvt > b->max)
+		b->max = k->qvt;
+	if (b->arrived < b->n)
+		return 0;
+	torus_vt_t t = b->max + tk->m->hdr->params.barrier_latency_ps;
+	for (uint32_t i = 0; i < b->n; i++)
+		answer(tk, &tk->c[b->members[i]], 1, t);
+	free(b->members);
+	*b = tk->bar[--tk->nbar];
 	return 0;
 }
 
@@ -306,6 +599,14 @@ static int round_once(struct emu_tk *tk, int *err)
 			if (look(tk, k, err)) {
 				moved = 1;
 				refill(k);
+				if (k->waiting && k->qtype == EMU_TKQ_BARRIER && !k->arrived_bar) {
+					k->arrived_bar = 1;
+					int rc = barrier_arrive(tk, k);
+					if (rc) {
+						*err = rc;
+						return 1;
+					}
+				}
 				if (!try_answer(tk, k))
 					rebound(tk, k);
 			} else if (k->narr) {
@@ -335,7 +636,7 @@ static int round_once(struct emu_tk *tk, int *err)
 		struct tk_core *k = &tk->c[tk->tree[1]];
 		if (k->run || k->lim > now || !try_answer(tk, k))
 			break;
-		moved = 1;
+		moved = 1; /* answered, or it blocks and its bound moved on */
 	}
 	return moved;
 }
@@ -345,13 +646,17 @@ static void tk_dump(struct emu_tk *tk)
 	fprintf(stderr, "timekeeper: now %llu, next event %llu, bound %llu (core %u)\n",
 		(unsigned long long)timesim_now(tk->ts), (unsigned long long)timesim_next(tk->ts),
 		(unsigned long long)tk->c[tk->tree[1]].lim, tk->tree[1]);
-	for (uint32_t i = 0; i < tk->ncores && i < 16; i++) {
+	for (uint32_t i = 0; i < tk->ncores; i++) {
 		const struct tk_core *k = &tk->c[i];
-		fprintf(stderr, "  core %u: done %d waiting %d type %u qvt %llu clock %llu lim %llu first %llu ring %u-%u over %zu\n",
-			i, k->done, k->waiting, k->qtype, (unsigned long long)k->qvt, (unsigned long long)k->clock,
-			(unsigned long long)k->lim, (unsigned long long)first_arrival(k), atomic_load(&k->sh->arr_tail),
-			atomic_load(&k->sh->arr_head), k->narr - k->head);
+		if (k->done)
+			continue;
+		fprintf(stderr, "  core %u (node %u.%u): waiting %d type %u qvt %llu blocked %d qn %u id0 %u clock %llu lim %llu\n", i,
+			k->node, k->core, k->waiting, k->qtype, (unsigned long long)k->qvt, k->blocked, k->qn, k->qids[0],
+			(unsigned long long)k->clock, (unsigned long long)k->lim);
 	}
+	for (size_t b = 0; b < tk->nbar; b++)
+		fprintf(stderr, "  barrier %llx: %u of %u\n", (unsigned long long)tk->bar[b].key, tk->bar[b].arrived,
+			tk->bar[b].n);
 }
 
 static void *tk_main(void *arg)
@@ -429,6 +734,17 @@ int emu_tk_start(struct emu_shm *m, struct emu_tk **out, char *err, size_t errle
 		}
 	}
 	tk->first[N] = h->total_cores;
+	if (!(tk->ctr = calloc(N, sizeof(*tk->ctr)))) {
+		emu_tk_stop(tk);
+		snprintf(err, errlen, "out of memory for the timekeeper");
+		return -ENOMEM;
+	}
+	for (uint32_t r = 0; r < N; r++)
+		if (!(tk->ctr[r] = calloc((size_t)cores[r] * h->params.dma_counters, sizeof(struct tk_ctr)))) {
+			emu_tk_stop(tk);
+			snprintf(err, errlen, "out of memory for the timekeeper's counters");
+			return -ENOMEM;
+		}
 	for (uint32_t g = 0; g < tk->ncores; g++)
 		rebound(tk, &tk->c[g]); /* every core runs from time 0 */
 	for (uint32_t k = 0; k < h->nlinks; k++) {
@@ -437,7 +753,7 @@ int emu_tk_start(struct emu_shm *m, struct emu_tk **out, char *err, size_t errle
 		torus_cost_init(&tk->costs[k], &lp);
 		tk->link_cost[(size_t)h->links[k].node * NLINKS + h->links[k].link] = &tk->costs[k];
 	}
-	struct timesim_config cfg = {&h->shape, &h->params, cores, 64, tk->link_cost, {on_hop, on_deposit, NULL, tk}};
+	struct timesim_config cfg = {&h->shape, &h->params, cores, emu_node_unit.getreq_bytes, tk->link_cost, {.hop = on_hop, .deposit = on_deposit, .left = on_left, .arg = tk}};
 	int rc = timesim_create(&cfg, &tk->ts);
 	if (rc) {
 		emu_tk_stop(tk);
@@ -492,6 +808,17 @@ void emu_tk_stop(struct emu_tk *tk)
 			free(tk->c[i].arr);
 	free(tk->c);
 	free(tk->first);
+	if (tk->ctr)
+		for (uint32_t r = 0; r < tk->m->hdr->nnodes; r++) {
+			for (uint32_t i = 0; tk->ctr[r] && i < tk->cores[r] * tk->m->hdr->params.dma_counters; i++)
+				free(tk->ctr[r][i].dec);
+			free(tk->ctr[r]);
+		}
+	free(tk->ctr);
+	free(tk->xf);
+	for (size_t i = 0; i < tk->nbar; i++)
+		free(tk->bar[i].members);
+	free(tk->bar);
 	free(tk->cores);
 	free(tk->tree);
 	free(tk->busy);

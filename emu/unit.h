@@ -39,6 +39,9 @@ struct emu_unit {
 	/* engine: make what the batch did visible, before the engine
 	 * publishes its deposits as delivered */
 	void (*flush)(struct emu_node_rt *rt);
+	/* --exact: the payload bytes of a remote get's request packet, which
+	 * the timekeeper times like any other */
+	uint32_t getreq_bytes;
 };
 
 /* The node's unit: the DMA unit's hooks (dma/unit.c). */

@@ -107,7 +107,7 @@ static size_t compare(const char *name, const struct torus_shape *s, const struc
 			  calloc(n + 1, sizeof(torus_vt_t))};
 	CU_ASSERT_FATAL(sn.done && sn.packets && sn.last_left);
 	struct timesim_config tc = {s, p, cores, (uint32_t)sizeof(struct dma_getreq), NULL,
-				    {ts_hop, ts_deposit, ts_left, &sn}};
+				    {.hop = ts_hop, .deposit = ts_deposit, .left = ts_left, .arg = &sn}};
 	struct timesim *ts;
 	CU_ASSERT_FATAL(timesim_create(&tc, &ts) == 0);
 	size_t *order = malloc((n + 1) * sizeof(size_t));
@@ -280,7 +280,7 @@ static void test_left_alone(void)
 	uint64_t pk[1] = {0};
 	struct seen sn = {{0}, done, pk, left};
 	struct timesim_config tc = {&s, &p, cores, (uint32_t)sizeof(struct dma_getreq), NULL,
-				    {ts_hop, ts_deposit, ts_left, &sn}};
+				    {.hop = ts_hop, .deposit = ts_deposit, .left = ts_left, .arg = &sn}};
 	struct timesim *ts;
 	CU_ASSERT_FATAL(timesim_create(&tc, &ts) == 0);
 	struct timesim_xfer x = {TIMESIM_PUT, 0, 0, 0, 5, 1000, 777, 0, 0};
@@ -313,7 +313,7 @@ static void test_link_cost(void)
 	uint64_t pk[2] = {0};
 	struct seen sn = {{0}, done, pk, left};
 	struct timesim_config tc = {&s, &p, cores, (uint32_t)sizeof(struct dma_getreq), lc,
-				    {ts_hop, ts_deposit, ts_left, &sn}};
+				    {.hop = ts_hop, .deposit = ts_deposit, .left = ts_left, .arg = &sn}};
 	struct timesim *ts;
 	CU_ASSERT_FATAL(timesim_create(&tc, &ts) == 0);
 	struct timesim_xfer over = {TIMESIM_PUT, 1, 0, 0, 2, 2400, 0, 0, 0};  /* 1 -> 2 on the slow link */

@@ -146,6 +146,7 @@ static void heap_pop(struct timesim *s)
 		s->heap[i] = e;
 }
 
+enum { CLS_DELIVERY, CLS_DEPARTURE };
 static uint64_t key_of(uint32_t cls, uint32_t node, uint32_t idx)
 {
 	return (uint64_t)cls << 62 | (uint64_t)node << 20 | idx;
@@ -154,9 +155,9 @@ static uint64_t key_of(uint32_t cls, uint32_t node, uint32_t idx)
 /* Is the heap's top entry still the candidate it was pushed for? */
 static int entry_current(const struct timesim *s, const struct entry *e)
 {
-	const struct node *nd = &s->nodes[(e->key >> 20) & 0xFFFFFFFFFFull];
+	const struct node *nd = &s->nodes[(e->key >> 20) & 0x3FFFFFFFFFull];
 	uint32_t idx = (uint32_t)(e->key & 0xFFFFF);
-	return e->key >> 62 ? nd->lseq[idx] == e->seq : nd->dseq[idx] == e->seq;
+	return e->key >> 62 == CLS_DEPARTURE ? nd->lseq[idx] == e->seq : nd->dseq[idx] == e->seq;
 }
 
 /* --------------------------------------------------------------- packets */
@@ -230,7 +231,7 @@ static int link_update(struct timesim *s, uint32_t n, uint32_t l)
 	if (t == nd->cand[l])
 		return 0;
 	nd->cand[l] = t;
-	return heap_push(s, t, key_of(1, n, l), ++nd->lseq[l]);
+	return heap_push(s, t, key_of(CLS_DEPARTURE, n, l), ++nd->lseq[l]);
 }
 
 static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, struct pkt *k)
@@ -248,7 +249,7 @@ static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, stru
 	nd->waiting[out]++;
 	nd->nonempty[(size_t)out * nd->nwords + port / 64] |= 1ull << (port % 64);
 	if (out == OUT_LOCAL)
-		return heap_push(s, k->ready, key_of(0, n, port), ++nd->dseq[port]);
+		return heap_push(s, k->ready, key_of(CLS_DELIVERY, n, port), ++nd->dseq[port]);
 	if (k->ready >= nd->cand[out])
 		return 0;
 	return link_update(s, n, out);
@@ -352,7 +353,7 @@ static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 	struct pkt *k = pop(nd, OUT_LOCAL, port);
 	int rc = 0;
 	if (nd->waiting[OUT_LOCAL] && qof(nd, OUT_LOCAL, port)->head)
-		rc = heap_push(s, qof(nd, OUT_LOCAL, port)->head->ready, key_of(0, n, port), ++nd->dseq[port]);
+		rc = heap_push(s, qof(nd, OUT_LOCAL, port)->head->ready, key_of(CLS_DELIVERY, n, port), ++nd->dseq[port]);
 	s->st.deposits++;
 	if (k->kind == PK_GETREQ) {
 		/* the reply: the data back to the requester, from this node's reply queue */
@@ -563,11 +564,11 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 			break;
 		struct entry e = s->heap[0];
 		heap_pop(s);
-		uint32_t n = (uint32_t)((e.key >> 20) & 0xFFFFFFFFFFull), idx = (uint32_t)(e.key & 0xFFFFF);
+		uint32_t n = (uint32_t)((e.key >> 20) & 0x3FFFFFFFFFull), idx = (uint32_t)(e.key & 0xFFFFF);
 		s->st.events++;
 		last = t;
 		int rc;
-		if (e.key >> 62) {
+		if (e.key >> 62 == CLS_DEPARTURE) {
 			rc = depart(s, n, idx, t);
 		} else {
 			s->nodes[n].dseq[idx]++; /* its entry is spent */
