@@ -11,7 +11,8 @@
  *
  *  1. registers one region and allocates a counter for each put it
  *     receives and each get it makes, armed with the transfer's length
- *     (ids and offsets follow from the file, so senders know them);
+ *     (ids and offsets follow from the file, so senders know them), and
+ *     one more, the injection counter of its own puts;
  *  2. meets the others at a barrier;
  *  3. posts its own transfers in file order, each at max(its clock, post)
  *     (the model's rule; a post costs inj_overhead), raw packets as raw
@@ -151,9 +152,18 @@ static int core_main(emu_core_t *c, void *arg)
 		fprintf(stderr, "exact-check: region %u, not %u\n", region, core * per_region);
 		return 1;
 	}
-	if (ncnt && (rc = dma_counter_alloc_n(c, ncnt, &first)))
+	/* one more counter: the injection counter of this core's puts, so that
+	 * their sources are freed only once the DMA unit has read them */
+	if ((rc = dma_counter_alloc_n(c, ncnt + 1, &first)))
 		return fail("counters", rc);
-	if (ncnt && first != core * per_counter) {
+	const uint32_t inj = first + ncnt;
+	uint64_t put_bytes = 0;
+	for (size_t i = 0; i < nx; i++)
+		if (xs[i].kind == PUT && xs[i].src_node == node && xs[i].src_core == core)
+			put_bytes += xs[i].len;
+	if (put_bytes && (rc = dma_counter_add(c, inj, (int64_t)put_bytes)))
+		return fail("arm", rc);
+	if (first != core * per_counter) {
 		fprintf(stderr, "exact-check: counters from %u, not %u\n", first, core * per_counter);
 		return 1;
 	}
@@ -196,7 +206,7 @@ static int core_main(emu_core_t *c, void *arg)
 				data[k] = byte_of(i, k);
 			/* the data must stay until it has left: kept to the end */
 			dma_desc_put(&d, x->dst_node, data, x->len, x->dst_core * per_region, pl[i].offset, pl[i].counter,
-				     DMA_NO_COUNTER);
+				     inj);
 		} else {
 			dma_desc_get(&d, x->dst_node, x->dst_core * per_region, 0, x->len, region, pl[i].offset,
 				     pl[i].counter);
@@ -261,6 +271,8 @@ static int core_main(emu_core_t *c, void *arg)
 	/* every put has landed once every core has seen its own */
 	if ((rc = dma_barrier(c)))
 		return fail("barrier", rc);
+	if (put_bytes && (rc = dma_counter_wait(c, inj)))
+		return fail("wait for the puts to leave", rc);
 	for (size_t i = 0; i < nx; i++)
 		free(sent[i]);
 	free(sent);
