@@ -66,7 +66,8 @@ static void publish(emu_core_t *c)
  * still travel through the engines; a packet the timekeeper names is taken
  * from the reception FIFO when it is there, and packets that came earlier
  * in wall clock wait in the core's stash. Every wait drains the FIFO into
- * the stash, so no engine is ever held up by a core that waits.
+ * the stash (emu_core_block does, before each look at what it waits for),
+ * so no engine is ever held up by a core that waits.
  */
 
 /* Move every packet of the reception FIFO into the stash; < 0 on no memory. */
@@ -106,8 +107,6 @@ struct tk_wait {
 static int tk_answered(void *arg)
 {
 	struct tk_wait *w = arg;
-	if (rx_drain(w->c) < 0)
-		return -ENOMEM;
 	/* pairs with the timekeeper's release store in answer() */
 	return atomic_load_explicit(&w->c->tk->aseq, memory_order_acquire) == w->q;
 }
@@ -143,8 +142,6 @@ static int tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 static int tk_room(void *arg)
 {
 	emu_core_t *c = arg;
-	if (rx_drain(c) < 0)
-		return -ENOMEM;
 	return atomic_load_explicit(&c->tk->head, memory_order_relaxed) -
 		       atomic_load_explicit(&c->tk->tail, memory_order_acquire) < EMU_TK_SLOTS;
 }
@@ -188,8 +185,6 @@ struct tk_fetch {
 static int tk_fetched(void *arg)
 {
 	struct tk_fetch *f = arg;
-	if (rx_drain(f->c) < 0)
-		return -ENOMEM;
 	f->idx = stash_find(f->c, f->c->tk_src, f->c->tk_id);
 	return f->idx >= 0;
 }
@@ -197,8 +192,6 @@ static int tk_fetched(void *arg)
 static int send_room(void *arg)
 {
 	emu_core_t *c = arg;
-	if (rx_drain(c) < 0)
-		return -ENOMEM;
 	return c->inj.pos - atomic_load_explicit(&c->inj.ring->tail, memory_order_acquire) <= c->inj.mask;
 }
 

@@ -11,6 +11,8 @@
  *    collective's catalogue has; --members cores only for alltoall and
  *    alltoallv, --explain only for alltoall; 1 .. 1000 timed calls.
  */
+#include "fuzz_args.h"
+
 #define main torus_bench_main
 #include "../apps/torus_bench.c"
 #undef main
@@ -32,21 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		saved = 1;
 	}
 	opt = fresh;
-	char args[16][64], *argv[17];
-	int argc = 1;
-	argv[0] = "torus-bench";
-	for (size_t i = 0; i < size && argc <= 16;) {
-		size_t n = 0;
-		while (i < size && data[i] && n < 63)
-			args[argc - 1][n++] = (char)data[i++];
-		args[argc - 1][n] = '\0';
-		argv[argc] = args[argc - 1];
-		argc++;
-		while (i < size && data[i]) /* the rest of an over-long argument */
-			i++;
-		i++;
-	}
-	int rc = parse_args(argc, argv);
+	struct fuzz_args a;
+	fuzz_args_split(&a, "torus-bench", data, size);
+	int rc = parse_args(a.argc, a.argv);
 	CHECK(rc == 1 || rc == 0 || rc == -1);
 	if (rc == -1) {
 		CHECK(opt.error[0] && !strchr(opt.error, '\n'));

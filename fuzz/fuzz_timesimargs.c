@@ -10,6 +10,8 @@
  *    or 0..the packet payload; bytes at most 2^40; parameters that
  *    torus_params_check accepts.
  */
+#include "fuzz_args.h"
+
 #define main torus_timesim_main
 #include "../apps/torus_timesim.c"
 #undef main
@@ -24,23 +26,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char args[16][64], *argv[18]; /* the arguments and a NULL */
-	int argc = 1;
-	argv[0] = "torus-timesim";
-	for (size_t i = 0; i < size && argc <= 16;) {
-		size_t n = 0;
-		while (i < size && data[i] && n < 63)
-			args[argc - 1][n++] = (char)data[i++];
-		args[argc - 1][n] = '\0';
-		argv[argc] = args[argc - 1];
-		argc++;
-		while (i < size && data[i]) /* the rest of an over-long argument */
-			i++;
-		i++;
-	}
-	argv[argc] = NULL;
+	struct fuzz_args a;
+	fuzz_args_split(&a, "torus-timesim", data, size);
 	struct options o;
-	int rc = parse(argc, argv, &o);
+	int rc = parse(a.argc, a.argv, &o);
 	CHECK(rc == 1 || rc == 0 || rc == -1);
 	if (rc)
 		return 0;
