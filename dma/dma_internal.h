@@ -185,6 +185,7 @@ struct dma_core_local {
 	struct dma_core_shm *shm;
 	struct dma_watch *_Atomic *watch;     /* dma_counters entries, NULL: none */
 	struct torus_ring_view memfifo;       /* consumer */
+	struct emu_stash mstash;              /* --exact: memory-FIFO packets drained, not yet taken */
 	struct dma_injfifo *fifos;            /* inj_fifos handles */
 	struct dma_handler handlers[256];
 	void **region_base;                   /* dma_regions entries */

@@ -101,6 +101,7 @@ void dma_core_teardown(emu_core_t *c)
 	for (uint32_t i = 0; i < c->node->params->dma_counters; i++)
 		dma_watch_free(atomic_load(&c->dma->watch[i]));
 	free(c->dma->watch);
+	emu_stash_free(&c->dma->mstash);
 	free(c->dma);
 	c->dma = NULL;
 }
@@ -449,7 +450,8 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 		emu_engine_route(rt, d->node, d->hints, &r);
 	/* the job's progress in locals: the slot stores below may alias *j */
 	uint64_t jdone = j->done, total = d->len;
-	torus_vt_t cursor = j->cursor > j->ready ? j->cursor : j->ready;
+	/* --exact: every packet keeps the post time (a memory-FIFO message's name) */
+	torus_vt_t cursor = j->cursor > j->ready && !rt->exact ? j->cursor : j->ready;
 	const uint32_t inj = d->inj_counter, tag = d->tag, aux = j->aux;
 	const int memfifo = d->kind == DMA_MEMFIFO;
 	while (n < EMU_ENGINE_BATCH) {

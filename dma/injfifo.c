@@ -202,14 +202,14 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	if (!f || !d || (flags & ~DMA_POST_WAIT))
 		return -EINVAL;
 	emu_core_t *c = f->core;
-	if (c->tk && ((d->kind != DMA_PUT && d->kind != DMA_GET) || (d->flags & DMA_F_UNCHECKED)))
-		return -ENOTSUP; /* --exact: puts and gets so far, checked at post */
+	if (c->tk && (d->flags & DMA_F_UNCHECKED))
+		return -ENOTSUP; /* --exact: every descriptor is checked at post */
 	if ((rc = validate(c, d)))
 		return rc;
 	emu_chaos(&c->chaos);
 	struct torus_packet *slot;
 	while (!(slot = torus_ring_reserve(&f->view, &side))) {
-		if (!(flags & DMA_POST_WAIT))
+		if (!(flags & DMA_POST_WAIT) && !c->tk) /* --exact: host buffers change nothing; wait */
 			return -EAGAIN;
 		struct emu_wait w = {fifo_has_room, fifo_arm, NULL, f};
 		if ((rc = emu_core_block(c, &w, -1)) < 0)
@@ -218,8 +218,11 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	c->vt += c->node->params->inj_overhead_ps;
 	if (c->tk) {
 		/* --exact: the timekeeper times it */
-		struct emu_tk_ev ev = {.type = EMU_TK_DMA, .node = d->node, .fifo = f->index,
-				       .kind = d->kind == DMA_GET ? EMU_TK_GET : EMU_TK_PUT, .inj = d->inj_counter,
+		static const uint32_t kinds[] = {[DMA_MEMFIFO] = EMU_TK_MEMFIFO, [DMA_PUT] = EMU_TK_PUT,
+						 [DMA_GET] = EMU_TK_GET, [DMA_COPY] = EMU_TK_COPY};
+		struct emu_tk_ev ev = {.type = EMU_TK_DMA, .node = d->kind == DMA_COPY ? c->node->rank : d->node,
+				       .core = d->core, .fifo = f->index, .kind = kinds[d->kind],
+				       .inj = d->inj_counter,
 				       .rec = d->counter, .hints = d->hints, .len = d->len, .ready = c->vt};
 		if ((rc = emu_core_tk_event(c, &ev)))
 			return rc;

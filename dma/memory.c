@@ -12,6 +12,8 @@
 #include <string.h>
 
 static struct dma_watch *watch_of(struct emu_node_rt *rt, uint32_t id);
+static int tk_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, size_t n, uint32_t type,
+		    size_t *which, torus_vt_t *vt);
 static int watch_cross(struct dma_watch *w, int64_t value, torus_vt_t vt);
 
 static struct dma_core_shm *own(emu_core_t *c) { return c->dma->shm; }
@@ -214,8 +216,6 @@ int dma_counter_free(emu_core_t *c, uint32_t id)
 
 int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_t n)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: watermarks are not timed by the timekeeper yet */
 	if (!c || (n && !levels))
 		return -EINVAL;
 	struct dma_counter_shm *k = counter_of(c->node, id);
@@ -237,13 +237,21 @@ int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_
 		watch_cross(w, atomic_load(&k->value), atomic_load(&k->vt));
 	}
 	dma_watch_free(atomic_exchange(&c->dma->watch[id % c->node->hdr->params.dma_counters], w));
+	if (c->tk) {
+		/* --exact: the timekeeper keeps the marks in virtual time */
+		struct emu_tk_ev ev = {.type = EMU_TK_CTR_WATCH, .rec = id, .ready = c->vt, .id = n};
+		int rc = emu_core_tk_event(c, &ev);
+		for (uint32_t i = 0; !rc && i < n; i++) {
+			ev = (struct emu_tk_ev){.type = EMU_TK_CTR_LEVEL, .rec = id, .ready = c->vt, .id = i, .delta = levels[i]};
+			rc = emu_core_tk_event(c, &ev);
+		}
+		return rc;
+	}
 	return 0;
 }
 
 int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt, int *crossed)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: watermarks are not timed by the timekeeper yet */
 	if (!c || !vt || !crossed)
 		return -EINVAL;
 	if (!counter_of(c->node, id) || id / c->node->hdr->params.dma_counters != c->index)
@@ -251,6 +259,16 @@ int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt, 
 	struct dma_watch *w = watch_of(c->node, id);
 	if (!w || mark >= w->n)
 		return -EINVAL;
+	if (c->tk) {
+		size_t which;
+		int rc = tk_marks(c, &id, &mark, 1, EMU_TKQ_MARK, &which, vt);
+		if (rc < 0)
+			return rc;
+		*crossed = rc;
+		if (!rc)
+			emu_core_compute(c, c->node->params->poll_cost_ps); /* a test that finds it not yet */
+		return 0;
+	}
 	*crossed = atomic_load_explicit(&w->next, memory_order_acquire) > mark;
 	if (*crossed)
 		*vt = w->vt[mark];
@@ -555,23 +573,62 @@ struct mark_wait {
 	struct counter_wait cw;
 	struct dma_watch **ws;
 	const uint32_t *marks;
+	size_t which;
 };
 
+/* Crossed marks: the one crossed earliest (ties: the first). */
 static int marks_ready(void *arg)
 {
 	struct mark_wait *mw = arg;
+	int found = 0;
 	for (size_t i = 0; i < mw->cw.n; i++)
-		if (atomic_load_explicit(&mw->ws[i]->next, memory_order_acquire) > mw->marks[i])
-			return 1;
-	return 0;
+		if (atomic_load_explicit(&mw->ws[i]->next, memory_order_acquire) > mw->marks[i] &&
+		    (!found || mw->ws[i]->vt[mw->marks[i]] < mw->ws[mw->which]->vt[mw->marks[mw->which]])) {
+			found = 1;
+			mw->which = i;
+		}
+	return found;
 }
 
-int dma_counter_wait_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, size_t n)
+/*
+ * --exact: ask the timekeeper about marks[i] of counters ids[i] (type
+ * EMU_TKQ_MARK: crossed by the core's clock?; EMU_TKQ_MARK_WAIT: or wait
+ * for the first crossing). 1 with *which, *vt (the crossing; the clock
+ * moves to it if later), then the physical mark is waited for too (its
+ * bytes are in memory); 0 if none was crossed (MARK only).
+ */
+static int tk_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, size_t n, uint32_t type,
+		    size_t *which, torus_vt_t *vt)
+{
+	c->tk->qn = (uint32_t)n;
+	memcpy(c->tk->qids, ids, n * sizeof(uint32_t));
+	memcpy(c->tk->qmarks, marks, n * sizeof(uint32_t));
+	int rc = emu_core_tk_answer(c, emu_core_tk_ask(c, type, 0));
+	if (rc)
+		return rc;
+	if (!c->tk->afound)
+		return 0;
+	size_t w = c->tk->a_which < n ? c->tk->a_which : 0;
+	*which = w;
+	*vt = c->tk->a_t;
+	if (c->tk->avt > c->vt)
+		c->vt = c->tk->avt;
+	tk_publish(c);
+	/* the bytes: wait for the physical mark */
+	struct dma_counter_shm *k = counter_of(c->node, ids[w]);
+	struct dma_watch *ws = watch_of(c->node, ids[w]);
+	if (!k || !ws || marks[w] >= ws->n)
+		return -EPROTO;
+	struct mark_wait mw = {{c, &k, 1, NULL}, &ws, &marks[w], 0};
+	struct emu_wait ew = {marks_ready, counters_arm, counters_disarm, &mw};
+	rc = emu_core_block(c, &ew, -1);
+	return rc > 0 ? 1 : rc < 0 ? rc : -ETIMEDOUT;
+}
+
+int dma_counter_wait_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, size_t n, size_t *which)
 {
 	struct dma_counter_shm *ks[64];
 	struct dma_watch *ws[64];
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: watermarks are not timed by the timekeeper yet */
 	if (!c || !ids || !marks || !n || n > 64)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
@@ -580,9 +637,19 @@ int dma_counter_wait_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *m
 		if (!(ws[i] = watch_of(c->node, ids[i])) || marks[i] >= ws[i]->n)
 			return -EINVAL;
 	}
-	struct mark_wait mw = {{c, ks, n, NULL}, ws, marks};
+	if (c->tk) {
+		size_t w;
+		torus_vt_t vt;
+		int rc = tk_marks(c, ids, marks, n, EMU_TKQ_MARK_WAIT, &w, &vt);
+		if (rc > 0 && which)
+			*which = w;
+		return rc < 0 ? rc : 0;
+	}
+	struct mark_wait mw = {{c, ks, n, NULL}, ws, marks, 0};
 	struct emu_wait w = {marks_ready, counters_arm, counters_disarm, &mw};
 	int rc = emu_core_block(c, &w, -1);
+	if (rc > 0 && which)
+		*which = mw.which;
 	return rc > 0 ? 0 : rc;
 }
 

@@ -10,8 +10,6 @@
 
 int dma_handler_register(emu_core_t *c, uint32_t dispatch, dma_recv_fn fn, void *arg)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || dispatch == 0 || dispatch > 255 || !fn)
 		return -EINVAL;
 	c->dma->handlers[dispatch].fn = fn;
@@ -48,13 +46,138 @@ static void consumed(emu_core_t *c)
 	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
 }
 
+/* ------------------------------------------------------------ --exact
+ *
+ * The timekeeper publishes the memory-FIFO packets each core receives in
+ * arrival order (virtual time), named by sender, message (its post time,
+ * which the packets carry in their sideband) and index. A core takes the
+ * earliest one that arrived by its clock; the bytes come from its stash,
+ * into which every wait drains the reception FIFO (dma/unit.c). */
+
+struct mfetch {
+	emu_core_t *c;
+	const struct emu_tk_arr *a;
+	int idx;
+};
+
+static int mfetched(void *arg)
+{
+	struct mfetch *f = arg;
+	const struct emu_stash *s = &f->c->dma->mstash;
+	uint32_t aux = dma_aux((uint32_t)(f->a->src >> 8), (uint32_t)(f->a->src & 0xFF));
+	for (uint32_t i = 0; i < s->n; i++) {
+		uint32_t index;
+		memcpy(&index, &s->pkt[i].hdr.sw.bytes[0], sizeof(index));
+		if (s->side[i].vt == f->a->id && s->side[i].aux == aux && index == f->a->index) {
+			f->idx = (int)i;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The earliest packet that arrived by the core's clock: 1 and *a, *pkt
+ * (in the stash until exact_taken), 0 if none did, or a negative errno. */
+static int exact_next(emu_core_t *c, struct emu_tk_arr *a, struct torus_packet **pkt)
+{
+	int r = emu_core_tk_next(c, EMU_TK_Q_MEMFIFO, a);
+	if (r <= 0)
+		return r;
+	struct mfetch f = {c, a, -1};
+	struct emu_wait w = {mfetched, NULL, NULL, &f};
+	if (!mfetched(&f) && (r = emu_core_block(c, &w, -1)) <= 0)
+		return r < 0 ? r : -ETIMEDOUT;
+	*pkt = &c->dma->mstash.pkt[f.idx];
+	return 1;
+}
+
+static void exact_info(emu_core_t *c, const struct torus_packet *pkt, const struct emu_tk_arr *a,
+		       struct dma_recv_info *info)
+{
+	uint32_t index;
+	info->src_node = (uint32_t)(a->src >> 8);
+	info->src_core = (uint32_t)(a->src & 0xFF);
+	info->dispatch = pkt->hdr.sw.bytes[5];
+	memcpy(&info->user, &pkt->hdr.sw.bytes[6], sizeof(info->user));
+	memcpy(&index, &pkt->hdr.sw.bytes[0], sizeof(index));
+	info->offset = (uint64_t)index * torus_params_payload(c->node->params);
+	info->len = pkt->hdr.len;
+	info->last = (pkt->hdr.vc_kind & DMA_PKT_LAST) != 0;
+	info->arrival = a->t;
+}
+
+static void exact_taken(emu_core_t *c, const struct torus_packet *pkt)
+{
+	emu_stash_remove(&c->dma->mstash, (uint32_t)(pkt - c->dma->mstash.pkt));
+	emu_core_tk_take(c, EMU_TK_Q_MEMFIFO);
+	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
+	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+}
+
+/* A poll that found nothing costs poll_cost. */
+static void exact_missed(emu_core_t *c)
+{
+	emu_core_compute(c, c->node->params->poll_cost_ps);
+}
+
+static int next_exact(emu_core_t *c, struct dma_recv_info *info, void *buf, size_t cap)
+{
+	struct emu_tk_arr a;
+	struct torus_packet *pkt;
+	int r = exact_next(c, &a, &pkt);
+	if (r <= 0) {
+		if (r == 0)
+			exact_missed(c);
+		return r < 0 ? r : -EAGAIN;
+	}
+	if (pkt->hdr.len > cap)
+		return -EMSGSIZE;
+	exact_info(c, pkt, &a, info);
+	if (pkt->hdr.len)
+		memcpy(buf, pkt->payload, pkt->hdr.len);
+	exact_taken(c, pkt);
+	return 0;
+}
+
+static int poll_exact(emu_core_t *c, unsigned max, unsigned *handled)
+{
+	int rc = 0;
+	unsigned n = 0;
+	while (n < max) {
+		struct emu_tk_arr a;
+		struct torus_packet *sp, pkt;
+		struct dma_recv_info info;
+		if ((rc = exact_next(c, &a, &sp)) <= 0)
+			break;
+		struct dma_handler *h = &c->dma->handlers[sp->hdr.sw.bytes[5]];
+		if (!h->fn) {
+			rc = n ? 0 : -ENOENT; /* a polled packet (dispatch 0): use dma_recfifo_next */
+			break;
+		}
+		/* the handler may wait, and a wait drains into the stash */
+		torus_pkt_copy(&pkt, sp);
+		exact_info(c, &pkt, &a, &info);
+		exact_taken(c, sp);
+		if ((rc = h->fn(c, &info, pkt.payload, h->arg)) < 0)
+			break;
+		rc = 0;
+		n++;
+	}
+	if (!n && !rc)
+		exact_missed(c);
+	*handled = n;
+	return rc < 0 ? rc : 0;
+}
+
+/* ------------------------------------------------------------ recfifo */
+
 int dma_recfifo_next(emu_core_t *c, struct dma_recv_info *info, void *buf, size_t cap)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	struct torus_side *side;
 	if (!c || !info || (cap && !buf))
 		return -EINVAL;
+	if (c->tk)
+		return next_exact(c, info, buf, cap);
 	struct torus_packet *pkt = torus_ring_peek(&c->dma->memfifo, &side);
 	if (!pkt)
 		return -EAGAIN;
@@ -69,8 +192,6 @@ int dma_recfifo_next(emu_core_t *c, struct dma_recv_info *info, void *buf, size_
 
 int dma_recfifo_poll(emu_core_t *c, unsigned max, unsigned *handled)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	struct torus_side *side;
 	struct dma_recv_info info;
 	int n = 0, rc = 0;
@@ -80,6 +201,11 @@ int dma_recfifo_poll(emu_core_t *c, unsigned max, unsigned *handled)
 	if (c->dma->polling)
 		return -EBUSY; /* called from a handler: the packet it handles is not released yet */
 	c->dma->polling = 1;
+	if (c->tk) {
+		rc = poll_exact(c, max, handled);
+		c->dma->polling = 0;
+		return rc;
+	}
 	while ((unsigned)n < max) {
 		struct torus_packet *pkt = torus_ring_peek(&c->dma->memfifo, &side);
 		if (!pkt)
@@ -110,10 +236,14 @@ static int memfifo_ready(void *arg)
 
 int dma_recfifo_wait(emu_core_t *c, int timeout_ms)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c)
 		return -EINVAL;
+	if (c->tk) {
+		/* --exact: the timeout is in virtual time */
+		struct emu_tk_arr a;
+		int r = emu_core_tk_wait_arrival(c, EMU_TK_Q_MEMFIFO, emu_core_tk_deadline(c, timeout_ms), &a);
+		return r == 0 ? -ETIMEDOUT : r < 0 ? r : 0;
+	}
 	struct emu_wait w = {memfifo_ready, NULL, NULL, c};
 	int r = emu_core_block(c, &w, timeout_ms);
 	return r == 0 ? -ETIMEDOUT : r < 0 ? r : 0;

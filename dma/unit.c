@@ -19,6 +19,8 @@ static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const
 
 static void flush(struct emu_node_rt *rt) { dma_counter_flush(rt); }
 
+static int core_drain(emu_core_t *c) { return emu_stash_drain(c->node, &c->dma->mstash, &c->dma->memfifo); }
+
 const struct emu_unit emu_node_unit = {
 	.core_shm_bytes = dma_core_shm_bytes,
 	.core_shm_init = shm_init,
@@ -28,6 +30,7 @@ const struct emu_unit emu_node_unit = {
 	.core_setup = dma_core_setup,
 	.core_teardown = dma_core_teardown,
 	.core_finish = dma_core_finish,
+	.core_drain = core_drain,
 	.inject = dma_engine_inject,
 	.deliver = deliver,
 	.flush = flush,

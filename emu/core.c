@@ -4,6 +4,7 @@
  * and sleeping until either can move.
  */
 #include "node.h"
+#include "unit.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -70,33 +71,56 @@ static void publish(emu_core_t *c)
  * so no engine is ever held up by a core that waits.
  */
 
-/* Move every packet of the reception FIFO into the stash; < 0 on no memory. */
-static int rx_drain(emu_core_t *c)
+int emu_stash_drain(struct emu_node_rt *rt, struct emu_stash *s, struct torus_ring_view *v)
 {
 	struct torus_side *side;
 	struct torus_packet *pkt;
 	int n = 0;
-	while ((pkt = torus_ring_peek(&c->rx, &side))) {
-		if (c->nstash == c->capstash) {
-			uint32_t nc = c->capstash ? 2 * c->capstash : 64;
-			struct torus_packet *np = realloc(c->stash, (size_t)nc * sizeof(*np));
+	while ((pkt = torus_ring_peek(v, &side))) {
+		if (s->n == s->cap) {
+			uint32_t nc = s->cap ? 2 * s->cap : 64;
+			struct torus_packet *np = realloc(s->pkt, (size_t)nc * sizeof(*np));
 			if (!np)
 				return -ENOMEM;
-			c->stash = np;
-			struct torus_side *ns = realloc(c->stash_side, (size_t)nc * sizeof(*ns));
+			s->pkt = np;
+			struct torus_side *ns = realloc(s->side, (size_t)nc * sizeof(*ns));
 			if (!ns)
 				return -ENOMEM;
-			c->stash_side = ns;
-			c->capstash = nc;
+			s->side = ns;
+			s->cap = nc;
 		}
-		torus_pkt_copy(&c->stash[c->nstash], pkt);
-		c->stash_side[c->nstash++] = *side;
-		torus_ring_release(&c->rx);
+		torus_pkt_copy(&s->pkt[s->n], pkt);
+		s->side[s->n++] = *side;
+		torus_ring_release(v);
 		n++;
 	}
-	if (n && torus_ring_publish_tail(&c->rx))
-		emu_bell_ring(&c->node->me->bell);
+	if (n && torus_ring_publish_tail(v))
+		emu_bell_ring(&rt->me->bell);
 	return n;
+}
+
+void emu_stash_remove(struct emu_stash *s, uint32_t i)
+{
+	if (i != --s->n) {
+		s->pkt[i] = s->pkt[s->n];
+		s->side[i] = s->side[s->n];
+	}
+}
+
+void emu_stash_free(struct emu_stash *s)
+{
+	free(s->pkt);
+	free(s->side);
+	*s = (struct emu_stash){0};
+}
+
+/* Drain what the core receives into its stashes (raw, and the unit's). */
+static int tk_drain(emu_core_t *c)
+{
+	int r = emu_stash_drain(c->node, &c->stash, &c->rx);
+	if (r >= 0 && emu_node_unit.core_drain)
+		r = emu_node_unit.core_drain(c);
+	return r;
 }
 
 struct tk_wait {
@@ -168,10 +192,10 @@ int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 /* The stashed packet from (node, core) with send number id, or -1. */
 static int stash_find(const emu_core_t *c, uint64_t src, uint64_t id)
 {
-	for (uint32_t i = 0; i < c->nstash; i++) {
-		const struct torus_packet *p = &c->stash[i];
+	for (uint32_t i = 0; i < c->stash.n; i++) {
+		const struct torus_packet *p = &c->stash.pkt[i];
 		if (p->hdr.sw.raw.src == (src >> 8) && p->hdr.sw.raw.src_core == (src & 0xFF) &&
-		    c->stash_side[i].aux == (uint32_t)id)
+		    c->stash.side[i].aux == (uint32_t)id)
 			return (int)i;
 	}
 	return -1;
@@ -208,6 +232,11 @@ int emu_core_compute(emu_core_t *c, torus_vt_t ps)
 	c->vt += ps;
 	publish(c);
 	return 0;
+}
+
+int emu_exact(const emu_core_t *c)
+{
+	return c && c->tk ? 1 : 0;
 }
 
 int emu_core_set_clock(emu_core_t *c, torus_vt_t t)
@@ -279,27 +308,81 @@ int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, s
 }
 
 /*
- * --exact: the earliest raw arrival this core has not taken, from the ring
- * the timekeeper fills in arrival order: 1 and *a, or 0 if it has none
- * there now. Arrivals are final as they are published, so the head of the
- * ring is the earliest arrival there will ever be.
+ * --exact: the earliest arrival of queue q this core has not taken, from
+ * the ring the timekeeper fills in arrival order: 1 and *a, or 0 if it has
+ * none there now. Arrivals are final as they are published, so the head of
+ * the ring is the earliest arrival there will ever be.
  */
-static int arrival_head(emu_core_t *c, struct emu_tk_arr *a)
+int emu_core_tk_head(emu_core_t *c, uint32_t q, struct emu_tk_arr *a)
 {
-	struct emu_tk_core *t = c->tk;
-	uint32_t tail = atomic_load_explicit(&t->arr_tail, memory_order_relaxed);
+	struct emu_tk_aq *aq = &c->tk->aq[q];
+	uint32_t tail = atomic_load_explicit(&aq->tail, memory_order_relaxed);
 	/* pairs with the timekeeper's release store in refill() */
-	if (atomic_load_explicit(&t->arr_head, memory_order_acquire) == tail)
+	if (atomic_load_explicit(&aq->head, memory_order_acquire) == tail)
 		return 0;
-	*a = t->arr[tail % EMU_TK_ARR_SLOTS];
+	*a = aq->arr[tail % EMU_TK_ARR_SLOTS];
 	return 1;
 }
 
-/* --exact: is the absence of an arrival up to the core's clock final? */
-static int none_is_final(emu_core_t *c)
+/* --exact: is the absence of an arrival in queue q up to the clock final? */
+static int none_is_final(emu_core_t *c, uint32_t q)
 {
 	return atomic_load_explicit(&c->node->hdr->tk_now, memory_order_acquire) > c->vt &&
-	       atomic_load_explicit(&c->tk->over, memory_order_relaxed) == 0;
+	       atomic_load_explicit(&c->tk->aq[q].over, memory_order_relaxed) == 0;
+}
+
+int emu_core_tk_next(emu_core_t *c, uint32_t q, struct emu_tk_arr *a)
+{
+	for (;;) {
+		if (emu_core_tk_head(c, q, a)) {
+			if (a->t <= c->vt)
+				return 1;
+		} else if (!none_is_final(c, q)) {
+			/* the timekeeper has not simulated up to our clock yet */
+			c->tk->qkey = q;
+			int r = tk_ask(c, EMU_TKQ_RECV, 0);
+			if (r)
+				return r;
+			continue;
+		}
+		return 0;
+	}
+}
+
+void emu_core_tk_take(emu_core_t *c, uint32_t q)
+{
+	struct emu_tk_aq *aq = &c->tk->aq[q];
+	/* pairs with the timekeeper's acquire load in refill() */
+	atomic_store_explicit(&aq->tail, atomic_load_explicit(&aq->tail, memory_order_relaxed) + 1,
+			      memory_order_release);
+	if (atomic_load_explicit(&aq->over, memory_order_relaxed))
+		emu_core_tk_poke(c); /* room for what waits there */
+}
+
+torus_vt_t emu_core_tk_deadline(const emu_core_t *c, int timeout_ms)
+{
+	return timeout_ms >= 0 ? c->vt + (torus_vt_t)timeout_ms * 1000000000ull : UINT64_MAX;
+}
+
+int emu_core_tk_wait_arrival(emu_core_t *c, uint32_t q, torus_vt_t deadline, struct emu_tk_arr *a)
+{
+	int have = emu_core_tk_head(c, q, a);
+	if (!have) {
+		c->tk->qkey = q;
+		int r = tk_ask(c, EMU_TKQ_WAIT_RECV, deadline);
+		if (r)
+			return r;
+		have = emu_core_tk_head(c, q, a);
+	}
+	if (!have || a->t > deadline) {
+		c->vt = deadline > c->vt ? deadline : c->vt;
+		publish(c);
+		return 0;
+	}
+	if (a->t > c->vt)
+		c->vt = a->t;
+	publish(c);
+	return 1;
 }
 
 /* --exact: the earliest packet that arrived by the core's clock; none costs
@@ -307,17 +390,10 @@ static int none_is_final(emu_core_t *c)
 static int recv_exact(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap)
 {
 	struct emu_tk_arr a;
-	for (;;) {
-		if (arrival_head(c, &a)) {
-			if (a.t <= c->vt)
-				break;
-		} else if (!none_is_final(c)) {
-			/* the timekeeper has not simulated up to our clock yet */
-			int r = tk_ask(c, EMU_TKQ_RECV, 0);
-			if (r)
-				return r;
-			continue;
-		}
+	int r = emu_core_tk_next(c, EMU_TK_Q_RAW, &a);
+	if (r <= 0) {
+		if (r < 0)
+			return r;
 		c->vt += c->node->params->poll_cost_ps;
 		publish(c);
 		return -EAGAIN;
@@ -326,10 +402,10 @@ static int recv_exact(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_
 	c->tk_id = a.id;
 	struct tk_fetch f = {c, -1};
 	struct emu_wait ew = {tk_fetched, NULL, NULL, &f};
-	int r = emu_core_block(c, &ew, -1);
+	r = emu_core_block(c, &ew, -1);
 	if (r <= 0)
 		return r < 0 ? r : -ETIMEDOUT;
-	const struct torus_packet *pkt = &c->stash[f.idx];
+	const struct torus_packet *pkt = &c->stash.pkt[f.idx];
 	if (pkt->hdr.len > cap)
 		return -EMSGSIZE; /* it stays, as in the FIFO */
 	info->src_node = pkt->hdr.sw.raw.src;
@@ -339,17 +415,8 @@ static int recv_exact(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_
 	info->arrival = a.t;
 	if (pkt->hdr.len)
 		memcpy(buf, pkt->payload, pkt->hdr.len);
-	/* the last stashed packet takes its place */
-	c->nstash--;
-	if ((uint32_t)f.idx != c->nstash) {
-		c->stash[f.idx] = c->stash[c->nstash];
-		c->stash_side[f.idx] = c->stash_side[c->nstash];
-	}
-	/* taken: pairs with the timekeeper's acquire load in refill() */
-	atomic_store_explicit(&c->tk->arr_tail, atomic_load_explicit(&c->tk->arr_tail, memory_order_relaxed) + 1,
-			      memory_order_release);
-	if (atomic_load_explicit(&c->tk->over, memory_order_relaxed))
-		emu_core_tk_poke(c); /* room for what waits there */
+	emu_stash_remove(&c->stash, (uint32_t)f.idx);
+	emu_core_tk_take(c, EMU_TK_Q_RAW);
 	atomic_store_explicit(&c->shm->received, ++c->received, memory_order_relaxed);
 	publish(c);
 	return 0;
@@ -411,7 +478,7 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 
 	for (uint32_t spin = 0; spin < EMU_IDLE_POLLS; spin++) {
 		/* --exact: a waiting core never holds up an engine (its stash) */
-		if (c->tk && rx_drain(c) < 0)
+		if (c->tk && tk_drain(c) < 0)
 			return -ENOMEM;
 		if ((r = w->ready(w->arg)))
 			return r;
@@ -419,7 +486,7 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 	}
 	for (;;) {
 		emu_chaos(&c->chaos);
-		if (c->tk && rx_drain(c) < 0)
+		if (c->tk && tk_drain(c) < 0)
 			return -ENOMEM;
 		if ((r = w->ready(w->arg)))
 			return r;
@@ -436,7 +503,7 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 		uint32_t seq = emu_bell_prepare(bell);
 		if (w->arm)
 			w->arm(w->arg);
-		if (c->tk && rx_drain(c) < 0)
+		if (c->tk && tk_drain(c) < 0)
 			r = -ENOMEM;
 		else
 			r = w->ready(w->arg);
@@ -480,27 +547,15 @@ int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *hold
 		/* --exact: room to send is a host matter (the post waits for
 		 * it); a receive waits, in virtual time, for the next arrival */
 		struct emu_tk_arr a;
-		int have = arrival_head(c, &a);
+		int have = emu_core_tk_head(c, EMU_TK_Q_RAW, &a);
 		if ((events & EMU_EV_SEND) || (have && a.t <= c->vt)) {
 			if (holding)
 				*holding = (events & EMU_EV_SEND) | (have && a.t <= c->vt ? (events & EMU_EV_RECV) : 0u);
 			return 0;
 		}
-		torus_vt_t deadline = timeout_ms >= 0 ? c->vt + (torus_vt_t)timeout_ms * 1000000000ull : UINT64_MAX;
-		if (!have) {
-			int r = tk_ask(c, EMU_TKQ_WAIT_RECV, deadline);
-			if (r)
-				return r;
-			have = arrival_head(c, &a);
-		}
-		if (!have || a.t > deadline) {
-			c->vt = deadline > c->vt ? deadline : c->vt;
-			publish(c);
-			return -ETIMEDOUT;
-		}
-		if (a.t > c->vt)
-			c->vt = a.t;
-		publish(c);
+		int r = emu_core_tk_wait_arrival(c, EMU_TK_Q_RAW, emu_core_tk_deadline(c, timeout_ms), &a);
+		if (r <= 0)
+			return r < 0 ? r : -ETIMEDOUT;
 		if (holding)
 			*holding = EMU_EV_RECV;
 		return 0;

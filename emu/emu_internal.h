@@ -123,12 +123,14 @@ enum emu_tk_ev_type {
 	EMU_TK_DMA = 2,          /* a descriptor: kind, fifo, node, len, ready, hints, inj, rec */
 	EMU_TK_CTR_ALLOC = 3,    /* counter rec (node-wide id) starts at 0, at ready */
 	EMU_TK_CTR_ADD = 4,      /* counter rec changes by delta, at ready */
+	EMU_TK_CTR_WATCH = 5,    /* counter rec gets id watermarks (0: none), levels to follow */
+	EMU_TK_CTR_LEVEL = 6,    /* watermark id of counter rec is level delta */
 };
-enum { EMU_TK_PUT = 1, EMU_TK_GET = 2 };
+enum { EMU_TK_PUT = 1, EMU_TK_GET = 2, EMU_TK_MEMFIFO = 3, EMU_TK_COPY = 4 /* rec falls by len, len/copy_bw after ready */ };
 struct emu_tk_ev {
 	uint32_t type;
 	uint32_t node, core;     /* destination */
-	uint32_t fifo, kind;     /* DMA: injection FIFO, EMU_TK_PUT or EMU_TK_GET */
+	uint32_t fifo, kind;     /* DMA: injection FIFO, EMU_TK_PUT, _GET or _MEMFIFO (to core) */
 	uint32_t inj, rec;       /* DMA: injection counter, reception (or reply) counter */
 	uint16_t hints;
 	uint16_t pad_;
@@ -146,17 +148,30 @@ enum emu_tk_query {
 	EMU_TKQ_CTR = 3,         /* counter qids[0]'s value and hits at vt */
 	EMU_TKQ_CTR_WAIT = 4,    /* the first time at or after vt that one of qids[0..qn) is zero */
 	EMU_TKQ_BARRIER = 5,     /* a barrier of qn members named qkey: max arrival + barrier_latency */
+	EMU_TKQ_MARK = 6,        /* marks qmarks[i] of counters qids[i]: the earliest crossed by vt */
+	EMU_TKQ_MARK_WAIT = 7,   /* the same, or the first crossing after vt */
 };
+/* Arrival queues (RECV and WAIT_RECV name one in qkey): raw packets, and
+ * memory-FIFO packets (the DMA unit's) */
+enum { EMU_TK_Q_RAW = 0, EMU_TK_Q_MEMFIFO = 1, EMU_TK_NQ = 2 };
 #define EMU_TKQ_MAX_IDS 64u
 /* A raw packet's arrival, as the timekeeper publishes it to the receiving
  * core: in the order of arrival, which is virtual-time order. */
 struct emu_tk_arr {
 	torus_vt_t t;
 	uint64_t src;            /* sending node << 8 | core */
-	uint64_t id;             /* its send number */
-	uint64_t pad_;
+	uint64_t id;             /* raw: its send number; memory FIFO: its message's post time */
+	uint64_t index;          /* memory FIFO: the packet's index in its message */
 };
 #define EMU_TK_ARR_SLOTS 256u
+/* An arrival queue: the timekeeper appends, the core takes; arrivals that
+ * did not fit wait at the timekeeper (over says how many) */
+struct emu_tk_aq {
+	alignas(64) _Atomic uint32_t head;   /* timekeeper writes */
+	_Atomic uint32_t over;
+	alignas(64) _Atomic uint32_t tail;   /* core writes */
+	alignas(64) struct emu_tk_arr arr[EMU_TK_ARR_SLOTS];
+};
 struct emu_tk_core {
 	alignas(64) _Atomic uint32_t head;   /* core writes */
 	alignas(64) _Atomic uint32_t tail;   /* timekeeper writes */
@@ -167,19 +182,16 @@ struct emu_tk_core {
 	torus_vt_t qvt, qdeadline;
 	uint64_t qkey;
 	uint32_t qids[EMU_TKQ_MAX_IDS];
+	uint32_t qmarks[EMU_TKQ_MAX_IDS];    /* EMU_TKQ_MARK*: the mark of each counter */
 	alignas(64) _Atomic uint32_t aseq;   /* timekeeper: number of the last query answered */
 	uint32_t afound;
 	torus_vt_t avt;                      /* the core's clock after the query */
 	int64_t a_value;                     /* EMU_TKQ_CTR: the counter's value */
 	uint64_t a_hits;                     /* and its hits */
-	uint32_t a_which;                    /* EMU_TKQ_CTR_WAIT: which counter */
-	/* raw arrivals: the timekeeper appends, the core takes; arrivals that
-	 * did not fit wait at the timekeeper (over says how many) */
-	alignas(64) _Atomic uint32_t arr_head; /* timekeeper writes */
-	_Atomic uint32_t over;
-	alignas(64) _Atomic uint32_t arr_tail; /* core writes */
+	uint32_t a_which;                    /* EMU_TKQ_CTR_WAIT, _MARK*: which counter */
+	torus_vt_t a_t;                      /* EMU_TKQ_MARK*: when that mark was crossed */
 	alignas(64) struct emu_tk_ev ev[EMU_TK_SLOTS];
-	struct emu_tk_arr arr[EMU_TK_ARR_SLOTS];
+	struct emu_tk_aq aq[EMU_TK_NQ];
 };
 
 struct emu_core_shm {

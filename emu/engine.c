@@ -125,7 +125,11 @@ static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, con
 	 * order of their ready times (as free_at alone would have it);
 	 * different inputs share the link */
 	struct torus_order *o = &order[r.out - rt->out];
-	torus_order_left(o, emu_route_send(rt, &r, dst, dside, torus_order_ready(o, side->vt), side->tag, side->aux));
+	if (rt->exact) /* the sideband passes on as it is (a memory-FIFO message's name) */
+		emu_route_send(rt, &r, dst, dside, side->vt, side->tag, side->aux);
+	else
+		torus_order_left(o, emu_route_send(rt, &r, dst, dside, torus_order_ready(o, side->vt), side->tag,
+						   side->aux));
 	emu_route_done(rt, &r);
 	return 1;
 }

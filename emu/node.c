@@ -221,8 +221,7 @@ void emu_node_teardown(struct emu_node_rt *rt)
 		if (!rt->cores[c])
 			continue;
 		emu_node_unit.core_teardown(rt->cores[c]);
-		free(rt->cores[c]->stash);
-		free(rt->cores[c]->stash_side);
+		emu_stash_free(&rt->cores[c]->stash);
 		free(rt->cores[c]);
 	}
 	emu_node_unit.node_teardown(rt);

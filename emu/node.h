@@ -81,6 +81,24 @@ static inline void emu_chaos(struct emu_chaos *c)
 		emu_chaos_slow(c);
 }
 
+/*
+ * --exact: packets taken from a reception ring as they come in wall clock,
+ * kept until the timekeeper names them (a core's raw packets, its memory
+ * FIFO's). Every wait of the core drains its rings into its stashes, so no
+ * engine is ever held up by a core that waits.
+ */
+struct emu_stash {
+	struct torus_packet *pkt;
+	struct torus_side *side;
+	uint32_t n, cap;
+};
+/* Move every packet of ring v (the core's to consume) into s: how many, or
+ * -ENOMEM. Rings the node's engine if it waits for room. */
+int emu_stash_drain(struct emu_node_rt *rt, struct emu_stash *s, struct torus_ring_view *v);
+/* Forget packet i (the last one takes its place). */
+void emu_stash_remove(struct emu_stash *s, uint32_t i);
+void emu_stash_free(struct emu_stash *s);
+
 struct emu_core {
 	alignas(64) struct emu_node_rt *node;
 	struct emu_core_shm *shm;
@@ -101,9 +119,7 @@ struct emu_core {
 	struct emu_tk_core *tk;
 	uint32_t tk_q, tk_sent;
 	uint64_t tk_src, tk_id;     /* the arrival being taken */
-	struct torus_packet *stash;
-	struct torus_side *stash_side;
-	uint32_t nstash, capstash;
+	struct emu_stash stash;   /* --exact: raw packets taken from rx, not yet received */
 };
 
 struct emu_engine_in {
@@ -199,6 +215,20 @@ int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev);
  * is at the core's clock); returns its number. Then wait for the answer. */
 uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline);
 int emu_core_tk_answer(emu_core_t *c, uint32_t q);
+/* --exact: arrival queue q (EMU_TK_Q_*) of the core.
+ *   head: its earliest arrival not taken, as published now (1 and *a, or 0);
+ *   next: its earliest arrival at or before the core's clock (1 and *a, not
+ *         taken), 0 if there is none, final (it may ask the timekeeper);
+ *   take: the head is taken;
+ *   wait_arrival: sleep, in virtual time, for its next arrival, until the
+ *         deadline: 1 and *a (the clock moves to it), 0 at the deadline
+ *         (the clock moves there); emu_core_tk_deadline converts a
+ *         timeout in (virtual) milliseconds, < 0 meaning none. */
+int emu_core_tk_head(emu_core_t *c, uint32_t q, struct emu_tk_arr *a);
+int emu_core_tk_next(emu_core_t *c, uint32_t q, struct emu_tk_arr *a);
+void emu_core_tk_take(emu_core_t *c, uint32_t q);
+torus_vt_t emu_core_tk_deadline(const emu_core_t *c, int timeout_ms);
+int emu_core_tk_wait_arrival(emu_core_t *c, uint32_t q, torus_vt_t deadline, struct emu_tk_arr *a);
 
 void *emu_engine_main(void *arg);
 /* One iteration of the engine's loop, never sleeping; returns packets and

@@ -30,10 +30,10 @@
 
 #define NLINKS (2 * TORUS_MAX_DIMS)
 
-struct tk_arrival {
-	torus_vt_t t;
-	uint64_t src; /* node << 8 | core */
-	uint64_t id;
+/* Arrivals of one queue of a core not yet in its ring, in arrival order. */
+struct tk_queue {
+	struct emu_tk_arr *arr;
+	size_t narr, head, cap;
 };
 
 struct tk_core {
@@ -45,15 +45,14 @@ struct tk_core {
 	uint32_t qtype, qn;
 	torus_vt_t qvt, qdeadline;
 	uint64_t qkey;
-	uint32_t qids[EMU_TKQ_MAX_IDS];
-	int blocked;          /* EMU_TKQ_CTR_WAIT: none was zero at qvt; the first zero answers */
+	uint32_t qids[EMU_TKQ_MAX_IDS], qmarks[EMU_TKQ_MAX_IDS];
+	int blocked;          /* EMU_TKQ_CTR_WAIT, _MARK_WAIT: nothing answers at qvt; the first change does */
 	int arrived_bar;      /* EMU_TKQ_BARRIER: counted at its barrier */
 	torus_vt_t clock;     /* running: lower bound on its next action */
 	int done;
 	torus_vt_t lim;       /* simulate only before this, for this core's sake */
 	uint32_t run;         /* 0: a query waits on the bound; 1: a running core */
-	struct tk_arrival *arr; /* raw arrivals not yet taken, in the order they arrived */
-	size_t narr, head, cap;
+	struct tk_queue q[EMU_TK_NQ];
 };
 
 struct emu_tk {
@@ -79,6 +78,9 @@ struct emu_tk {
 	struct tk_xfer *xf;
 	size_t nxf, capxf;
 	struct tk_ctr **ctr;
+	struct tk_timer *timer; /* local copies to complete: a heap by (t, seq) */
+	size_t ntimer, captimer;
+	uint64_t timer_seq;
 	struct tk_barrier *bar; /* barriers with members waiting */
 	size_t nbar, capbar;
 	uint64_t events, queries, sleeps, rounds;
@@ -89,6 +91,8 @@ struct emu_tk {
 
 struct tk_xfer {
 	uint32_t kind, src_node, dst_node, inj, rec;
+	uint32_t src_core, dst_core; /* memory FIFO: who sent it, to which core */
+	torus_vt_t ready;            /* memory FIFO: its post time (the message's name) */
 };
 
 /* A counter in virtual time. Changes are applied as they come: the
@@ -104,8 +108,22 @@ struct tk_dec {
 struct tk_ctr {
 	int64_t value;
 	uint64_t hits;
+	torus_vt_t changed;   /* when it last changed */
 	struct tk_dec *dec;   /* recent decrements, in time order: [head, n) */
 	uint32_t head, n, cap;
+	/* watermarks (dma_counter_watch): level[0..nl) and when each was
+	 * crossed, the first `crossed` of them */
+	int64_t *level;
+	torus_vt_t *xvt;
+	uint32_t nl, crossed;
+};
+
+/* A local copy's counter decrement, at t (after the network's events at t). */
+struct tk_timer {
+	torus_vt_t t;
+	uint64_t seq;
+	uint32_t node, rec;
+	int64_t len;
 };
 
 struct tk_barrier {
@@ -160,7 +178,8 @@ static void rebound(struct emu_tk *tk, struct tk_core *k)
 		/* answerable once everything up to its time (or deadline) is final;
 		 * a barrier or a blocked counter wait, when something answers it */
 		torus_vt_t upto = k->qtype == EMU_TKQ_WAIT_RECV ? k->qdeadline
-				  : k->qtype == EMU_TKQ_BARRIER || (k->qtype == EMU_TKQ_CTR_WAIT && k->blocked)
+				  : k->qtype == EMU_TKQ_BARRIER ||
+						    ((k->qtype == EMU_TKQ_CTR_WAIT || k->qtype == EMU_TKQ_MARK_WAIT) && k->blocked)
 					  ? TIMESIM_NEVER
 					  : k->qvt;
 		k->lim = add_sat(upto, 1);
@@ -173,43 +192,50 @@ static void rebound(struct emu_tk *tk, struct tk_core *k)
 	}
 }
 
-/* Move arrivals waiting here into core k's ring while it has room. */
-static void refill(struct tk_core *k)
+/* Move arrivals of queue qi waiting here into core k's ring while it has room. */
+static void refill(struct tk_core *k, uint32_t qi)
 {
-	struct emu_tk_core *sh = k->sh;
-	uint32_t head = atomic_load_explicit(&sh->arr_head, memory_order_relaxed);
-	uint32_t tail = atomic_load_explicit(&sh->arr_tail, memory_order_acquire);
+	struct emu_tk_aq *aq = &k->sh->aq[qi];
+	struct tk_queue *q = &k->q[qi];
+	uint32_t head = atomic_load_explicit(&aq->head, memory_order_relaxed);
+	uint32_t tail = atomic_load_explicit(&aq->tail, memory_order_acquire);
 	uint32_t n = 0;
-	while (k->head < k->narr && head - tail < EMU_TK_ARR_SLOTS) {
-		const struct tk_arrival *a = &k->arr[k->head++];
-		sh->arr[head % EMU_TK_ARR_SLOTS] = (struct emu_tk_arr){a->t, a->src, a->id, 0};
+	while (q->head < q->narr && head - tail < EMU_TK_ARR_SLOTS) {
+		aq->arr[head % EMU_TK_ARR_SLOTS] = q->arr[q->head++];
 		head++;
 		n++;
 	}
-	if (k->head == k->narr)
-		k->head = k->narr = 0;
+	if (q->head == q->narr)
+		q->head = q->narr = 0;
 	/* before the arrivals: a core that sees them and no overflow is right */
-	atomic_store_explicit(&sh->over, (uint32_t)(k->narr - k->head), memory_order_relaxed);
-	if (n) /* pairs with the core's acquire load of arr_head */
-		atomic_store_explicit(&sh->arr_head, head, memory_order_release);
+	atomic_store_explicit(&aq->over, (uint32_t)(q->narr - q->head), memory_order_relaxed);
+	if (n) /* pairs with the core's acquire load of head */
+		atomic_store_explicit(&aq->head, head, memory_order_release);
 }
 
-/* The earliest arrival core k has not taken, or TIMESIM_NEVER. */
-static torus_vt_t first_arrival(const struct tk_core *k)
+static void refill_all(struct tk_core *k)
 {
-	const struct emu_tk_core *sh = k->sh;
-	uint32_t head = atomic_load_explicit(&sh->arr_head, memory_order_relaxed);
-	uint32_t tail = atomic_load_explicit(&sh->arr_tail, memory_order_acquire);
+	for (uint32_t qi = 0; qi < EMU_TK_NQ; qi++)
+		refill(k, qi);
+}
+
+/* The earliest arrival of queue qi core k has not taken, or TIMESIM_NEVER. */
+static torus_vt_t first_arrival(const struct tk_core *k, uint32_t qi)
+{
+	const struct emu_tk_aq *aq = &k->sh->aq[qi];
+	const struct tk_queue *q = &k->q[qi];
+	uint32_t head = atomic_load_explicit(&aq->head, memory_order_relaxed);
+	uint32_t tail = atomic_load_explicit(&aq->tail, memory_order_acquire);
 	if (head != tail)
-		return sh->arr[tail % EMU_TK_ARR_SLOTS].t;
-	return k->head < k->narr ? k->arr[k->head].t : TIMESIM_NEVER;
+		return aq->arr[tail % EMU_TK_ARR_SLOTS].t;
+	return q->head < q->narr ? q->arr[q->head].t : TIMESIM_NEVER;
 }
 
 /* Answer core k's query: its clock becomes vt. */
 static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t vt)
 {
 	struct emu_tk_core *sh = k->sh;
-	refill(k);
+	refill_all(k);
 	sh->afound = (uint32_t)found;
 	sh->avt = vt;
 	k->waiting = 0;
@@ -221,45 +247,56 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 	emu_bell_ring(&k->cs->bell);
 }
 
-static void on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index, uint32_t len, torus_vt_t t)
+/* Arrival a of queue qi at core k: into its ring (arrivals are final as
+ * they happen, and in order); a core waiting for it resumes there. */
+static void arrive(struct emu_tk *tk, struct tk_core *k, uint32_t qi, const struct emu_tk_arr *a)
 {
-	(void)index;
-	struct emu_tk *tk = arg;
-	if (cookie & DMA_COOKIE) {
-		/* a put's packet at its destination, a get's reply at the requester */
-		const struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
-		if (x->rec != NO_CTR && len)
-			ctr_change(tk, node, x->rec, -(int64_t)len, t, 0, 1);
-		return;
-	}
-	uint32_t src_global = (uint32_t)(cookie >> 40), dst_core = (uint32_t)(cookie >> 32) & 0xFF;
-	struct tk_core *k = &tk->c[tk->first[node] + dst_core];
-	if (k->narr == k->cap) {
-		if (k->head > k->cap / 2) {
-			memmove(k->arr, k->arr + k->head, (k->narr - k->head) * sizeof(*k->arr));
-			k->narr -= k->head;
-			k->head = 0;
+	struct tk_queue *q = &k->q[qi];
+	if (q->narr == q->cap) {
+		if (q->head > q->cap / 2) {
+			memmove(q->arr, q->arr + q->head, (q->narr - q->head) * sizeof(*q->arr));
+			q->narr -= q->head;
+			q->head = 0;
 		} else {
-			size_t nc = k->cap ? 2 * k->cap : 64;
-			struct tk_arrival *na = realloc(k->arr, nc * sizeof(*na));
+			size_t nc = q->cap ? 2 * q->cap : 64;
+			struct emu_tk_arr *na = realloc(q->arr, nc * sizeof(*na));
 			if (!na) {
 				tk->failed = -ENOMEM;
 				timesim_stop(tk->ts);
 				return;
 			}
-			k->arr = na;
-			k->cap = nc;
+			q->arr = na;
+			q->cap = nc;
 		}
 	}
-	const struct tk_core *src = &tk->c[src_global];
-	k->arr[k->narr++] = (struct tk_arrival){t, (uint64_t)src->node << 8 | src->core, (uint32_t)cookie};
-	/* straight into its ring: arrivals are final as they happen, and in order */
-	refill(k);
-	if (k->waiting && k->qtype == EMU_TKQ_WAIT_RECV) {
+	q->arr[q->narr++] = *a;
+	refill(k, qi);
+	if (k->waiting && k->qtype == EMU_TKQ_WAIT_RECV && k->qkey == qi) {
 		/* it resumes at this arrival: nothing later is safe until it acts */
-		answer(tk, k, 1, t > k->qvt ? t : k->qvt);
+		answer(tk, k, 1, a->t > k->qvt ? a->t : k->qvt);
 		timesim_stop(tk->ts);
 	}
+}
+
+static void on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index, uint32_t len, torus_vt_t t)
+{
+	struct emu_tk *tk = arg;
+	if (cookie & DMA_COOKIE) {
+		/* a put's packet at its destination, a get's reply at the
+		 * requester, a memory-FIFO packet at its core */
+		const struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
+		if (x->kind == EMU_TK_MEMFIFO) {
+			struct emu_tk_arr a = {t, (uint64_t)x->src_node << 8 | x->src_core, x->ready, index};
+			arrive(tk, &tk->c[tk->first[node] + x->dst_core], EMU_TK_Q_MEMFIFO, &a);
+		} else if (x->rec != NO_CTR && len) {
+			ctr_change(tk, node, x->rec, -(int64_t)len, t, 0, 1);
+		}
+		return;
+	}
+	uint32_t src_global = (uint32_t)(cookie >> 40), dst_core = (uint32_t)(cookie >> 32) & 0xFF;
+	const struct tk_core *src = &tk->c[src_global];
+	struct emu_tk_arr a = {t, (uint64_t)src->node << 8 | src->core, (uint32_t)cookie, 0};
+	arrive(tk, &tk->c[tk->first[node] + dst_core], EMU_TK_Q_RAW, &a);
 }
 
 /* A DMA packet left its node: its injection counter counts it. */
@@ -308,6 +345,86 @@ static torus_vt_t zero_after(const struct tk_ctr *c, torus_vt_t q)
 	return TIMESIM_NEVER;
 }
 
+/* The mark of query pair i of core k: crossed by time q? */
+static int mark_by(const struct emu_tk *tk, const struct tk_core *k, uint32_t i, torus_vt_t q, torus_vt_t *t)
+{
+	const struct tk_ctr *c = &tk->ctr[k->node][k->qids[i]];
+	if (k->qmarks[i] >= c->crossed || c->xvt[k->qmarks[i]] > q)
+		return 0;
+	*t = c->xvt[k->qmarks[i]];
+	return 1;
+}
+
+/* The earliest crossing among core k's marks by time q (ties: the first
+ * pair): 1 and *which, *t; 0 if none. */
+static int first_mark(const struct emu_tk *tk, const struct tk_core *k, torus_vt_t q, uint32_t *which, torus_vt_t *t)
+{
+	int found = 0;
+	for (uint32_t i = 0; i < k->qn; i++) {
+		torus_vt_t x;
+		if (mark_by(tk, k, i, q, &x) && (!found || x < *t)) {
+			found = 1;
+			*which = i;
+			*t = x;
+		}
+	}
+	return found;
+}
+
+/* Counter (node, id) fell to its next marks at t: record them, and answer
+ * the cores of its node blocked on one of them. */
+static void marks_crossed(struct emu_tk *tk, uint32_t node, uint32_t id, struct tk_ctr *c, torus_vt_t t, int in_run)
+{
+	while (c->crossed < c->nl && c->value <= c->level[c->crossed])
+		c->xvt[c->crossed++] = t;
+	for (uint32_t g = tk->first[node]; g < tk->first[node + 1]; g++) {
+		struct tk_core *k = &tk->c[g];
+		uint32_t which;
+		torus_vt_t x;
+		if (k->waiting && k->qtype == EMU_TKQ_MARK_WAIT && k->blocked && waits_for(k, id, &which) &&
+		    first_mark(tk, k, TIMESIM_NEVER, &which, &x)) {
+			k->sh->a_which = which;
+			k->sh->a_t = x;
+			answer(tk, k, 1, x > k->qvt ? x : k->qvt);
+			if (in_run)
+				timesim_stop(tk->ts);
+		}
+	}
+}
+
+/* Counter (node, id) gets n watermarks (ev CTR_WATCH), or level i is
+ * `level` (CTR_LEVEL; the last one also crosses those it stands at). */
+static int watch_op(struct emu_tk *tk, uint32_t node, const struct emu_tk_ev *ev)
+{
+	struct tk_ctr *c = &tk->ctr[node][ev->rec];
+	if (ev->type == EMU_TK_CTR_WATCH) {
+		if (ev->id > UINT32_MAX)
+			return -EPROTO;
+		free(c->level);
+		free(c->xvt);
+		c->level = NULL;
+		c->xvt = NULL;
+		c->nl = c->crossed = 0;
+		if (!ev->id)
+			return 0;
+		if (!(c->level = malloc(ev->id * sizeof(int64_t))) || !(c->xvt = malloc(ev->id * sizeof(torus_vt_t))))
+			return -ENOMEM;
+		c->nl = (uint32_t)ev->id;
+		c->crossed = c->nl; /* none is pending until the levels are in */
+		return 0;
+	}
+	if (ev->id >= c->nl || (ev->id && ev->delta >= c->level[ev->id - 1]))
+		return -EPROTO;
+	c->level[ev->id] = ev->delta;
+	if (ev->id + 1 == c->nl) {
+		/* marks the counter stands at were crossed when it last changed */
+		c->crossed = 0;
+		while (c->crossed < c->nl && c->value <= c->level[c->crossed])
+			c->xvt[c->crossed++] = c->changed;
+	}
+	return 0;
+}
+
 /* Counter (node, id) changes by delta at t (alloc: it starts at 0). Zero
  * answers the cores of its node whose wait is blocked on it, and they run
  * from t; in_run: t is the simulation's (stop it there). */
@@ -318,12 +435,15 @@ static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t de
 	if (alloc) {
 		c->value = 0;
 		c->hits = 0;
+		c->changed = t;
 		c->head = c->n = 0;
+		c->nl = c->crossed = 0;
 		return;
 	}
 	if (delta == 0)
 		return; /* an empty message changes nothing, as on the DMA unit */
 	c->value += delta;
+	c->changed = t;
 	if (delta < 0) {
 		/* keep the last lookahead's decrements (value_at) */
 		torus_vt_t o = tk->m->hdr->params.inj_overhead_ps, now = timesim_now(tk->ts);
@@ -350,6 +470,8 @@ static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t de
 			}
 		}
 		c->dec[c->n++] = (struct tk_dec){t, delta};
+		if (c->crossed < c->nl && c->value <= c->level[c->crossed])
+			marks_crossed(tk, node, id, c, t, in_run);
 	}
 	if (c->value != 0)
 		return;
@@ -370,12 +492,92 @@ static int counter_op(struct emu_tk *tk, uint32_t node, const struct emu_tk_ev *
 {
 	if (ev->rec >= tk->cores[node] * tk->m->hdr->params.dma_counters)
 		return -EPROTO;
+	if (ev->type == EMU_TK_CTR_WATCH || ev->type == EMU_TK_CTR_LEVEL)
+		return watch_op(tk, node, ev);
 	ctr_change(tk, node, ev->rec, ev->delta, ev->ready, ev->type == EMU_TK_CTR_ALLOC, 0);
 	return 0;
 }
 
+static int timer_less(const struct tk_timer *a, const struct tk_timer *b)
+{
+	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+/* A local copy: its counter falls by len, len / copy_bw after ready. */
+static int post_copy(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
+{
+	const struct torus_params *p = &tk->m->hdr->params;
+	if (ev->rec == NO_CTR || ev->len == 0)
+		return 0;
+	if (ev->rec >= tk->cores[k->node] * p->dma_counters || ev->len > INT64_MAX / 1000000000000ll)
+		return -EPROTO;
+	if (tk->ntimer == tk->captimer) {
+		size_t nc = tk->captimer ? 2 * tk->captimer : 64;
+		struct tk_timer *nt = realloc(tk->timer, nc * sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		tk->timer = nt;
+		tk->captimer = nc;
+	}
+	torus_vt_t t = ev->ready + (torus_vt_t)((ev->len * 1000000000000ull + p->copy_bw - 1) / p->copy_bw);
+	struct tk_timer x = {t, tk->timer_seq++, k->node, ev->rec, (int64_t)ev->len};
+	size_t i = tk->ntimer++;
+	for (; i > 0 && timer_less(&x, &tk->timer[(i - 1) / 2]); i = (i - 1) / 2)
+		tk->timer[i] = tk->timer[(i - 1) / 2];
+	tk->timer[i] = x;
+	return 0;
+}
+
+static void timer_pop(struct emu_tk *tk)
+{
+	struct tk_timer x = tk->timer[--tk->ntimer];
+	size_t i = 0, n = tk->ntimer;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && timer_less(&tk->timer[c + 1], &tk->timer[c]))
+			c++;
+		if (!timer_less(&tk->timer[c], &x))
+			break;
+		tk->timer[i] = tk->timer[c];
+		i = c;
+	}
+	if (n)
+		tk->timer[i] = x;
+}
+
+/*
+ * Simulate as far as is safe: up to the smallest core bound, and the local
+ * copies completing before it, each once the network's events up to its
+ * time are done (so the order at equal times is fixed). 0, or a negative
+ * errno.
+ */
+static int advance(struct emu_tk *tk)
+{
+	for (;;) {
+		torus_vt_t limit = tk->c[tk->tree[1]].lim, now = timesim_now(tk->ts);
+		torus_vt_t tl = tk->ntimer ? tk->timer[0].t : TIMESIM_NEVER;
+		torus_vt_t upto = tl < limit ? tl + 1 : limit;
+		if (upto > now && (upto != TIMESIM_NEVER || timesim_next(tk->ts) != TIMESIM_NEVER)) {
+			int rc = timesim_run(tk->ts, upto);
+			if (rc || tk->failed)
+				return rc ? rc : tk->failed;
+		}
+		if (tl >= limit || timesim_now(tk->ts) < upto)
+			return 0; /* no copy completes first, or a hook stopped the simulation */
+		while (tk->ntimer && tk->timer[0].t == tl) {
+			struct tk_timer x = tk->timer[0];
+			timer_pop(tk);
+			ctr_change(tk, x.node, x.rec, -x.len, x.t, 0, 0);
+		}
+	}
+}
+
 static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
 {
+	if (ev->kind == EMU_TK_COPY)
+		return post_copy(tk, k, ev);
 	if (tk->nxf == tk->capxf) {
 		size_t nc = tk->capxf ? 2 * tk->capxf : 1024;
 		struct tk_xfer *nx = realloc(tk->xf, nc * sizeof(*nx));
@@ -386,13 +588,17 @@ static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev
 	}
 	uint32_t per = tk->m->hdr->params.dma_counters;
 	uint32_t rec_node = ev->kind == EMU_TK_GET ? k->node : ev->node;
-	if ((ev->inj != NO_CTR && ev->inj >= tk->cores[k->node] * per) ||
-	    (ev->rec != NO_CTR && ev->rec >= tk->cores[rec_node] * per))
+	uint32_t rec = ev->kind == EMU_TK_MEMFIFO ? NO_CTR : ev->rec;
+	if (ev->node >= tk->m->hdr->nnodes || (ev->inj != NO_CTR && ev->inj >= tk->cores[k->node] * per) ||
+	    (rec != NO_CTR && rec >= tk->cores[rec_node] * per) ||
+	    (ev->kind == EMU_TK_MEMFIFO && ev->core >= tk->cores[ev->node]))
 		return -EPROTO;
-	tk->xf[tk->nxf] = (struct tk_xfer){ev->kind, k->node, ev->node, ev->inj, ev->rec};
-	if (ev->kind != EMU_TK_PUT && ev->kind != EMU_TK_GET)
+	tk->xf[tk->nxf] = (struct tk_xfer){ev->kind, k->node, ev->node, ev->inj, rec, k->core, ev->core, ev->ready};
+	static const uint32_t kinds[] = {[EMU_TK_PUT] = TIMESIM_PUT, [EMU_TK_GET] = TIMESIM_GET,
+					 [EMU_TK_MEMFIFO] = TIMESIM_MEMFIFO};
+	if (ev->kind < EMU_TK_PUT || ev->kind > EMU_TK_MEMFIFO)
 		return -EPROTO;
-	struct timesim_xfer x = {ev->kind == EMU_TK_GET ? TIMESIM_GET : TIMESIM_PUT, k->node, k->core, ev->fifo, ev->node,
+	struct timesim_xfer x = {kinds[ev->kind], k->node, k->core, ev->fifo, ev->node,
 				 ev->len, ev->ready, ev->hints, DMA_COOKIE | tk->nxf};
 	tk->nxf++;
 	return timesim_post(tk->ts, &x);
@@ -403,7 +609,7 @@ static int post(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev
 	tk->events++;
 	if (ev->type == EMU_TK_DMA)
 		return post_dma(tk, k, ev);
-	if (ev->type == EMU_TK_CTR_ALLOC || ev->type == EMU_TK_CTR_ADD)
+	if (ev->type >= EMU_TK_CTR_ALLOC && ev->type <= EMU_TK_CTR_LEVEL)
 		return counter_op(tk, k->node, ev);
 	if (ev->type != EMU_TK_RAW)
 		return -EPROTO;
@@ -455,12 +661,24 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 		k->qkey = sh->qkey;
 		/* a barrier's member count, or the number of counter ids */
 		k->qn = sh->qn;
-		if (k->qtype == EMU_TKQ_CTR || k->qtype == EMU_TKQ_CTR_WAIT) {
+		if (k->qtype == EMU_TKQ_CTR || k->qtype == EMU_TKQ_CTR_WAIT || k->qtype == EMU_TKQ_MARK ||
+		    k->qtype == EMU_TKQ_MARK_WAIT) {
 			if (k->qn > EMU_TKQ_MAX_IDS || k->qn == 0) {
 				*err = -EPROTO;
 				return 1;
 			}
 			memcpy(k->qids, sh->qids, k->qn * sizeof(uint32_t));
+			uint32_t lim = tk->cores[k->node] * tk->m->hdr->params.dma_counters;
+			for (uint32_t i = 0; i < k->qn; i++)
+				if (k->qids[i] >= lim) {
+					*err = -EPROTO;
+					return 1;
+				}
+			if (k->qtype == EMU_TKQ_MARK || k->qtype == EMU_TKQ_MARK_WAIT)
+				memcpy(k->qmarks, sh->qmarks, k->qn * sizeof(uint32_t));
+		} else if ((k->qtype == EMU_TKQ_RECV || k->qtype == EMU_TKQ_WAIT_RECV) && k->qkey >= EMU_TK_NQ) {
+			*err = -EPROTO;
+			return 1;
 		}
 		k->blocked = 0;
 		k->arrived_bar = 0;
@@ -487,12 +705,12 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 	switch (k->qtype) {
 	case EMU_TKQ_RECV:
 		/* its ring holds every arrival up to qvt once all before it is final */
-		if (k->qvt >= now && first_arrival(k) > k->qvt)
+		if (k->qvt >= now && first_arrival(k, (uint32_t)k->qkey) > k->qvt)
 			return 0;
 		answer(tk, k, 1, k->qvt);
 		return 1;
 	case EMU_TKQ_WAIT_RECV: {
-		torus_vt_t t = first_arrival(k);
+		torus_vt_t t = first_arrival(k, (uint32_t)k->qkey);
 		if (t != TIMESIM_NEVER) {
 			/* an arrival it has not taken: it resumes at it, or now */
 			answer(tk, k, 1, t > k->qvt ? t : k->qvt);
@@ -534,6 +752,27 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 			return 1;
 		}
 		/* none has been zero since qvt: the first one to reach zero answers */
+		k->blocked = 1;
+		rebound(tk, k);
+		return 2;
+	}
+	case EMU_TKQ_MARK:
+	case EMU_TKQ_MARK_WAIT: {
+		if (k->blocked || k->qvt >= now)
+			return 0;
+		uint32_t which = 0;
+		torus_vt_t t = 0;
+		if (first_mark(tk, k, k->qvt, &which, &t)) {
+			k->sh->a_which = which;
+			k->sh->a_t = t;
+			answer(tk, k, 1, k->qvt);
+			return 1;
+		}
+		if (k->qtype == EMU_TKQ_MARK) {
+			answer(tk, k, 0, k->qvt);
+			return 1;
+		}
+		/* none crossed by qvt: the first crossing answers (marks_crossed) */
 		k->blocked = 1;
 		rebound(tk, k);
 		return 2;
@@ -598,7 +837,7 @@ static int round_once(struct emu_tk *tk, int *err)
 			struct tk_core *k = &tk->c[w * 64 + (uint32_t)__builtin_ctzll(bits)];
 			if (look(tk, k, err)) {
 				moved = 1;
-				refill(k);
+				refill_all(k);
 				if (k->waiting && k->qtype == EMU_TKQ_BARRIER && !k->arrived_bar) {
 					k->arrived_bar = 1;
 					int rc = barrier_arrive(tk, k);
@@ -609,20 +848,18 @@ static int round_once(struct emu_tk *tk, int *err)
 				}
 				if (!try_answer(tk, k))
 					rebound(tk, k);
-			} else if (k->narr) {
-				refill(k); /* it took arrivals: room for those waiting here */
+			} else if (k->q[0].narr || k->q[1].narr) {
+				refill_all(k); /* it took arrivals: room for those waiting here */
 			}
 		}
 	}
 	if (*err)
 		return 1;
-	torus_vt_t limit = tk->c[tk->tree[1]].lim, before = timesim_now(tk->ts);
-	if (limit > before && (limit != TIMESIM_NEVER || timesim_next(tk->ts) != TIMESIM_NEVER)) {
-		int rc = timesim_run(tk->ts, limit);
-		if (rc || tk->failed) {
-			*err = rc ? rc : tk->failed;
-			return 1;
-		}
+	torus_vt_t before = timesim_now(tk->ts);
+	int rc = advance(tk);
+	if (rc) {
+		*err = rc;
+		return 1;
 	}
 	torus_vt_t now = timesim_now(tk->ts);
 	if (now != before) {
@@ -805,17 +1042,23 @@ void emu_tk_stop(struct emu_tk *tk)
 	}
 	if (tk->c)
 		for (uint32_t i = 0; i < tk->ncores; i++)
-			free(tk->c[i].arr);
+			for (uint32_t qi = 0; qi < EMU_TK_NQ; qi++)
+				free(tk->c[i].q[qi].arr);
 	free(tk->c);
 	free(tk->first);
 	if (tk->ctr)
 		for (uint32_t r = 0; r < tk->m->hdr->nnodes; r++) {
 			for (uint32_t i = 0; tk->ctr[r] && i < tk->cores[r] * tk->m->hdr->params.dma_counters; i++)
+			{
 				free(tk->ctr[r][i].dec);
+				free(tk->ctr[r][i].level);
+				free(tk->ctr[r][i].xvt);
+			}
 			free(tk->ctr[r]);
 		}
 	free(tk->ctr);
 	free(tk->xf);
+	free(tk->timer);
 	for (size_t i = 0; i < tk->nbar; i++)
 		free(tk->bar[i].members);
 	free(tk->bar);

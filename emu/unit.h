@@ -29,6 +29,9 @@ struct emu_unit {
 	void (*node_teardown)(struct emu_node_rt *rt);
 	int (*core_setup)(struct emu_node_rt *rt, struct emu_core *c, char *err, size_t errlen);
 	void (*core_teardown)(struct emu_core *c);
+	/* --exact: a core waits; move what it receives into its stash (> = 0,
+	 * or -ENOMEM). Optional. */
+	int (*core_drain)(struct emu_core *c);
 	/* the core's program returned */
 	int (*core_finish)(struct emu_core *c);
 	/* engine: one pass over the unit's queues; the packets it moved */

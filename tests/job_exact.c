@@ -7,7 +7,7 @@
  *
  * FILE: one transfer per line, "kind src_node src_core fifo dst_node
  * dst_core len post hints", kind 1 a raw packet, 2 a put, 3 a get (of len
- * bytes from dst's region, back to src). Each core:
+ * bytes from dst's region, back to src), 4 a memory-FIFO message. Each core:
  *
  *  1. registers one region and allocates a counter for each put it
  *     receives and each get it makes, armed with the transfer's length
@@ -16,13 +16,15 @@
  *  2. meets the others at a barrier;
  *  3. posts its own transfers in file order, each at max(its clock, post)
  *     (the model's rule; a post costs inj_overhead), raw packets as raw
- *     sends, puts and gets on DMA FIFO `fifo`;
+ *     sends, puts, gets and memory-FIFO messages on DMA FIFO `fifo`;
  *  4. prints "start CORE_CLOCK", then waits for each of its counters in
  *     file order and prints "xfer INDEX CLOCK" after each (the clock is the
  *     later of the clock before and the counter's zero time);
- *  5. receives its raw packets and prints "xfer INDEX ARRIVAL" for each.
+ *  5. receives its raw packets and prints "xfer INDEX ARRIVAL" for each;
+ *  6. receives its memory-FIFO messages (polled, dispatch 0) and prints
+ *     "xfer INDEX ARRIVAL" for each, the arrival of its last packet.
  *
- * Every put and every get reply is checked byte for byte.
+ * Every put, get reply and message is checked byte for byte.
  */
 #include "torus/dma.h"
 #include "torus/emu.h"
@@ -34,7 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { RAW = 1, PUT = 2, GET = 3 };
+enum { RAW = 1, PUT = 2, GET = 3, MEMFIFO = 4 };
 
 struct xfer {
 	uint32_t kind, src_node, src_core, fifo, dst_node, dst_core, len, hints;
@@ -71,7 +73,7 @@ static uint64_t layout(uint32_t node, uint32_t core, uint32_t per_counter, struc
 	for (size_t i = 0; i < nx; i++) {
 		uint32_t rn, rc;
 		receiver(&xs[i], &rn, &rc);
-		if (xs[i].kind == RAW || rn != node || rc != core)
+		if (xs[i].kind == RAW || xs[i].kind == MEMFIFO || rn != node || rc != core)
 			continue;
 		pl[i].counter = core * per_counter + n++;
 		pl[i].offset = off;
@@ -117,6 +119,56 @@ static int fail(const char *what, int rc)
 	return 1;
 }
 
+/* Receive `want` memory-FIFO messages, checking every byte; report each
+ * with the arrival of its last packet. */
+static int receive_messages(emu_core_t *c, size_t want, uint8_t *buf, struct report *rep)
+{
+	uint32_t node = emu_node_rank(c), core = emu_core_index(c);
+	uint64_t *got = calloc(nx + 1, sizeof(uint64_t));
+	if (!got)
+		return fail("memory", -ENOMEM);
+	int rc = 0;
+	for (size_t done = 0; done < want && !rc;) {
+		struct dma_recv_info info;
+		rc = dma_recfifo_next(c, &info, buf, 256);
+		if (rc == -EAGAIN) {
+			rc = dma_recfifo_wait(c, -1);
+			continue;
+		}
+		if (rc)
+			break;
+		size_t i = info.user;
+		if (i >= nx || xs[i].kind != MEMFIFO || xs[i].dst_node != node || xs[i].dst_core != core ||
+		    xs[i].src_node != info.src_node || xs[i].src_core != info.src_core ||
+		    info.offset + info.len > xs[i].len) {
+			fprintf(stderr, "exact-check: node %u core %u: a message that is not ours (user %zu)\n", node, core, i);
+			free(got);
+			return 1;
+		}
+		for (uint32_t k = 0; k < info.len; k++)
+			if (buf[k] != byte_of(i, (uint32_t)info.offset + k)) {
+				fprintf(stderr, "exact-check: message %zu: byte %llu damaged\n", i,
+					(unsigned long long)info.offset + k);
+				free(got);
+				return 1;
+			}
+		got[i] += info.len;
+		if (info.last != (got[i] == xs[i].len)) {
+			fprintf(stderr, "exact-check: message %zu: last flag %d after %llu of %u bytes\n", i, info.last,
+				(unsigned long long)got[i], xs[i].len);
+			free(got);
+			return 1;
+		}
+		if (info.last) {
+			/* packets of one message arrive in order: this is the last deposit */
+			say(rep, "xfer %zu %llu\n", i, (unsigned long long)info.arrival);
+			done++;
+		}
+	}
+	free(got);
+	return rc ? fail("receive messages", rc) : 0;
+}
+
 static int core_main(emu_core_t *c, void *arg)
 {
 	(void)arg;
@@ -159,7 +211,7 @@ static int core_main(emu_core_t *c, void *arg)
 	const uint32_t inj = first + ncnt;
 	uint64_t put_bytes = 0;
 	for (size_t i = 0; i < nx; i++)
-		if (xs[i].kind == PUT && xs[i].src_node == node && xs[i].src_core == core)
+		if ((xs[i].kind == PUT || xs[i].kind == MEMFIFO) && xs[i].src_node == node && xs[i].src_core == core)
 			put_bytes += xs[i].len;
 	if (put_bytes && (rc = dma_counter_add(c, inj, (int64_t)put_bytes)))
 		return fail("arm", rc);
@@ -167,7 +219,7 @@ static int core_main(emu_core_t *c, void *arg)
 		fprintf(stderr, "exact-check: counters from %u, not %u\n", first, core * per_counter);
 		return 1;
 	}
-	size_t want_raw = 0;
+	size_t want_raw = 0, want_mf = 0;
 	for (size_t i = 0; i < nx; i++) {
 		uint32_t rn, rcore;
 		receiver(&xs[i], &rn, &rcore);
@@ -175,6 +227,8 @@ static int core_main(emu_core_t *c, void *arg)
 			continue;
 		if (xs[i].kind == RAW)
 			want_raw++;
+		else if (xs[i].kind == MEMFIFO)
+			want_mf++;
 		else if ((rc = dma_counter_add(c, pl[i].counter, xs[i].len)))
 			return fail("arm", rc);
 	}
@@ -198,15 +252,18 @@ static int core_main(emu_core_t *c, void *arg)
 		if ((rc = dma_injfifo_open(c, x->fifo, &f)))
 			return fail("fifo", rc);
 		struct dma_desc d;
-		if (x->kind == PUT) {
+		if (x->kind == PUT || x->kind == MEMFIFO) {
 			uint8_t *data = sent[i] = malloc(x->len ? x->len : 1);
 			if (!data)
 				return fail("memory", -ENOMEM);
 			for (uint32_t k = 0; k < x->len; k++)
 				data[k] = byte_of(i, k);
 			/* the data must stay until it has left: kept to the end */
-			dma_desc_put(&d, x->dst_node, data, x->len, x->dst_core * per_region, pl[i].offset, pl[i].counter,
-				     inj);
+			if (x->kind == PUT)
+				dma_desc_put(&d, x->dst_node, data, x->len, x->dst_core * per_region, pl[i].offset,
+					     pl[i].counter, inj);
+			else
+				dma_desc_memfifo(&d, x->dst_node, x->dst_core, 0, (uint16_t)i, data, x->len, inj);
 		} else {
 			dma_desc_get(&d, x->dst_node, x->dst_core * per_region, 0, x->len, region, pl[i].offset,
 				     pl[i].counter);
@@ -222,7 +279,7 @@ static int core_main(emu_core_t *c, void *arg)
 		const struct xfer *x = &xs[i];
 		uint32_t rn, rcore;
 		receiver(x, &rn, &rcore);
-		if (x->kind == RAW || rn != node || rcore != core)
+		if (x->kind == RAW || x->kind == MEMFIFO || rn != node || rcore != core)
 			continue;
 		if ((rc = dma_counter_wait(c, pl[i].counter)))
 			return fail("wait", rc);
@@ -260,6 +317,8 @@ static int core_main(emu_core_t *c, void *arg)
 		say(&rep, "xfer %zu %llu\n", i, (unsigned long long)info.arrival);
 		got++;
 	}
+	if ((rc = receive_messages(c, want_mf, buf, &rep)))
+		return rc;
 	/* one write: a core's lines stay together */
 	for (size_t off = 0; off < rep.len;) {
 		ssize_t w = write(1, rep.buf + off, rep.len - off);
@@ -288,7 +347,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		printf("usage: torusrun --exact [options] -- exact-check FILE\n"
 		       "Replays transfers (one per line: kind src_node src_core fifo dst_node dst_core\n"
-		       "len post_ps hints; kind 1 raw, 2 put, 3 get) and prints when each core saw each.\n");
+		       "len post_ps hints; kind 1 raw, 2 put, 3 get, 4 memory FIFO) and prints when each core saw each.\n");
 		return 0;
 	}
 	if (argc != 2) {
@@ -304,7 +363,7 @@ int main(int argc, char **argv)
 	struct xfer x = {0};
 	while (fscanf(f, "%u %u %u %u %u %u %u %llu %u", &x.kind, &x.src_node, &x.src_core, &x.fifo, &x.dst_node,
 		      &x.dst_core, &x.len, &x.post, &x.hints) == 9) {
-		if (x.kind < RAW || x.kind > GET || (x.kind == RAW && x.len > 240) || (x.kind == GET && x.len > SOURCE_BYTES)) {
+		if (x.kind < RAW || x.kind > MEMFIFO || (x.kind == MEMFIFO && x.len == 0) || (x.kind == RAW && x.len > 240) || (x.kind == GET && x.len > SOURCE_BYTES)) {
 			fprintf(stderr, "exact-check: a bad transfer on line %zu\n", nx + 1);
 			return 2;
 		}

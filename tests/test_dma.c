@@ -57,6 +57,20 @@ static void test_backpressure(void)
 static void test_barrier(void) { each_shape("barrier"); }
 static void test_wait_any(void) { each_shape("waitany"); }
 
+/* The same scenarios under torusrun --exact, with chaos: the timekeeper
+ * times puts, gets, copies, memory-FIFO messages, counters and barriers. */
+static void test_exact(void)
+{
+	static const char *const args[] = {"put " SIZES, "get " SIZES, "copy " SIZES, "memfifo 0 1 240 241 5000 262144",
+					   "barrier", "waitany"};
+	for (size_t a = 0; a < sizeof(args) / sizeof(args[0]); a++)
+		for (size_t i = 1; i < NSHAPES; i += 2) {
+			char opts[256];
+			snprintf(opts, sizeof(opts), "--exact --chaos %zu %s", a * NSHAPES + i + 1, shapes[i].opts);
+			check_scenario(opts, args[a]);
+		}
+}
+
 static void test_bandwidth_model(void)
 {
 	/* emulated bandwidth of a large put over one link = the payload rate */
@@ -106,7 +120,7 @@ int main(void)
 		CUNIT_CASE(test_large_64mib), CUNIT_CASE(test_many_outstanding)};
 	static const struct cunit_case control[] = {
 		CUNIT_CASE(test_bad_descriptors), CUNIT_CASE(test_backpressure), CUNIT_CASE(test_barrier),
-		CUNIT_CASE(test_wait_any), CUNIT_CASE(test_bandwidth_model), CUNIT_CASE(test_pingpong),
+		CUNIT_CASE(test_wait_any), CUNIT_CASE(test_exact), CUNIT_CASE(test_bandwidth_model), CUNIT_CASE(test_pingpong),
 		CUNIT_CASE(test_hang_detected)};
 	static const struct cunit_suite all[] = {
 		{"dma.transfers", transfers, CUNIT_COUNT(transfers)},

@@ -547,8 +547,12 @@ static torus_vt_t work_estimate(const struct mc_call *m, const struct mc_stream 
  * event of the same stream, which that neighbour reaches after fewer
  * events in this order.
  */
+static int run_streams_exact(struct mc_call *m);
+
 static int run_streams(struct mc_call *m)
 {
+	if (emu_exact(m->c))
+		return run_streams_exact(m);
 	torus_vt_t end = emu_core_now(m->c);
 	for (uint32_t k = 0; k < m->nmine; k++) {
 		m->st[k].vt = end;
@@ -578,7 +582,7 @@ static int run_streams(struct mc_call *m)
 		}
 		if (!got) {
 			uint32_t id = st->ph[st->phase].counter, mark = (uint32_t)mk;
-			int rc = dma_counter_wait_marks(m->c, &id, &mark, 1);
+			int rc = dma_counter_wait_marks(m->c, &id, &mark, 1, NULL);
 			if (rc)
 				return rc;
 			continue;
@@ -603,6 +607,62 @@ static int run_streams(struct mc_call *m)
 			torus_calendar_reserve(&m->busy, at + est, st->vt - at - est);
 		if (st->vt > end)
 			end = st->vt;
+	}
+}
+
+/*
+ * Under torusrun --exact a core's clock never goes back, and what it
+ * observes answers in virtual time. The core is then one server that
+ * takes its streams' events first come, first served: the event whose
+ * unit arrived earliest (dma_counter_wait_marks names it), at the core's
+ * clock or at its arrival if that is later. Events that are ready at once
+ * (a stream's start, an empty unit) and arrivals at the same time go in
+ * the fixed order of run_streams: by the number each stream has handled,
+ * then by stream.
+ */
+static int run_streams_exact(struct mc_call *m)
+{
+	for (uint32_t k = 0; k < m->nmine; k++) {
+		m->st[k].starting = 1;
+		m->st[k].events = 0;
+	}
+	for (;;) {
+		uint32_t order[2 * TORUS_MAX_DIMS], n = 0, ids[2 * TORUS_MAX_DIMS], marks[2 * TORUS_MAX_DIMS], nw = 0;
+		for (uint32_t k = 0; k < m->nmine; k++) {
+			if (!m->st[k].starting && !m->st[k].stage)
+				continue;
+			uint32_t at = n++;
+			while (at > 0 && m->st[order[at - 1]].events > m->st[k].events) {
+				order[at] = order[at - 1];
+				at--;
+			}
+			order[at] = k;
+		}
+		if (!n)
+			return 0;
+		struct mc_stream *st = NULL;
+		for (uint32_t i = 0; i < n && !st; i++) {
+			struct mc_stream *s = &m->st[order[i]];
+			int32_t mk = s->starting ? -1 : expected_mark(m, s);
+			if (mk < 0) {
+				st = s; /* ready now */
+			} else {
+				ids[nw] = s->ph[s->phase].counter;
+				marks[nw] = (uint32_t)mk;
+				order[nw++] = order[i];
+			}
+		}
+		if (!st) {
+			size_t w = 0;
+			int rc = dma_counter_wait_marks(m->c, ids, marks, nw, &w);
+			if (rc)
+				return rc;
+			st = &m->st[order[w]];
+		}
+		int rc = st->starting ? start(m, st) : advance(m, st);
+		if (rc)
+			return rc;
+		st->events++;
 	}
 }
 

@@ -89,10 +89,14 @@ int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *w
  * counter does too.
  */
 int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_t n);
-/* *crossed = 1 and *vt = when mark k was crossed (the clock does not move), 0 if not yet. */
+/* *crossed = 1 and *vt = when mark k was crossed (the clock does not move), 0 if not yet
+ * (under --exact: not by the core's clock, and the look costs poll_cost). */
 int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt, int *crossed);
-/* Sleep until, for some i, mark marks[i] of counter ids[i] is crossed (n <= 64). */
-int dma_counter_wait_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, size_t n);
+/* Sleep until, for some i, mark marks[i] of counter ids[i] is crossed (n <= 64);
+ * *which (may be NULL) gets the i crossed earliest in virtual time (ties: the
+ * lowest). The clock does not move, except under torusrun --exact, where it
+ * moves to the crossing if that is later (the core waited until then). */
+int dma_counter_wait_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, size_t n, size_t *which);
 
 /* ------------------------------------------------------- reception FIFOs */
 

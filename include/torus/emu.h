@@ -72,6 +72,10 @@ int emu_core_compute(emu_core_t *c, torus_vt_t ps);
  * Such software must leave the clock at the end of all its activities.
  */
 int emu_core_set_clock(emu_core_t *c, torus_vt_t t);
+/* 1 if the job runs with exact time (torusrun --exact): everything the
+ * core observes answers in virtual time, and its clock never goes back
+ * (emu_core_set_clock refuses to, with -EINVAL). 0 otherwise. */
+int emu_exact(const emu_core_t *c);
 
 struct emu_pkt_info {
 	uint32_t src_node;
