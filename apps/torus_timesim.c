@@ -46,9 +46,9 @@ struct tally {
 };
 
 static void on_hop(void *arg, uint32_t node, uint32_t link, torus_vt_t start, torus_vt_t end, uint32_t wire,
-		   uint32_t payload, uint64_t cookie)
+		   uint32_t payload, uint64_t cookie, int request)
 {
-	(void)start, (void)end, (void)payload, (void)cookie;
+	(void)start, (void)end, (void)payload, (void)cookie, (void)request;
 	struct tally *t = arg;
 	t->wire[(size_t)node * 2 * TORUS_MAX_DIMS + link] += wire;
 }

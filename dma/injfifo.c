@@ -222,7 +222,7 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 						 [DMA_GET] = EMU_TK_GET, [DMA_COPY] = EMU_TK_COPY};
 		struct emu_tk_ev ev = {.type = EMU_TK_DMA, .node = d->kind == DMA_COPY ? c->node->rank : d->node,
 				       .core = d->core, .fifo = f->index, .kind = kinds[d->kind],
-				       .inj = d->inj_counter,
+				       .inj = d->inj_counter, .id = d->tag,
 				       .rec = d->counter, .hints = d->hints, .len = d->len, .ready = c->vt};
 		if ((rc = emu_core_tk_event(c, &ev)))
 			return rc;

@@ -35,4 +35,6 @@ const struct emu_unit emu_node_unit = {
 	.deliver = deliver,
 	.flush = flush,
 	.getreq_bytes = sizeof(struct dma_getreq),
+	.tk_kind = {[EMU_TK_PUT] = DMA_PKT_PUT, [EMU_TK_GET] = DMA_PKT_PUT, [EMU_TK_MEMFIFO] = DMA_PKT_MEMFIFO},
+	.getreq_kind = DMA_PKT_GETREQ,
 };

@@ -58,10 +58,9 @@ static void usage(FILE *out)
 	      "                       rank's emulated time (the default) or the host's clock\n"
 	      "  --exact              exact virtual time (issue 13, in progress): a timekeeper\n"
 	      "                       simulates every packet in virtual-time order, so times\n"
-	      "                       repeat to the picosecond under any host load; raw\n"
-	      "                       packets, DMA puts and gets, counters and barriers so far\n"
-	      "                       (memory FIFOs, copies and watermarks fail with ENOTSUP),\n"
-	      "                       and without --trace\n"
+	      "                       repeat to the picosecond under any host load; the DMA\n"
+	      "                       unit and the collectives (dma_injfifo_pending and the\n"
+	      "                       fault queue fail with ENOTSUP); it writes --trace too\n"
 	      "  --chaos SEED         perturb the host's scheduling (random yields and short\n"
 	      "                       sleeps in engines and cores, from SEED); emulated results\n"
 	      "                       must not move (0, the default: off)\n"
@@ -692,10 +691,6 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	cfg->wtime_wall = wtime && !strcmp(wtime, "wall");
 	if (chaos && parse_u32(chaos, strlen(chaos), 0, UINT32_MAX, &cfg->chaos_seed)) {
 		snprintf(err, errlen, "bad --chaos '%s': a seed, 1..4294967295 (0: off)", chaos);
-		goto out;
-	}
-	if (cfg->exact && cfg->trace_path) {
-		snprintf(err, errlen, "--exact does not trace yet: drop --trace or --exact");
 		goto out;
 	}
 	if (cfg->exact && cfg->params.inj_overhead_ps == 0) {

@@ -136,7 +136,7 @@ struct emu_tk_ev {
 	uint16_t pad_;
 	uint64_t len;            /* bytes */
 	torus_vt_t ready;        /* when it may start (the core's clock after posting); a counter op's time */
-	uint64_t id;             /* raw: the core's send number */
+	uint64_t id;             /* raw: the core's send number; DMA: the descriptor's trace tag */
 	int64_t delta;           /* a counter add */
 };
 _Static_assert(sizeof(struct emu_tk_ev) == 64, "event is one cache line");
@@ -291,7 +291,9 @@ static inline _Atomic uint64_t *emu_shm_tk_dirty(const struct emu_shm *m)
 
 /* --exact: torusrun's timekeeper thread (emu/timekeeper.c). */
 struct emu_tk;
-int emu_tk_start(struct emu_shm *m, struct emu_tk **out, char *err, size_t errlen);
+/* trace_fd: the job's trace file (--trace), which the timekeeper writes
+ * under --exact instead of the engines; -1 for none. */
+int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err, size_t errlen);
 /* Stop it; write what the links did (busy time, free_at) into their counters. */
 void emu_tk_stop(struct emu_tk *tk);
 /* node: map the job's shared memory from an inherited fd and check it. */
@@ -375,6 +377,23 @@ void emu_settings_free(struct emu_settings *s);
  * before the nodes start (their fd is inherited), and append the end chunk
  * (every link's counters) after they are gone. */
 int emu_trace_create(const struct emu_job_config *cfg, struct emu_shm *m, int *fd_out, char *err, size_t errlen);
+/* A trace writer of node `node` into the job's trace file fd (which it
+ * does not close): nbuf buffers of buf_bytes, io_uring if `uring` and the
+ * kernel allows it; NULL and a message on failure. The node engines have
+ * one each (emu_trace_open); under --exact the timekeeper has one per node. */
+struct emu_trace;
+struct emu_trace *emu_trace_writer(int fd, uint32_t node, uint32_t nbuf, uint32_t buf_bytes, int packets,
+				   _Atomic uint64_t *file_off, int uring, char *err, size_t errlen);
+/* One packet on link `link` (2 * dim + dir) of the writer's node, serialised
+ * from start to end: it extends the link's open run (back to back, same
+ * tag and kind, unless one record per packet) or starts a new one. */
+void emu_trace_packet(struct emu_trace *t, uint32_t link, torus_vt_t start, torus_vt_t end, uint32_t payload,
+		      uint32_t wire, uint32_t kind, uint32_t tag);
+/* Flush, wait for every write and free: 0 or the first write error, and the
+ * counters (each may be NULL). */
+int emu_trace_writer_close(struct emu_trace *t, uint64_t *records, uint64_t *bytes, uint64_t *waits);
+/* A node's trace counters and status (1: flushed cleanly), for torusrun. */
+void emu_trace_publish(struct emu_node_shm *me, uint64_t records, uint64_t bytes, uint64_t waits, int rc);
 int emu_trace_finish(const struct emu_job_config *cfg, struct emu_shm *m, int fd, uint32_t status, double wall_s,
 		     torus_vt_t vt, int quiet, char *err, size_t errlen);
 

@@ -295,7 +295,9 @@ static int node_start(int argc, char **argv, emu_core_fn fn, void *arg, uint32_t
 			fprintf(stderr, "%s: node %u: bad TORUS_TRACE_FD '%s'\n", prog, rank, tfd);
 			return 2;
 		}
-		if (emu_trace_open(rt, (int)tf, err, sizeof(err))) {
+		if (rt->exact)
+			close((int)tf); /* the timekeeper traces */
+		else if (emu_trace_open(rt, (int)tf, err, sizeof(err))) {
 			fprintf(stderr, "%s: node %u: %s\n", prog, rank, err);
 			return 2;
 		}

@@ -240,7 +240,6 @@ uint32_t emu_engine_step(struct emu_node_rt *rt);
 void emu_engine_publish(struct emu_node_rt *rt);
 
 /* --trace (emu/trace.c): the engine's per-link recorder. */
-struct emu_trace;
 int emu_trace_open(struct emu_node_rt *rt, int fd, char *err, size_t errlen);
 /* A packet on out link `link` (2 * dim + dir) that does not continue the
  * link's open run (the engine extends runs itself, see trace_hop): close

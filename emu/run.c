@@ -333,7 +333,7 @@ int emu_job_run(struct emu_job_config *cfg)
 			fprintf(stderr, "torusrun: started %u/%u nodes\n", r + 1, n);
 	}
 
-	if (cfg->exact && emu_tk_start(&j.shm, &tk, err, sizeof(err))) {
+	if (cfg->exact && emu_tk_start(&j.shm, trace_fd, &tk, err, sizeof(err))) {
 		fprintf(stderr, "torusrun: %s\n", err);
 		what = "failed";
 		status = 1;

@@ -23,6 +23,7 @@
 #include "emu_internal.h"
 #include "../torus/timesim.h"
 #include "unit.h"
+#include <torus/trace.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -68,6 +69,7 @@ struct emu_tk {
 	struct torus_cost *costs;
 	const struct torus_cost **link_cost;
 	uint64_t *busy;       /* per node and link: virtual time busy */
+	struct emu_trace **trace; /* --trace: a writer per node, else NULL */
 	torus_vt_t *free_at;
 	/* each core's bound: the time up to which it lets the simulation run
 	 * (struct tk_core: lim, run), and a tree of the smallest (its root:
@@ -90,7 +92,7 @@ struct emu_tk {
 #define NO_CTR UINT32_MAX
 
 struct tk_xfer {
-	uint32_t kind, src_node, dst_node, inj, rec;
+	uint32_t kind, src_node, dst_node, inj, rec, tag;
 	uint32_t src_core, dst_core; /* memory FIFO: who sent it, to which core */
 	torus_vt_t ready;            /* memory FIFO: its post time (the message's name) */
 };
@@ -142,13 +144,21 @@ static uint64_t raw_cookie(uint32_t src_global, uint32_t dst_core, uint32_t id)
 }
 
 static void on_hop(void *arg, uint32_t node, uint32_t link, torus_vt_t start, torus_vt_t end, uint32_t wire,
-		   uint32_t payload, uint64_t cookie)
+		   uint32_t payload, uint64_t cookie, int request)
 {
-	(void)wire, (void)payload, (void)cookie;
 	struct emu_tk *tk = arg;
 	size_t i = (size_t)node * NLINKS + link;
 	tk->busy[i] += end - start;
 	tk->free_at[i] = end;
+	if (tk->trace) {
+		uint32_t kind = TORUS_PKT_RAW, tag = 0;
+		if (cookie & DMA_COOKIE) {
+			const struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
+			kind = request ? emu_node_unit.getreq_kind : emu_node_unit.tk_kind[x->kind];
+			tag = x->tag;
+		}
+		emu_trace_packet(tk->trace[node], link, start, end, payload, wire, kind, tag);
+	}
 }
 
 static int bound_less(const struct emu_tk *tk, uint32_t a, uint32_t b)
@@ -593,7 +603,8 @@ static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev
 	    (rec != NO_CTR && rec >= tk->cores[rec_node] * per) ||
 	    (ev->kind == EMU_TK_MEMFIFO && ev->core >= tk->cores[ev->node]))
 		return -EPROTO;
-	tk->xf[tk->nxf] = (struct tk_xfer){ev->kind, k->node, ev->node, ev->inj, rec, k->core, ev->core, ev->ready};
+	tk->xf[tk->nxf] = (struct tk_xfer){ev->kind, k->node, ev->node, ev->inj, rec, (uint32_t)ev->id, k->core, ev->core,
+					   ev->ready};
 	static const uint32_t kinds[] = {[EMU_TK_PUT] = TIMESIM_PUT, [EMU_TK_GET] = TIMESIM_GET,
 					 [EMU_TK_MEMFIFO] = TIMESIM_MEMFIFO};
 	if (ev->kind < EMU_TK_PUT || ev->kind > EMU_TK_MEMFIFO)
@@ -928,7 +939,7 @@ static void *tk_main(void *arg)
 	return NULL;
 }
 
-int emu_tk_start(struct emu_shm *m, struct emu_tk **out, char *err, size_t errlen)
+int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err, size_t errlen)
 {
 	const struct emu_shm_hdr *h = m->hdr;
 	const uint32_t N = h->nnodes;
@@ -990,6 +1001,21 @@ int emu_tk_start(struct emu_shm *m, struct emu_tk **out, char *err, size_t errle
 		torus_cost_init(&tk->costs[k], &lp);
 		tk->link_cost[(size_t)h->links[k].node * NLINKS + h->links[k].link] = &tk->costs[k];
 	}
+	if (trace_fd >= 0) {
+		/* the engines do not trace under --exact: the records are ours.
+		 * Small buffers and plain writes: one writer per node */
+		if (!(tk->trace = calloc(N, sizeof(*tk->trace)))) {
+			emu_tk_stop(tk);
+			snprintf(err, errlen, "out of memory for the timekeeper's trace");
+			return -ENOMEM;
+		}
+		for (uint32_t r = 0; r < N; r++)
+			if (!(tk->trace[r] = emu_trace_writer(trace_fd, r, 2, 16384, !!(h->trace_flags & TORUS_TRACE_F_PACKETS),
+							      &m->hdr->trace_off, 0, err, errlen))) {
+				emu_tk_stop(tk);
+				return -ENOMEM;
+			}
+	}
 	struct timesim_config cfg = {&h->shape, &h->params, cores, emu_node_unit.getreq_bytes, tk->link_cost, {.hop = on_hop, .deposit = on_deposit, .left = on_left, .arg = tk}};
 	int rc = timesim_create(&cfg, &tk->ts);
 	if (rc) {
@@ -1040,6 +1066,13 @@ void emu_tk_stop(struct emu_tk *tk)
 		}
 		timesim_destroy(tk->ts);
 	}
+	for (uint32_t r = 0; tk->trace && r < tk->m->hdr->nnodes; r++) {
+		uint64_t records = 0, bytes = 0, waits = 0;
+		int rc = emu_trace_writer_close(tk->trace[r], &records, &bytes, &waits);
+		if (tk->trace[r])
+			emu_trace_publish(emu_shm_node(tk->m, r), records, bytes, waits, rc);
+	}
+	free(tk->trace);
 	if (tk->c)
 		for (uint32_t i = 0; i < tk->ncores; i++)
 			for (uint32_t qi = 0; qi < EMU_TK_NQ; qi++)

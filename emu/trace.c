@@ -158,39 +158,93 @@ void emu_trace_new_run(struct emu_trace *t, uint32_t link, torus_vt_t start, tor
 				      .dim = (uint8_t)(link >> 1), .dir = (uint8_t)(link & 1), .kind = (uint8_t)kind};
 }
 
-int emu_trace_open(struct emu_node_rt *rt, int fd, char *err, size_t errlen)
+void emu_trace_packet(struct emu_trace *t, uint32_t link, torus_vt_t start, torus_vt_t end, uint32_t payload,
+		      uint32_t wire, uint32_t kind, uint32_t tag)
 {
-	const struct emu_shm_hdr *h = rt->hdr;
+	struct torus_trace_rec *r = &t->open[link];
+	if (r->end_ps == start && r->tag == tag && r->kind == kind && r->packets && !t->packets &&
+	    r->packets < (1u << 30) && r->wire_bytes < (1u << 30)) {
+		r->end_ps = end;
+		r->busy_ps += end - start;
+		r->packets++;
+		r->payload_bytes += payload;
+		r->wire_bytes += wire;
+		return;
+	}
+	emu_trace_new_run(t, link, start, end - start, payload, wire, kind, tag);
+}
+
+struct emu_trace *emu_trace_writer(int fd, uint32_t node, uint32_t nbuf, uint32_t buf_bytes, int packets,
+				   _Atomic uint64_t *file_off, int uring, char *err, size_t errlen)
+{
+	if (nbuf < 2 || buf_bytes < 4096) {
+		snprintf(err, errlen, "trace: bad buffer set-up (%u buffers of %u bytes)", nbuf, buf_bytes);
+		return NULL;
+	}
 	struct emu_trace *t = calloc(1, sizeof(*t));
 	if (!t) {
 		snprintf(err, errlen, "trace: out of memory");
-		return -ENOMEM;
+		return NULL;
 	}
 	t->fd = fd;
-	t->node = rt->rank;
-	t->nbuf = h->trace_nbuf;
-	t->buf_bytes = h->trace_buf_bytes;
-	t->packets = !!(h->trace_flags & TORUS_TRACE_F_PACKETS);
-	t->file_off = &rt->hdr->trace_off;
-	if (t->nbuf < 2 || t->buf_bytes < 4096) {
-		free(t);
-		snprintf(err, errlen, "trace: bad buffer set-up (%u buffers of %u bytes)", h->trace_nbuf, h->trace_buf_bytes);
-		return -EINVAL;
-	}
+	t->node = node;
+	t->nbuf = nbuf;
+	t->buf_bytes = buf_bytes;
+	t->packets = packets;
+	t->file_off = file_off;
 	t->buf = calloc(t->nbuf, sizeof(*t->buf));
 	for (uint32_t i = 0; t->buf && i < t->nbuf; i++)
 		if (!(t->buf[i].data = malloc(t->buf_bytes)))
 			break;
 	if (!t->buf || !t->buf[t->nbuf - 1].data) {
-		t->error = -ENOMEM;
-		rt->trace = t;
-		emu_trace_close(rt);
-		snprintf(err, errlen, "trace: cannot allocate %u buffers of %u bytes", h->trace_nbuf, h->trace_buf_bytes);
-		return -ENOMEM;
+		emu_trace_writer_close(t, NULL, NULL, NULL);
+		snprintf(err, errlen, "trace: cannot allocate %u buffers of %u bytes", nbuf, buf_bytes);
+		return NULL;
 	}
 	const char *sync = getenv("TORUS_TRACE_SYNC");
-	if (!(sync && *sync && strcmp(sync, "0")) && io_uring_queue_init(t->nbuf, &t->ring, 0) == 0)
+	if (uring && !(sync && *sync && strcmp(sync, "0")) && io_uring_queue_init(t->nbuf, &t->ring, 0) == 0)
 		t->uring = 1;
+	return t;
+}
+
+int emu_trace_writer_close(struct emu_trace *t, uint64_t *records, uint64_t *bytes, uint64_t *waits)
+{
+	if (!t)
+		return 0;
+	if (t->buf && t->buf[t->nbuf - 1].data) {
+		for (uint32_t l = 0; l < 2 * TORUS_MAX_DIMS; l++)
+			if (t->open[l].packets)
+				append(t, &t->open[l]);
+		submit(t);
+		while (t->inflight && reap(t, 1))
+			;
+	} else if (!t->error) {
+		t->error = -ENOMEM;
+	}
+	if (t->uring)
+		io_uring_queue_exit(&t->ring);
+	int rc = t->error;
+	if (records)
+		*records = t->records;
+	if (bytes)
+		*bytes = t->bytes;
+	if (waits)
+		*waits = t->waits;
+	for (uint32_t i = 0; t->buf && i < t->nbuf; i++)
+		free(t->buf[i].data);
+	free(t->buf);
+	free(t);
+	return rc;
+}
+
+int emu_trace_open(struct emu_node_rt *rt, int fd, char *err, size_t errlen)
+{
+	const struct emu_shm_hdr *h = rt->hdr;
+	struct emu_trace *t = emu_trace_writer(fd, rt->rank, h->trace_nbuf, h->trace_buf_bytes,
+					       !!(h->trace_flags & TORUS_TRACE_F_PACKETS), &rt->hdr->trace_off, 1, err,
+					       errlen);
+	if (!t)
+		return -ENOMEM;
 	rt->trace = t;
 	rt->trace_open = t->open;
 	rt->trace_merge = !t->packets;
@@ -202,29 +256,22 @@ int emu_trace_close(struct emu_node_rt *rt)
 	struct emu_trace *t = rt->trace;
 	if (!t)
 		return 0;
-	if (t->buf && t->buf[t->nbuf - 1].data) {
-		for (uint32_t l = 0; l < 2 * TORUS_MAX_DIMS; l++)
-			if (t->open[l].packets)
-				append(t, &t->open[l]);
-		submit(t);
-		while (t->inflight && reap(t, 1))
-			;
-	}
-	if (t->uring)
-		io_uring_queue_exit(&t->ring);
-	close(t->fd);
-	int rc = t->error;
-	atomic_store(&rt->me->trace_records, t->records);
-	atomic_store(&rt->me->trace_bytes, t->bytes);
-	atomic_store(&rt->me->trace_waits, t->waits);
-	atomic_store(&rt->me->trace_status, rc ? rc : 1);
-	for (uint32_t i = 0; t->buf && i < t->nbuf; i++)
-		free(t->buf[i].data);
-	free(t->buf);
-	free(t);
+	int fd = t->fd;
+	uint64_t records = 0, bytes = 0, waits = 0;
+	int rc = emu_trace_writer_close(t, &records, &bytes, &waits);
+	close(fd);
+	emu_trace_publish(rt->me, records, bytes, waits, rc);
 	rt->trace = NULL;
 	rt->trace_open = NULL;
 	return rc;
+}
+
+void emu_trace_publish(struct emu_node_shm *me, uint64_t records, uint64_t bytes, uint64_t waits, int rc)
+{
+	atomic_store(&me->trace_records, records);
+	atomic_store(&me->trace_bytes, bytes);
+	atomic_store(&me->trace_waits, waits);
+	atomic_store(&me->trace_status, rc ? rc : 1);
 }
 
 /* ------------------------------------------------------------ torusrun */

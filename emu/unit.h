@@ -45,6 +45,11 @@ struct emu_unit {
 	/* --exact: the payload bytes of a remote get's request packet, which
 	 * the timekeeper times like any other */
 	uint32_t getreq_bytes;
+	/* --exact --trace: the packet kinds the timekeeper records, by
+	 * transfer kind (EMU_TK_PUT, _GET: its reply, _MEMFIFO), and a get's
+	 * request packet's */
+	uint8_t tk_kind[8];
+	uint8_t getreq_kind;
 };
 
 /* The node's unit: the DMA unit's hooks (dma/unit.c). */

@@ -41,9 +41,9 @@ struct seen {
 	torus_vt_t *last_left;
 };
 static void ts_hop(void *arg, uint32_t node, uint32_t link, torus_vt_t start, torus_vt_t end, uint32_t wire,
-		   uint32_t payload, uint64_t cookie)
+		   uint32_t payload, uint64_t cookie, int request)
 {
-	(void)payload;
+	(void)payload, (void)request;
 	struct seen *sn = arg;
 	struct refsim_hop h = {node, link, start, end, wire, (uint32_t)cookie};
 	hoplog_add(&sn->hops, &h);

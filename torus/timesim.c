@@ -405,7 +405,7 @@ static int depart(struct timesim *s, uint32_t n, uint32_t l, torus_vt_t t)
 	nd->cand[l] = TIMESIM_NEVER; /* its entry is spent */
 	s->st.hops++;
 	if (s->cfg.hooks.hop)
-		s->cfg.hooks.hop(s->cfg.hooks.arg, n, l, t, end, c->wire[k->len], k->len, k->cookie);
+		s->cfg.hooks.hop(s->cfg.hooks.arg, n, l, t, end, c->wire[k->len], k->len, k->cookie, k->kind == PK_GETREQ);
 	uint32_t next = torus_neighbor(s->cfg.shape, n, l >> 1, (enum torus_dir)(l & 1));
 	struct pkt moved = *k;
 	k->ready = end + c->hop_latency;

@@ -45,9 +45,10 @@ struct timesim_xfer {
 
 /* What the simulation reports, in the order it happens. */
 struct timesim_hooks {
-	/* a packet on a link direction: leaving `node` by link 2 * dim + dir */
+	/* a packet on a link direction: leaving `node` by link 2 * dim + dir
+	 * (request: a remote get's request packet, not data) */
 	void (*hop)(void *arg, uint32_t node, uint32_t link, torus_vt_t start, torus_vt_t end, uint32_t wire,
-		    uint32_t payload, uint64_t cookie);
+		    uint32_t payload, uint64_t cookie, int request);
 	/* a data packet deposited at `node` at time t: packet `index` of the
 	 * transfer (of a GET: of its reply, at the requester); len payload bytes */
 	void (*deposit)(void *arg, uint32_t node, uint64_t cookie, uint64_t index, uint32_t len, torus_vt_t t);
