@@ -246,8 +246,17 @@ int dma_injfifo_pending(dma_injfifo_t *f, uint32_t *n)
 {
 	if (!f || !n)
 		return -EINVAL;
-	if (f->core->tk)
-		return -ENOTSUP; /* --exact: not timed by the timekeeper yet */
+	emu_core_t *c = f->core;
+	if (c->tk) {
+		/* --exact: in virtual time, at the core's clock; a look that
+		 * finds some costs poll_cost, so a polling loop advances */
+		c->tk->qkey = f->index;
+		int rc = emu_core_tk_answer(c, emu_core_tk_ask(c, EMU_TKQ_PENDING, 0));
+		if (rc)
+			return rc;
+		*n = (uint32_t)c->tk->a_value;
+		return *n ? emu_core_compute(c, c->node->params->poll_cost_ps) : 0;
+	}
 	*n = torus_ring_count(f->view.ring);
 	return 0;
 }

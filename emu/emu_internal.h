@@ -150,6 +150,7 @@ enum emu_tk_query {
 	EMU_TKQ_BARRIER = 5,     /* a barrier of qn members named qkey: max arrival + barrier_latency */
 	EMU_TKQ_MARK = 6,        /* marks qmarks[i] of counters qids[i]: the earliest crossed by vt */
 	EMU_TKQ_MARK_WAIT = 7,   /* the same, or the first crossing after vt */
+	EMU_TKQ_PENDING = 8,     /* descriptors of injection FIFO qkey not fully injected by vt */
 };
 /* Arrival queues (RECV and WAIT_RECV name one in qkey): raw packets, and
  * memory-FIFO packets (the DMA unit's) */

@@ -54,6 +54,14 @@ struct tk_core {
 	torus_vt_t lim;       /* simulate only before this, for this core's sake */
 	uint32_t run;         /* 0: a query waits on the bound; 1: a running core */
 	struct tk_queue q[EMU_TK_NQ];
+	struct tk_fifo *fifo; /* per injection FIFO: its descriptors not known to be done long ago */
+};
+
+/* An injection FIFO's descriptors (xfer indices, TK_COPY_DONE | ready for
+ * a local copy), in post order, from the first that may be pending. */
+struct tk_fifo {
+	uint64_t *d;
+	uint32_t head, n, cap;
 };
 
 struct emu_tk {
@@ -95,7 +103,10 @@ struct tk_xfer {
 	uint32_t kind, src_node, dst_node, inj, rec, tag;
 	uint32_t src_core, dst_core; /* memory FIFO: who sent it, to which core */
 	torus_vt_t ready;            /* memory FIFO: its post time (the message's name) */
+	uint64_t len, left;          /* bytes, and bytes that have left its node */
+	torus_vt_t done;             /* when it was fully injected; TIMESIM_NEVER until then */
 };
+#define TK_COPY_DONE (1ull << 63)
 
 /* A counter in virtual time. Changes are applied as they come: the
  * network's in time order, a core's when the timekeeper reads them (at the
@@ -309,13 +320,17 @@ static void on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index
 	arrive(tk, &tk->c[tk->first[node] + dst_core], EMU_TK_Q_RAW, &a);
 }
 
-/* A DMA packet left its node: its injection counter counts it. */
+/* A DMA packet left its node: its injection counter counts it, and its
+ * descriptor is done when it was the last (a get: its request). */
 static void on_left(void *arg, uint32_t node, uint64_t cookie, uint32_t len, torus_vt_t t)
 {
 	struct emu_tk *tk = arg;
 	if (!(cookie & DMA_COOKIE))
 		return;
-	const struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
+	struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
+	x->left += len;
+	if (x->kind == EMU_TK_GET || x->left >= x->len)
+		x->done = t;
 	if (x->inj != NO_CTR && len)
 		ctr_change(tk, node, x->inj, -(int64_t)len, t, 0, 1);
 }
@@ -584,10 +599,57 @@ static int advance(struct emu_tk *tk)
 	}
 }
 
+/* Descriptor d (an xfer index, or TK_COPY_DONE | done time) joins FIFO f. */
+static int fifo_add(struct emu_tk *tk, struct tk_fifo *f, uint64_t d)
+{
+	/* forget the done ones at the front that no query can still ask about */
+	torus_vt_t o = tk->m->hdr->params.inj_overhead_ps, now = timesim_now(tk->ts);
+	torus_vt_t floor = now > o + 1 ? now - o - 1 : 0;
+	while (f->head < f->n) {
+		uint64_t x = f->d[f->head];
+		torus_vt_t done = x & TK_COPY_DONE ? x & ~TK_COPY_DONE : tk->xf[x].done;
+		if (done >= floor)
+			break;
+		f->head++;
+	}
+	if (f->n == f->cap) {
+		if (f->head > 0) {
+			memmove(f->d, f->d + f->head, (f->n - f->head) * sizeof(*f->d));
+			f->n -= f->head;
+			f->head = 0;
+		} else {
+			uint32_t nc = f->cap ? 2 * f->cap : 16;
+			uint64_t *nd = realloc(f->d, nc * sizeof(*nd));
+			if (!nd)
+				return -ENOMEM;
+			f->d = nd;
+			f->cap = nc;
+		}
+	}
+	f->d[f->n++] = d;
+	return 0;
+}
+
+/* Descriptors of FIFO f not fully injected by time q. */
+static uint32_t fifo_pending(const struct emu_tk *tk, const struct tk_fifo *f, torus_vt_t q)
+{
+	uint32_t n = 0;
+	for (uint32_t i = f->head; i < f->n; i++) {
+		uint64_t x = f->d[i];
+		n += (x & TK_COPY_DONE ? x & ~TK_COPY_DONE : tk->xf[x].done) > q;
+	}
+	return n;
+}
+
 static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
 {
-	if (ev->kind == EMU_TK_COPY)
-		return post_copy(tk, k, ev);
+	if (ev->kind == EMU_TK_COPY) {
+		/* a copy leaves its FIFO as it is posted */
+		if (ev->fifo >= tk->m->hdr->params.inj_fifos)
+			return -EPROTO;
+		int rc = fifo_add(tk, &k->fifo[ev->fifo], TK_COPY_DONE | ev->ready);
+		return rc ? rc : post_copy(tk, k, ev);
+	}
 	if (tk->nxf == tk->capxf) {
 		size_t nc = tk->capxf ? 2 * tk->capxf : 1024;
 		struct tk_xfer *nx = realloc(tk->xf, nc * sizeof(*nx));
@@ -603,8 +665,13 @@ static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev
 	    (rec != NO_CTR && rec >= tk->cores[rec_node] * per) ||
 	    (ev->kind == EMU_TK_MEMFIFO && ev->core >= tk->cores[ev->node]))
 		return -EPROTO;
+	if (ev->fifo >= tk->m->hdr->params.inj_fifos)
+		return -EPROTO;
 	tk->xf[tk->nxf] = (struct tk_xfer){ev->kind, k->node, ev->node, ev->inj, rec, (uint32_t)ev->id, k->core, ev->core,
-					   ev->ready};
+					   ev->ready, ev->len, 0, TIMESIM_NEVER};
+	int rc = fifo_add(tk, &k->fifo[ev->fifo], tk->nxf);
+	if (rc)
+		return rc;
 	static const uint32_t kinds[] = {[EMU_TK_PUT] = TIMESIM_PUT, [EMU_TK_GET] = TIMESIM_GET,
 					 [EMU_TK_MEMFIFO] = TIMESIM_MEMFIFO};
 	if (ev->kind < EMU_TK_PUT || ev->kind > EMU_TK_MEMFIFO)
@@ -687,7 +754,8 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 				}
 			if (k->qtype == EMU_TKQ_MARK || k->qtype == EMU_TKQ_MARK_WAIT)
 				memcpy(k->qmarks, sh->qmarks, k->qn * sizeof(uint32_t));
-		} else if ((k->qtype == EMU_TKQ_RECV || k->qtype == EMU_TKQ_WAIT_RECV) && k->qkey >= EMU_TK_NQ) {
+		} else if (((k->qtype == EMU_TKQ_RECV || k->qtype == EMU_TKQ_WAIT_RECV) && k->qkey >= EMU_TK_NQ) ||
+			   (k->qtype == EMU_TKQ_PENDING && k->qkey >= tk->m->hdr->params.inj_fifos)) {
 			*err = -EPROTO;
 			return 1;
 		}
@@ -767,6 +835,12 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 		rebound(tk, k);
 		return 2;
 	}
+	case EMU_TKQ_PENDING:
+		if (k->qvt >= now)
+			return 0;
+		k->sh->a_value = fifo_pending(tk, &k->fifo[k->qkey], k->qvt);
+		answer(tk, k, 1, k->qvt);
+		return 1;
 	case EMU_TKQ_MARK:
 	case EMU_TKQ_MARK_WAIT: {
 		if (k->blocked || k->qvt >= now)
@@ -979,6 +1053,11 @@ int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err
 			tk->c[g].cs = emu_shm_core(m, ns, c);
 			tk->c[g].node = r;
 			tk->c[g].core = c;
+			if (!(tk->c[g].fifo = calloc(h->params.inj_fifos ? h->params.inj_fifos : 1, sizeof(struct tk_fifo)))) {
+				emu_tk_stop(tk);
+				snprintf(err, errlen, "out of memory for the timekeeper");
+				return -ENOMEM;
+			}
 		}
 	}
 	tk->first[N] = h->total_cores;
@@ -1074,15 +1153,18 @@ void emu_tk_stop(struct emu_tk *tk)
 	}
 	free(tk->trace);
 	if (tk->c)
-		for (uint32_t i = 0; i < tk->ncores; i++)
+		for (uint32_t i = 0; i < tk->ncores; i++) {
 			for (uint32_t qi = 0; qi < EMU_TK_NQ; qi++)
 				free(tk->c[i].q[qi].arr);
+			for (uint32_t f = 0; tk->c[i].fifo && f < tk->m->hdr->params.inj_fifos; f++)
+				free(tk->c[i].fifo[f].d);
+			free(tk->c[i].fifo);
+		}
 	free(tk->c);
 	free(tk->first);
 	if (tk->ctr)
 		for (uint32_t r = 0; r < tk->m->hdr->nnodes; r++) {
-			for (uint32_t i = 0; tk->ctr[r] && i < tk->cores[r] * tk->m->hdr->params.dma_counters; i++)
-			{
+			for (uint32_t i = 0; tk->ctr[r] && i < tk->cores[r] * tk->m->hdr->params.dma_counters; i++) {
 				free(tk->ctr[r][i].dec);
 				free(tk->ctr[r][i].level);
 				free(tk->ctr[r][i].xvt);
