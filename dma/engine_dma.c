@@ -402,8 +402,7 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 		}
 		if (d->len)
 			memcpy(dst, j->src, d->len);
-		torus_vt_t t = j->ready + (torus_vt_t)((d->len * 1000000000000ull + rt->params->copy_bw - 1) /
-						       rt->params->copy_bw);
+		torus_vt_t t = j->ready + torus_copy_time(rt->params, d->len);
 		dma_counter_sub(rt, d->counter, d->len, t);
 		return 1;
 	}

@@ -19,19 +19,26 @@ int dma_handler_register(emu_core_t *c, uint32_t dispatch, dma_recv_fn fn, void 
 	return 0;
 }
 
-static void fill_info(emu_core_t *c, const struct torus_packet *pkt, const struct torus_side *side,
-		      struct dma_recv_info *info)
+/* A memory-FIFO packet's description, from (src_node, src_core), arrived at `arrival`. */
+static void packet_info(emu_core_t *c, const struct torus_packet *pkt, uint32_t src_node, uint32_t src_core,
+			torus_vt_t arrival, struct dma_recv_info *info)
 {
 	uint32_t index;
-	info->src_node = dma_aux_node(side->aux);
-	info->src_core = dma_aux_core(side->aux);
+	info->src_node = src_node;
+	info->src_core = src_core;
 	info->dispatch = pkt->hdr.sw.bytes[5];
 	memcpy(&info->user, &pkt->hdr.sw.bytes[6], sizeof(info->user));
 	memcpy(&index, &pkt->hdr.sw.bytes[0], sizeof(index));
 	info->offset = (uint64_t)index * torus_params_payload(c->node->params);
 	info->len = pkt->hdr.len;
 	info->last = (pkt->hdr.vc_kind & DMA_PKT_LAST) != 0;
-	info->arrival = side->vt;
+	info->arrival = arrival;
+}
+
+static void fill_info(emu_core_t *c, const struct torus_packet *pkt, const struct torus_side *side,
+		      struct dma_recv_info *info)
+{
+	packet_info(c, pkt, dma_aux_node(side->aux), dma_aux_core(side->aux), side->vt, info);
 	if (side->vt > c->vt)
 		c->vt = side->vt;
 }
@@ -94,16 +101,7 @@ static int exact_next(emu_core_t *c, struct emu_tk_arr *a, struct torus_packet *
 static void exact_info(emu_core_t *c, const struct torus_packet *pkt, const struct emu_tk_arr *a,
 		       struct dma_recv_info *info)
 {
-	uint32_t index;
-	info->src_node = (uint32_t)(a->src >> 8);
-	info->src_core = (uint32_t)(a->src & 0xFF);
-	info->dispatch = pkt->hdr.sw.bytes[5];
-	memcpy(&info->user, &pkt->hdr.sw.bytes[6], sizeof(info->user));
-	memcpy(&index, &pkt->hdr.sw.bytes[0], sizeof(index));
-	info->offset = (uint64_t)index * torus_params_payload(c->node->params);
-	info->len = pkt->hdr.len;
-	info->last = (pkt->hdr.vc_kind & DMA_PKT_LAST) != 0;
-	info->arrival = a->t;
+	packet_info(c, pkt, (uint32_t)(a->src >> 8), (uint32_t)(a->src & 0xFF), a->t, info);
 }
 
 static void exact_taken(emu_core_t *c, const struct torus_packet *pkt)

@@ -534,7 +534,7 @@ static int post_copy(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_e
 	const struct torus_params *p = &tk->m->hdr->params;
 	if (ev->rec == NO_CTR || ev->len == 0)
 		return 0;
-	if (ev->rec >= tk->cores[k->node] * p->dma_counters || ev->len > INT64_MAX / 1000000000000ll)
+	if (ev->rec >= tk->cores[k->node] * p->dma_counters || ev->len > INT64_MAX)
 		return -EPROTO;
 	if (tk->ntimer == tk->captimer) {
 		size_t nc = tk->captimer ? 2 * tk->captimer : 64;
@@ -544,7 +544,7 @@ static int post_copy(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_e
 		tk->timer = nt;
 		tk->captimer = nc;
 	}
-	torus_vt_t t = ev->ready + (torus_vt_t)((ev->len * 1000000000000ull + p->copy_bw - 1) / p->copy_bw);
+	torus_vt_t t = ev->ready + torus_copy_time(p, ev->len);
 	struct tk_timer x = {t, tk->timer_seq++, k->node, ev->rec, (int64_t)ev->len};
 	size_t i = tk->ntimer++;
 	for (; i > 0 && timer_less(&x, &tk->timer[(i - 1) / 2]); i = (i - 1) / 2)

@@ -113,6 +113,13 @@ static int run_transfer(emu_core_t *c, int kind)
 		}
 		torus_vt_t before = emu_core_now(c);
 		CHECK(c, dma_counter_wait(c, cnt) == 0, "wait reception counter");
+		if (kind == DMA_COPY && m) {
+			/* a copy completes len / copy_bw (rounded up) after its post */
+			uint64_t bw = emu_params(c)->copy_bw;
+			torus_vt_t want = before + (torus_vt_t)(((unsigned __int128)m * 1000000000000ull + bw - 1) / bw);
+			CHECK(c, emu_core_now(c) == want, "size %" PRIu64 ": copy done at %" PRIu64 " ps, want %" PRIu64, m,
+			      (uint64_t)emu_core_now(c), (uint64_t)want);
+		}
 		dma_counter_hits(c, cnt, &hits1);
 		/* a message reaches zero exactly once (0 bytes: never moves) */
 		CHECK(c, hits1 - hits0 == (m ? 1u : 0u), "size %" PRIu64 ": counter hit zero %" PRIu64 " times", m,

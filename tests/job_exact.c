@@ -234,6 +234,11 @@ static int core_main(emu_core_t *c, void *arg)
 	}
 	if ((rc = dma_barrier(c)))
 		return fail("barrier", rc);
+	/* under --exact a clock never goes back */
+	if (!emu_exact(c) || emu_core_set_clock(c, emu_core_now(c) - 1) != -EINVAL) {
+		fprintf(stderr, "exact-check: not exact (%d), or the clock went back\n", emu_exact(c));
+		return 1;
+	}
 
 	for (size_t i = 0; i < nx; i++) {
 		const struct xfer *x = &xs[i];

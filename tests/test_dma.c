@@ -46,6 +46,7 @@ static void test_large_64mib(void)
 	check_scenario("--torus 2", "put 67108864");
 	check_scenario("--torus 2", "get 67108864");
 	check_scenario("--torus 2", "memfifo 67108864");
+	check_scenario("--torus 2", "copy 67108864");
 }
 static void test_many_outstanding(void) { each_shape("many 3000"); }
 static void test_bad_descriptors(void) { each_shape("bad"); }

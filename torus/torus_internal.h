@@ -86,6 +86,13 @@ struct torus_ring_view {
 };
 
 /* Bytes of shared memory a ring of n slots needs beyond its control block. */
+/* A local DMA copy of len bytes takes len / copy_bw, rounded up (128-bit:
+ * no overflow for any length). */
+static inline torus_vt_t torus_copy_time(const struct torus_params *p, uint64_t len)
+{
+	return (torus_vt_t)(((unsigned __int128)len * 1000000000000ull + p->copy_bw - 1) / p->copy_bw);
+}
+
 static inline size_t torus_ring_bytes(uint32_t n)
 {
 	return (size_t)n * (sizeof(struct torus_packet) + sizeof(struct torus_side));
