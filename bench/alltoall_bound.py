@@ -11,6 +11,10 @@ the bound, against the block size).
 
     bench/alltoall_bound.py [--build build] [--torus 4x4x4 --torus 8x8x8]
         [--blocks 8:64K] [--step 2] [--max-block 8x8x8=8K] [--algos a,b] [--out bench/out]
+        [--exact]
+
+--exact runs every job under torusrun --exact (exact time under link
+contention, issue 13); the plots are then alltoall_exact_<torus>.svg.
 
 One member per node (a node team), int32 blocks, every result checked.
 dma_counters is raised to fit p + 2 counters, so direct, factor and
@@ -34,12 +38,12 @@ def parse_bytes(s):
     return int(s[:-1]) * mult[s[-1]] if s[-1] in mult else int(s)
 
 
-def run(build, torus, nodes, algo, blocks):
+def run(build, torus, nodes, algo, blocks, exact=False):
     counters = 1 << max(6, (nodes + 2 - 1).bit_length())
     rows = {}
     for b in blocks:  # one run per size: --sizes doubles, and --step may not
         cmd = [os.path.join(build, "bin", "torusrun"), "--torus", torus, "--quiet", "--timeout", "900", "--param",
-               "dma_counters=%d" % counters, "--", os.path.join(build, "bin", "torus-bench"), "alltoall", "--algo",
+               "dma_counters=%d" % counters] + (["--exact"] if exact else []) + ["--", os.path.join(build, "bin", "torus-bench"), "alltoall", "--algo",
                algo, "--dtype", "int32", "--sizes", str(b * nodes), "--json"]
         t = time.time()
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -62,6 +66,7 @@ def main():
                     help="TORUS=BYTES: the largest block there (memory: p * block * 2 per node)")
     ap.add_argument("--algos", default=",".join(ALGOS))
     ap.add_argument("--out", default="bench/out")
+    ap.add_argument("--exact", action="store_true", help="run under torusrun --exact")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     lo, hi = (parse_bytes(x) for x in a.blocks.split(":"))
@@ -76,10 +81,11 @@ def main():
         while b <= top:
             blocks.append(b)
             b *= a.step
-        res = {al: run(a.build, torus, nodes, al, blocks) for al in a.algos.split(",")}
+        res = {al: run(a.build, torus, nodes, al, blocks, a.exact) for al in a.algos.split(",")}
         have = [al for al in res if res[al]]
         bound = {b: res["direct"][b]["link_bound_ps"] / 1e6 for b in blocks if res.get("direct") and b in res["direct"]}
-        print("\n### %s (%d nodes): emulated time / direct's link-load bound\n" % (torus, nodes))
+        print("\n### %s (%d nodes)%s: emulated time / direct's link-load bound\n" %
+              (torus, nodes, ", torusrun --exact" if a.exact else ""))
         print("| block (bytes) | bound (us) | " + " | ".join(have) + " |")
         print("|---:|---:|" + "---:|" * len(have))
         for b in blocks:
@@ -93,7 +99,7 @@ def main():
         series.append(("link-load bound (direct)", [bound.get(b) for b in blocks]))
         solid = [st for st in coll_fig6.STYLES if not st[2]]  # dashed is for the bound
         styles = solid[:len(have)] + [("#000000", "diamond", True)]
-        path = os.path.join(a.out, "alltoall_%s.svg" % torus)
+        path = os.path.join(a.out, "alltoall_%s%s.svg" % ("exact_" if a.exact else "", torus))
         coll_fig6.svg_plot(path, "All-to-all on %s (%d nodes, one member each)" % (torus, nodes),
                            "emulated time per algorithm (torus-bench alltoall, int32, checked) and the link-load bound",
                            blocks, series, xlabel="block size (bytes per member pair, log scale)", styles=styles)
