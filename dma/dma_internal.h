@@ -186,6 +186,10 @@ struct dma_core_local {
 	struct dma_watch *_Atomic *watch;     /* dma_counters entries, NULL: none */
 	struct torus_ring_view memfifo;       /* consumer */
 	struct emu_stash mstash;              /* --exact: memory-FIFO packets drained, not yet taken */
+	/* and an index of it by name (sender, message, packet): slot + 1 of
+	 * each stashed packet, 0 empty; open addressing, linear probing;
+	 * mstash.pkt[0, mindexed) are in it */
+	uint32_t *mindex, mindex_cap, mindexed;
 	struct dma_injfifo *fifos;            /* inj_fifos handles */
 	struct dma_handler handlers[256];
 	void **region_base;                   /* dma_regions entries */

@@ -102,6 +102,7 @@ void dma_core_teardown(emu_core_t *c)
 		dma_watch_free(atomic_load(&c->dma->watch[i]));
 	free(c->dma->watch);
 	emu_stash_free(&c->dma->mstash);
+	free(c->dma->mindex);
 	free(c->dma);
 	c->dma = NULL;
 }
@@ -246,8 +247,13 @@ static int deliver_memfifo(struct emu_node_rt *rt, const struct torus_packet *pk
 	struct torus_ring_view *v = &rt->dma->memfifo[core];
 	struct torus_packet *dst = torus_ring_reserve(v, &dside);
 	if (!dst) {
-		if (!torus_ring_mark_full(v))
-			return 0; /* the core's release rings our bell */
+		if (!torus_ring_mark_full(v)) {
+			/* the core's release rings our bell; under --exact a core
+			 * drains its FIFO whenever it waits, so wake it for that */
+			if (rt->exact)
+				emu_bell_ring(&cs->bell);
+			return 0;
+		}
 		dst = torus_ring_reserve(v, &dside);
 	}
 	torus_pkt_copy(dst, pkt);
