@@ -829,7 +829,14 @@ static int post_recv(void *buf, uint64_t cap, int src, int tag, MPI_Comm comm, s
 static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 {
 	int rc = 0;
-	for (;;) {
+	if (r->send && emu_exact(mpi_g.c)) {
+		/* --exact: the sends have left when the counter is zero, in
+		 * virtual time (polling with mpi_progress would wake at the next
+		 * arrival, or only after 1 ms of emulated time); they leave
+		 * whether or not this core handles its arrivals meanwhile */
+		rc = dma_counter_wait(mpi_g.c, mpi_g.inj);
+	}
+	for (; !rc;) {
 		if (r->send) {
 			int d = send_done();
 			if (d < 0) {

@@ -151,6 +151,27 @@ static void p2p(void)
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 		CHECK(cls2 == MPI_ERR_BUFFER, "bsend without a buffer: class %d", cls2);
 	}
+	/* a 64 KiB send completes when its bytes have left, about when they
+	 * arrive (emulated time): not at some later wake-up of the sender */
+	MPI_Barrier(MPI_COMM_WORLD); /* everyone leaves at the same emulated time */
+	if (size > 1) {
+		static char big[65536];
+		double te = 0, peer = 0;
+		if (rank == 0)
+			MPI_Send(big, sizeof(big), MPI_CHAR, 1, 44, MPI_COMM_WORLD);
+		else if (rank == 1)
+			MPI_Recv(big, sizeof(big), MPI_CHAR, 0, 44, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		te = MPI_Wtime();
+		/* (no message reaches rank 0 until the send is done: a sender
+		 * that polls would wake only at its next timeout) */
+		MPI_Barrier(MPI_COMM_WORLD);
+		if (rank < 2)
+			MPI_Sendrecv(&te, 1, MPI_DOUBLE, 1 - rank, 45, &peer, 1, MPI_DOUBLE, 1 - rank, 45, MPI_COMM_WORLD,
+				     MPI_STATUS_IGNORE);
+		CHECK(rank > 1 || (te - peer < 20e-6 && peer - te < 20e-6),
+		      "a 64 KiB send ended at %.3f us, its receive at %.3f us", (rank ? peer : te) * 1e6,
+		      (rank ? te : peer) * 1e6);
+	}
 	/* MPI_PROC_NULL */
 	MPI_Status st;
 	CHECK(MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st) == MPI_SUCCESS &&
