@@ -184,6 +184,19 @@ static int bound_less(const struct emu_tk *tk, uint32_t a, uint32_t b)
 
 static torus_vt_t add_sat(torus_vt_t a, torus_vt_t b) { return a > TIMESIM_NEVER - b ? TIMESIM_NEVER : a + b; }
 
+/* Room for one more element in arr (n used of *cap, elem bytes each):
+ * arr, or arr doubled (from `first`), or NULL if out of memory (arr stays). */
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem, size_t first)
+{
+	if (n < *cap)
+		return arr;
+	size_t nc = *cap ? 2 * *cap : first;
+	void *na = realloc(arr, nc * elem);
+	if (na)
+		*cap = nc;
+	return na;
+}
+
 /* Core k's bound changed (or may have): recompute it and its tree path. */
 static void rebound(struct emu_tk *tk, struct tk_core *k)
 {
@@ -536,14 +549,10 @@ static int post_copy(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_e
 		return 0;
 	if (ev->rec >= tk->cores[k->node] * p->dma_counters || ev->len > INT64_MAX)
 		return -EPROTO;
-	if (tk->ntimer == tk->captimer) {
-		size_t nc = tk->captimer ? 2 * tk->captimer : 64;
-		struct tk_timer *nt = realloc(tk->timer, nc * sizeof(*nt));
-		if (!nt)
-			return -ENOMEM;
-		tk->timer = nt;
-		tk->captimer = nc;
-	}
+	struct tk_timer *nt = grow(tk->timer, &tk->captimer, tk->ntimer, sizeof(*nt), 64);
+	if (!nt)
+		return -ENOMEM;
+	tk->timer = nt;
 	torus_vt_t t = ev->ready + torus_copy_time(p, ev->len);
 	struct tk_timer x = {t, tk->timer_seq++, k->node, ev->rec, (int64_t)ev->len};
 	size_t i = tk->ntimer++;
@@ -650,14 +659,10 @@ static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev
 		int rc = fifo_add(tk, &k->fifo[ev->fifo], TK_COPY_DONE | ev->ready);
 		return rc ? rc : post_copy(tk, k, ev);
 	}
-	if (tk->nxf == tk->capxf) {
-		size_t nc = tk->capxf ? 2 * tk->capxf : 1024;
-		struct tk_xfer *nx = realloc(tk->xf, nc * sizeof(*nx));
-		if (!nx)
-			return -ENOMEM;
-		tk->xf = nx;
-		tk->capxf = nc;
-	}
+	struct tk_xfer *nx = grow(tk->xf, &tk->capxf, tk->nxf, sizeof(*nx), 1024);
+	if (!nx)
+		return -ENOMEM;
+	tk->xf = nx;
 	uint32_t per = tk->m->hdr->params.dma_counters;
 	uint32_t rec_node = ev->kind == EMU_TK_GET ? k->node : ev->node;
 	uint32_t rec = ev->kind == EMU_TK_MEMFIFO ? NO_CTR : ev->rec;
@@ -876,14 +881,10 @@ static int barrier_arrive(struct emu_tk *tk, struct tk_core *k)
 		if (tk->bar[i].key == k->qkey)
 			b = &tk->bar[i];
 	if (!b) {
-		if (tk->nbar == tk->capbar) {
-			size_t nc = tk->capbar ? 2 * tk->capbar : 8;
-			struct tk_barrier *nb = realloc(tk->bar, nc * sizeof(*nb));
-			if (!nb)
-				return -ENOMEM;
-			tk->bar = nb;
-			tk->capbar = nc;
-		}
+		struct tk_barrier *nb = grow(tk->bar, &tk->capbar, tk->nbar, sizeof(*nb), 8);
+		if (!nb)
+			return -ENOMEM;
+		tk->bar = nb;
 		b = &tk->bar[tk->nbar++];
 		*b = (struct tk_barrier){k->qkey, k->qn, 0, 0, calloc(k->qn ? k->qn : 1, sizeof(uint32_t))};
 		if (!b->members) {
