@@ -99,7 +99,8 @@ static struct dma_core_shm *remote_core(struct emu_node_rt *rt, uint32_t node, u
 }
 
 /* Is [offset, offset+len) inside region `id` of `node`? */
-static int check_region(struct emu_node_rt *rt, uint32_t node, uint32_t id, uint64_t offset, uint64_t len)
+/* Region id of node: 0 and its size, or DMA_ERR_REGION. */
+static int region_size(struct emu_node_rt *rt, uint32_t node, uint32_t id, uint64_t *size)
 {
 	uint32_t per = rt->hdr->params.dma_regions;
 	if (id == UINT32_MAX || id > DMA_MAX_IDS)
@@ -110,7 +111,16 @@ static int check_region(struct emu_node_rt *rt, uint32_t node, uint32_t id, uint
 	struct dma_region_shm *r = dma_shm_region(rt->shm.base, d, id % per);
 	if (!atomic_load_explicit(&r->valid, memory_order_acquire))
 		return DMA_ERR_REGION;
-	uint64_t size = atomic_load_explicit(&r->size, memory_order_relaxed);
+	*size = atomic_load_explicit(&r->size, memory_order_relaxed);
+	return 0;
+}
+
+static int check_region(struct emu_node_rt *rt, uint32_t node, uint32_t id, uint64_t offset, uint64_t len)
+{
+	uint64_t size;
+	int rc = region_size(rt, node, id, &size);
+	if (rc)
+		return rc;
 	if (offset > size || len > size - offset)
 		return DMA_ERR_RANGE;
 	return 0;
@@ -180,6 +190,64 @@ static int validate(emu_core_t *c, const struct dma_desc *d)
 	}
 }
 
+/*
+ * --exact: what the destination will refuse of unchecked descriptor d, from
+ * the tables it checks (as validate, but per packet for a range, as the
+ * destination's engine does): an EMU_TK_REFUSE event for the timekeeper,
+ * which times the faults; 0 if nothing is refused.
+ */
+static int refusal(struct emu_node_rt *rt, const struct dma_desc *d, struct emu_tk_ev *ev)
+{
+	int all = 0, ctr = 0, req = 0;
+	uint64_t limit = UINT64_MAX, size;
+	*ev = (struct emu_tk_ev){.type = EMU_TK_REFUSE, .rec = (uint32_t)-DMA_ERR_RANGE, .node = UINT32_MAX};
+	switch (d->kind) {
+	case DMA_MEMFIFO: {
+		struct dma_core_shm *dst = remote_core(rt, d->node, d->core);
+		if (!dst)
+			all = DMA_ERR_DEST;
+		else if (d->dispatch && !(atomic_load_explicit(&dst->handlers[d->dispatch / 64], memory_order_acquire) &
+					  (1ull << (d->dispatch % 64))))
+			all = DMA_ERR_HANDLER;
+		break;
+	}
+	case DMA_PUT:
+	case DMA_GET: {
+		/* a put's packets at the destination; a get's reply packets here */
+		uint32_t at = d->kind == DMA_PUT ? d->node : rt->rank;
+		uint32_t region = d->kind == DMA_PUT ? d->region : d->reply_region;
+		all = region_size(rt, at, region, &size);
+		if (!all)
+			limit = size;
+		ctr = check_counter(rt, at, d->counter);
+		ev->node = region;
+		ev->id = d->kind == DMA_PUT ? d->offset : d->reply_offset;
+		if (d->kind == DMA_GET) {
+			/* the request, at the target: the whole range */
+			req = check_region(rt, d->node, d->region, d->offset, d->len);
+			ev->core = d->region;
+			ev->delta = (int64_t)d->offset;
+		}
+		if (!all && !ctr && !req && ev->id <= limit && d->len <= limit - ev->id)
+			return 0;
+		break;
+	}
+	case DMA_COPY:
+		if (!(all = check_region(rt, rt->rank, d->region, d->offset, d->len)))
+			all = check_counter(rt, rt->rank, d->counter);
+		ev->node = d->region;
+		ev->id = d->offset;
+		break;
+	}
+	if (d->kind != DMA_PUT && d->kind != DMA_GET && !all)
+		return 0;
+	ev->kind = (uint32_t)-all;
+	ev->fifo = (uint32_t)-ctr;
+	ev->inj = (uint32_t)-req;
+	ev->len = limit;
+	return 1;
+}
+
 static int fifo_has_room(void *arg)
 {
 	dma_injfifo_t *f = arg;
@@ -202,8 +270,6 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	if (!f || !d || (flags & ~DMA_POST_WAIT))
 		return -EINVAL;
 	emu_core_t *c = f->core;
-	if (c->tk && (d->flags & DMA_F_UNCHECKED))
-		return -ENOTSUP; /* --exact: every descriptor is checked at post */
 	if ((rc = validate(c, d)))
 		return rc;
 	emu_chaos(&c->chaos);
@@ -220,7 +286,10 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 		/* --exact: the timekeeper times it */
 		static const uint32_t kinds[] = {[DMA_MEMFIFO] = EMU_TK_MEMFIFO, [DMA_PUT] = EMU_TK_PUT,
 						 [DMA_GET] = EMU_TK_GET, [DMA_COPY] = EMU_TK_COPY};
-		struct emu_tk_ev ev = {.type = EMU_TK_DMA, .node = d->kind == DMA_COPY ? c->node->rank : d->node,
+		struct emu_tk_ev ev;
+		if ((d->flags & DMA_F_UNCHECKED) && refusal(c->node, d, &ev) && (rc = emu_core_tk_event(c, &ev)))
+			return rc;
+		ev = (struct emu_tk_ev){.type = EMU_TK_DMA, .node = d->kind == DMA_COPY ? c->node->rank : d->node,
 				       .core = d->core, .fifo = f->index, .kind = kinds[d->kind],
 				       .inj = d->inj_counter, .id = d->tag,
 				       .rec = d->counter, .hints = d->hints, .len = d->len, .ready = c->vt};

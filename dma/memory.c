@@ -569,6 +569,64 @@ int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *w
 	return rc > 0 ? 0 : rc;
 }
 
+struct fifo_or_counter {
+	struct counter_wait cw;
+	int zero;
+};
+
+static int fifo_or_counter_ready(void *arg)
+{
+	struct fifo_or_counter *fc = arg;
+	if (torus_ring_count(fc->cw.c->dma->memfifo.ring) != 0)
+		return 1;
+	fc->zero = counters_ready(&fc->cw);
+	return fc->zero;
+}
+
+int dma_recfifo_wait_counter(emu_core_t *c, uint32_t id, int timeout_ms, int *zero)
+{
+	struct dma_counter_shm *k;
+	if (!c)
+		return -EINVAL;
+	if (!(k = counter_of(c->node, id)))
+		return DMA_ERR_COUNTER;
+	if (zero)
+		*zero = 0;
+	if (c->tk) {
+		/* --exact: the earlier of the two in virtual time; the timeout
+		 * is virtual too */
+		c->tk->qn = 1;
+		c->tk->qids[0] = id;
+		c->tk->qkey = EMU_TK_Q_MEMFIFO;
+		int rc = emu_core_tk_answer(
+			c, emu_core_tk_ask(c, EMU_TKQ_CTR_OR_RECV, emu_core_tk_deadline(c, timeout_ms)));
+		if (rc)
+			return rc;
+		if (c->tk->avt > c->vt)
+			c->vt = c->tk->avt;
+		tk_publish(c);
+		if (!c->tk->afound)
+			return -ETIMEDOUT;
+		if (c->tk->a_which != 0)
+			return 0; /* a packet: dma_recfifo_poll takes it at its arrival */
+		if (zero)
+			*zero = 1;
+		return counter_catch_up(c, k);
+	}
+	struct fifo_or_counter fc = {{c, &k, 1, NULL}, 0};
+	struct emu_wait w = {fifo_or_counter_ready, counters_arm, counters_disarm, &fc.cw};
+	w.arg = &fc;
+	/* the arm and disarm hooks take the counter_wait at the start of fc */
+	int rc = emu_core_block(c, &w, timeout_ms);
+	if (rc == 0)
+		return -ETIMEDOUT;
+	if (rc < 0)
+		return rc;
+	if (zero)
+		*zero = fc.zero;
+	return 0;
+}
+
 struct mark_wait {
 	struct counter_wait cw;
 	struct dma_watch **ws;

@@ -342,12 +342,54 @@ int dma_recfifo_wait(emu_core_t *c, int timeout_ms)
 	return r == 0 ? -ETIMEDOUT : r < 0 ? r : 0;
 }
 
+/*
+ * --exact: the faults come from the timekeeper, which times them (the
+ * refused deposit, then hop_latency per hop back to this core); the
+ * engines' reports say the same and are dropped.
+ */
+static void drop_physical_faults(emu_core_t *c)
+{
+	struct dma_core_shm *d = c->dma->shm;
+	/* pairs with the engine's release store of fault_head */
+	atomic_store_explicit(&d->fault_tail, atomic_load_explicit(&d->fault_head, memory_order_acquire),
+			      memory_order_release);
+}
+
+static void fault_of(const struct emu_tk_arr *a, struct dma_fault *f)
+{
+	f->error = (int)(int32_t)(uint32_t)(a->src >> 32);
+	f->node = (uint32_t)a->src;
+	f->region = (uint32_t)(a->index >> 32);
+	f->len = (uint32_t)a->index;
+	f->offset = a->id;
+}
+
+static int fault_exact(emu_core_t *c, struct dma_fault *f, int wait, int timeout_ms)
+{
+	struct emu_tk_arr a;
+	int r = wait ? emu_core_tk_wait_arrival(c, EMU_TK_Q_FAULT, emu_core_tk_deadline(c, timeout_ms), &a)
+		     : emu_core_tk_next(c, EMU_TK_Q_FAULT, &a);
+	drop_physical_faults(c);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		if (wait)
+			return -ETIMEDOUT;
+		/* none by the core's clock: the look costs a poll */
+		int rc = emu_core_compute(c, c->node->params->poll_cost_ps);
+		return rc ? rc : -EAGAIN;
+	}
+	fault_of(&a, f);
+	emu_core_tk_take(c, EMU_TK_Q_FAULT);
+	return 0;
+}
+
 int dma_fault_next(emu_core_t *c, struct dma_fault *f)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || !f)
 		return -EINVAL;
+	if (c->tk)
+		return fault_exact(c, f, 0, 0);
 	struct dma_core_shm *d = c->dma->shm;
 	uint32_t tail = atomic_load_explicit(&d->fault_tail, memory_order_relaxed);
 	/* pairs with the engine's release store of fault_head */
@@ -378,10 +420,10 @@ static int fault_ready(void *arg)
 
 int dma_fault_wait(emu_core_t *c, struct dma_fault *f, int timeout_ms)
 {
-	if (c && c->tk)
-		return -ENOTSUP; /* --exact: the DMA unit is not timed by the timekeeper yet */
 	if (!c || !f)
 		return -EINVAL;
+	if (c->tk)
+		return fault_exact(c, f, 1, timeout_ms);
 	struct fault_wait fw = {c, f};
 	struct emu_wait w = {fault_ready, NULL, NULL, &fw};
 	int r = emu_core_block(c, &w, timeout_ms);

@@ -476,7 +476,11 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 	struct emu_bell *bell = &c->shm->bell;
 	int r;
 
-	for (uint32_t spin = 0; spin < EMU_IDLE_POLLS; spin++) {
+	/* --exact: what a core waits for is nearly always the timekeeper's
+	 * answer, which needs the CPU a yielding poller would take: pause a
+	 * little, then sleep (8x8x8 torus-stress: 20% less wall time) */
+	const uint32_t polls = c->tk ? emu_spin_polls : EMU_IDLE_POLLS;
+	for (uint32_t spin = 0; spin < polls; spin++) {
 		/* --exact: a waiting core never holds up an engine (its stash) */
 		if (c->tk && tk_drain(c) < 0)
 			return -ENOMEM;

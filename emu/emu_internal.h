@@ -125,7 +125,22 @@ enum emu_tk_ev_type {
 	EMU_TK_CTR_ADD = 4,      /* counter rec changes by delta, at ready */
 	EMU_TK_CTR_WATCH = 5,    /* counter rec gets id watermarks (0: none), levels to follow */
 	EMU_TK_CTR_LEVEL = 6,    /* watermark id of counter rec is level delta */
+	EMU_TK_REFUSE = 7,       /* the next EMU_TK_DMA (an unchecked post) is refused, in part or whole */
 };
+/*
+ * What the destination will refuse of an unchecked descriptor, worked out
+ * by the core at post from the same tables the destination checks (errors
+ * as positive enum dma_error values; 0: none):
+ *   all      every packet (put, a get's reply: the region; memory FIFO: the
+ *            core or handler; copy: anything), or a get's request (req);
+ *   ctr      put and a get's reply: the packets inside the region, whose
+ *            counter does not exist;
+ *   limit    put and a get's reply: the region's size; a packet past it is
+ *            refused (DMA_ERR_RANGE).
+ * In the event: kind = all, fifo = ctr, inj = req, rec = the error of a
+ * packet past the limit, node = region, core = req_region, len = limit,
+ * id = the data's offset, delta = req_offset.
+ */
 enum { EMU_TK_PUT = 1, EMU_TK_GET = 2, EMU_TK_MEMFIFO = 3, EMU_TK_COPY = 4 /* rec falls by len, len/copy_bw after ready */ };
 struct emu_tk_ev {
 	uint32_t type;
@@ -151,18 +166,20 @@ enum emu_tk_query {
 	EMU_TKQ_MARK = 6,        /* marks qmarks[i] of counters qids[i]: the earliest crossed by vt */
 	EMU_TKQ_MARK_WAIT = 7,   /* the same, or the first crossing after vt */
 	EMU_TKQ_PENDING = 8,     /* descriptors of injection FIFO qkey not fully injected by vt */
+	EMU_TKQ_CTR_OR_RECV = 9, /* CTR_WAIT, or the first arrival in queue qkey (a_which = qn), or
+				  * deadline (afound 0), whichever comes first */
 };
 /* Arrival queues (RECV and WAIT_RECV name one in qkey): raw packets, and
  * memory-FIFO packets (the DMA unit's) */
-enum { EMU_TK_Q_RAW = 0, EMU_TK_Q_MEMFIFO = 1, EMU_TK_NQ = 2 };
+enum { EMU_TK_Q_RAW = 0, EMU_TK_Q_MEMFIFO = 1, EMU_TK_Q_FAULT = 2, EMU_TK_NQ = 3 };
 #define EMU_TKQ_MAX_IDS 64u
 /* A raw packet's arrival, as the timekeeper publishes it to the receiving
  * core: in the order of arrival, which is virtual-time order. */
 struct emu_tk_arr {
 	torus_vt_t t;
-	uint64_t src;            /* sending node << 8 | core */
-	uint64_t id;             /* raw: its send number; memory FIFO: its message's post time */
-	uint64_t index;          /* memory FIFO: the packet's index in its message */
+	uint64_t src;            /* sending node << 8 | core; a fault: (uint32_t)error << 32 | node */
+	uint64_t id;             /* raw: its send number; memory FIFO: its message's post time; a fault: offset */
+	uint64_t index;          /* memory FIFO: the packet's index in its message; a fault: region << 32 | len */
 };
 #define EMU_TK_ARR_SLOTS 256u
 /* An arrival queue: the timekeeper appends, the core takes; arrivals that
@@ -189,7 +206,7 @@ struct emu_tk_core {
 	torus_vt_t avt;                      /* the core's clock after the query */
 	int64_t a_value;                     /* EMU_TKQ_CTR: the counter's value */
 	uint64_t a_hits;                     /* and its hits */
-	uint32_t a_which;                    /* EMU_TKQ_CTR_WAIT, _MARK*: which counter */
+	uint32_t a_which;                    /* EMU_TKQ_CTR_WAIT, _MARK*, _CTR_OR_RECV: which counter */
 	torus_vt_t a_t;                      /* EMU_TKQ_MARK*: when that mark was crossed */
 	alignas(64) struct emu_tk_ev ev[EMU_TK_SLOTS];
 	struct emu_tk_aq aq[EMU_TK_NQ];

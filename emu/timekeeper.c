@@ -47,7 +47,8 @@ struct tk_core {
 	torus_vt_t qvt, qdeadline;
 	uint64_t qkey;
 	uint32_t qids[EMU_TKQ_MAX_IDS], qmarks[EMU_TKQ_MAX_IDS];
-	int blocked;          /* EMU_TKQ_CTR_WAIT, _MARK_WAIT: nothing answers at qvt; the first change does */
+	int blocked;          /* EMU_TKQ_CTR_WAIT, _MARK_WAIT, _CTR_OR_RECV: nothing answers at qvt; the
+			       * first change (or arrival, or the deadline) does */
 	int arrived_bar;      /* EMU_TKQ_BARRIER: counted at its barrier */
 	torus_vt_t clock;     /* running: lower bound on its next action */
 	int done;
@@ -55,6 +56,22 @@ struct tk_core {
 	uint32_t run;         /* 0: a query waits on the bound; 1: a running core */
 	struct tk_queue q[EMU_TK_NQ];
 	struct tk_fifo *fifo; /* per injection FIFO: its descriptors not known to be done long ago */
+	uint32_t rf;          /* EMU_TK_REFUSE: for its next descriptor (an index + 1 into tk->rf) */
+};
+
+/* What a destination refuses of an unchecked descriptor (EMU_TK_REFUSE;
+ * errors are enum dma_error values, 0: none). */
+struct tk_refuse {
+	int32_t all, ctr, req, range;
+	uint32_t region, req_region;
+	uint64_t limit, off, req_off;
+};
+
+/* A refused deposit's report to the core that posted it (struct dma_fault). */
+struct tk_fault {
+	int32_t error;
+	uint32_t node, region, len;
+	uint64_t offset;
 };
 
 /* An injection FIFO's descriptors (xfer indices, TK_COPY_DONE | ready for
@@ -93,6 +110,8 @@ struct emu_tk {
 	uint64_t timer_seq;
 	struct tk_barrier *bar; /* barriers with members waiting */
 	size_t nbar, capbar;
+	struct tk_refuse *rf;   /* refusals of unchecked descriptors (tk_xfer.rf) */
+	size_t nrf, caprf;
 	uint64_t events, queries, sleeps, rounds;
 };
 
@@ -105,6 +124,7 @@ struct tk_xfer {
 	torus_vt_t ready;            /* memory FIFO: its post time (the message's name) */
 	uint64_t len, left;          /* bytes, and bytes that have left its node */
 	torus_vt_t done;             /* when it was fully injected; TIMESIM_NEVER until then */
+	uint32_t rf;                 /* unchecked and (partly) refused: index + 1 into tk->rf */
 };
 #define TK_COPY_DONE (1ull << 63)
 
@@ -137,6 +157,8 @@ struct tk_timer {
 	uint64_t seq;
 	uint32_t node, rec;
 	int64_t len;
+	uint32_t fcore;     /* a fault for this core (global rank) instead; UINT32_MAX: a copy */
+	struct tk_fault f;
 };
 
 struct tk_barrier {
@@ -211,7 +233,8 @@ static void rebound(struct emu_tk *tk, struct tk_core *k)
 	} else {
 		/* answerable once everything up to its time (or deadline) is final;
 		 * a barrier or a blocked counter wait, when something answers it */
-		torus_vt_t upto = k->qtype == EMU_TKQ_WAIT_RECV ? k->qdeadline
+		torus_vt_t upto = k->qtype == EMU_TKQ_WAIT_RECV || (k->qtype == EMU_TKQ_CTR_OR_RECV && k->blocked)
+					  ? k->qdeadline
 				  : k->qtype == EMU_TKQ_BARRIER ||
 						    ((k->qtype == EMU_TKQ_CTR_WAIT || k->qtype == EMU_TKQ_MARK_WAIT) && k->blocked)
 					  ? TIMESIM_NEVER
@@ -283,7 +306,7 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 
 /* Arrival a of queue qi at core k: into its ring (arrivals are final as
  * they happen, and in order); a core waiting for it resumes there. */
-static void arrive(struct emu_tk *tk, struct tk_core *k, uint32_t qi, const struct emu_tk_arr *a)
+static void arrive(struct emu_tk *tk, struct tk_core *k, uint32_t qi, const struct emu_tk_arr *a, int in_run)
 {
 	struct tk_queue *q = &k->q[qi];
 	if (q->narr == q->cap) {
@@ -296,7 +319,8 @@ static void arrive(struct emu_tk *tk, struct tk_core *k, uint32_t qi, const stru
 			struct emu_tk_arr *na = realloc(q->arr, nc * sizeof(*na));
 			if (!na) {
 				tk->failed = -ENOMEM;
-				timesim_stop(tk->ts);
+				if (in_run)
+					timesim_stop(tk->ts);
 				return;
 			}
 			q->arr = na;
@@ -305,11 +329,93 @@ static void arrive(struct emu_tk *tk, struct tk_core *k, uint32_t qi, const stru
 	}
 	q->arr[q->narr++] = *a;
 	refill(k, qi);
-	if (k->waiting && k->qtype == EMU_TKQ_WAIT_RECV && k->qkey == qi) {
+	if (k->waiting && k->qkey == qi &&
+	    (k->qtype == EMU_TKQ_WAIT_RECV || (k->qtype == EMU_TKQ_CTR_OR_RECV && k->blocked))) {
 		/* it resumes at this arrival: nothing later is safe until it acts */
+		k->sh->a_which = k->qn;
 		answer(tk, k, 1, a->t > k->qvt ? a->t : k->qvt);
-		timesim_stop(tk->ts);
+		if (in_run)
+			timesim_stop(tk->ts);
 	}
+}
+
+static int timer_less(const struct tk_timer *a, const struct tk_timer *b)
+{
+	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static int timer_push(struct emu_tk *tk, struct tk_timer x)
+{
+	struct tk_timer *nt = grow(tk->timer, &tk->captimer, tk->ntimer, sizeof(*nt), 64);
+	if (!nt)
+		return -ENOMEM;
+	tk->timer = nt;
+	x.seq = tk->timer_seq++;
+	size_t i = tk->ntimer++;
+	for (; i > 0 && timer_less(&x, &tk->timer[(i - 1) / 2]); i = (i - 1) / 2)
+		tk->timer[i] = tk->timer[(i - 1) / 2];
+	tk->timer[i] = x;
+	return 0;
+}
+
+/*
+ * A deposit refused at node `at` at time t: the report reaches the core
+ * that posted it (global rank g) one hop_latency per hop later, on the side:
+ * it takes no link's bandwidth (faults are rare, and BG/P reports them out
+ * of band).
+ */
+static int fault(struct emu_tk *tk, uint32_t at, uint32_t g, const struct tk_fault *f, torus_vt_t t)
+{
+	const struct emu_shm_hdr *h = tk->m->hdr;
+	torus_vt_t d = (torus_vt_t)torus_hops(&h->shape, at, tk->c[g].node) * h->params.hop_latency_ps;
+	return timer_push(tk, (struct tk_timer){.t = add_sat(t, d), .fcore = g, .f = *f});
+}
+
+/* Is packet `index` (len bytes) of transfer x refused where it is deposited,
+ * at node `at`? Then report it (1). */
+static int refused(struct emu_tk *tk, const struct tk_xfer *x, uint32_t at, uint64_t index, uint32_t len, torus_vt_t t)
+{
+	const struct tk_refuse *r = &tk->rf[x->rf - 1];
+	struct tk_fault f = {0, at, UINT32_MAX, len, 0};
+	if (x->kind == EMU_TK_MEMFIFO) {
+		f.error = r->all;
+	} else {
+		/* a put's packet, or a get's reply packet at the requester: the
+		 * region, then the packet's range, then the counter */
+		uint64_t off = r->off + index * torus_params_payload(&tk->m->hdr->params);
+		f.region = r->region;
+		f.offset = off;
+		f.error = r->all                                    ? r->all
+			  : off > r->limit || len > r->limit - off ? r->range
+								   : r->ctr;
+	}
+	if (!f.error)
+		return 0;
+	int rc = fault(tk, at, tk->first[x->src_node] + x->src_core, &f, t);
+	if (rc)
+		tk->failed = rc;
+	/* advance() delivers it: nothing after it may be simulated first */
+	timesim_stop(tk->ts);
+	return 1;
+}
+
+/* A get's request at its target: refused, the report goes back and no
+ * reply is sent. */
+static int on_request(void *arg, uint32_t node, uint64_t cookie, torus_vt_t t)
+{
+	struct emu_tk *tk = arg;
+	if (!(cookie & DMA_COOKIE))
+		return 0;
+	const struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
+	if (!x->rf || !tk->rf[x->rf - 1].req)
+		return 0;
+	const struct tk_refuse *r = &tk->rf[x->rf - 1];
+	struct tk_fault f = {r->req, node, r->req_region, (uint32_t)x->len, r->req_off};
+	int rc = fault(tk, node, tk->first[x->src_node] + x->src_core, &f, t);
+	if (rc)
+		tk->failed = rc;
+	timesim_stop(tk->ts); /* (as in refused) */
+	return 1;
 }
 
 static void on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index, uint32_t len, torus_vt_t t)
@@ -319,9 +425,11 @@ static void on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index
 		/* a put's packet at its destination, a get's reply at the
 		 * requester, a memory-FIFO packet at its core */
 		const struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
+		if (x->rf && refused(tk, x, node, index, len, t))
+			return;
 		if (x->kind == EMU_TK_MEMFIFO) {
 			struct emu_tk_arr a = {t, (uint64_t)x->src_node << 8 | x->src_core, x->ready, index};
-			arrive(tk, &tk->c[tk->first[node] + x->dst_core], EMU_TK_Q_MEMFIFO, &a);
+			arrive(tk, &tk->c[tk->first[node] + x->dst_core], EMU_TK_Q_MEMFIFO, &a, 1);
 		} else if (x->rec != NO_CTR && len) {
 			ctr_change(tk, node, x->rec, -(int64_t)len, t, 0, 1);
 		}
@@ -330,7 +438,7 @@ static void on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index
 	uint32_t src_global = (uint32_t)(cookie >> 40), dst_core = (uint32_t)(cookie >> 32) & 0xFF;
 	const struct tk_core *src = &tk->c[src_global];
 	struct emu_tk_arr a = {t, (uint64_t)src->node << 8 | src->core, (uint32_t)cookie, 0};
-	arrive(tk, &tk->c[tk->first[node] + dst_core], EMU_TK_Q_RAW, &a);
+	arrive(tk, &tk->c[tk->first[node] + dst_core], EMU_TK_Q_RAW, &a, 1);
 }
 
 /* A DMA packet left its node: its injection counter counts it, and its
@@ -517,7 +625,8 @@ static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t de
 	for (uint32_t g = tk->first[node]; g < tk->first[node + 1]; g++) {
 		struct tk_core *k = &tk->c[g];
 		uint32_t which;
-		if (k->waiting && k->qtype == EMU_TKQ_CTR_WAIT && k->blocked && waits_for(k, id, &which)) {
+		if (k->waiting && (k->qtype == EMU_TKQ_CTR_WAIT || k->qtype == EMU_TKQ_CTR_OR_RECV) && k->blocked &&
+		    waits_for(k, id, &which)) {
 			k->sh->a_which = which;
 			answer(tk, k, 1, t > k->qvt ? t : k->qvt);
 			if (in_run)
@@ -536,11 +645,6 @@ static int counter_op(struct emu_tk *tk, uint32_t node, const struct emu_tk_ev *
 	return 0;
 }
 
-static int timer_less(const struct tk_timer *a, const struct tk_timer *b)
-{
-	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
-}
-
 /* A local copy: its counter falls by len, len / copy_bw after ready. */
 static int post_copy(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
 {
@@ -549,17 +653,9 @@ static int post_copy(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_e
 		return 0;
 	if (ev->rec >= tk->cores[k->node] * p->dma_counters || ev->len > INT64_MAX)
 		return -EPROTO;
-	struct tk_timer *nt = grow(tk->timer, &tk->captimer, tk->ntimer, sizeof(*nt), 64);
-	if (!nt)
-		return -ENOMEM;
-	tk->timer = nt;
 	torus_vt_t t = ev->ready + torus_copy_time(p, ev->len);
-	struct tk_timer x = {t, tk->timer_seq++, k->node, ev->rec, (int64_t)ev->len};
-	size_t i = tk->ntimer++;
-	for (; i > 0 && timer_less(&x, &tk->timer[(i - 1) / 2]); i = (i - 1) / 2)
-		tk->timer[i] = tk->timer[(i - 1) / 2];
-	tk->timer[i] = x;
-	return 0;
+	return timer_push(tk, (struct tk_timer){.t = t, .node = k->node, .rec = ev->rec, .len = (int64_t)ev->len,
+						.fcore = UINT32_MAX});
 }
 
 static void timer_pop(struct emu_tk *tk)
@@ -598,12 +694,22 @@ static int advance(struct emu_tk *tk)
 			if (rc || tk->failed)
 				return rc ? rc : tk->failed;
 		}
+		if (tk->ntimer && tk->timer[0].t < tl && tk->timer[0].t < tk->c[tk->tree[1]].lim)
+			continue; /* a fault the run just found (it stopped there): deliver it first */
 		if (tl >= limit || timesim_now(tk->ts) < upto)
 			return 0; /* no copy completes first, or a hook stopped the simulation */
 		while (tk->ntimer && tk->timer[0].t == tl) {
 			struct tk_timer x = tk->timer[0];
 			timer_pop(tk);
-			ctr_change(tk, x.node, x.rec, -x.len, x.t, 0, 0);
+			if (x.fcore == UINT32_MAX) {
+				ctr_change(tk, x.node, x.rec, -x.len, x.t, 0, 0);
+				continue;
+			}
+			struct emu_tk_arr a = {x.t, (uint64_t)(uint32_t)x.f.error << 32 | x.f.node, x.f.offset,
+					       (uint64_t)x.f.region << 32 | x.f.len};
+			arrive(tk, &tk->c[x.fcore], EMU_TK_Q_FAULT, &a, 0);
+			if (tk->failed)
+				return tk->failed;
 		}
 	}
 }
@@ -652,12 +758,20 @@ static uint32_t fifo_pending(const struct emu_tk *tk, const struct tk_fifo *f, t
 
 static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
 {
+	/* an unchecked descriptor: what its destination will refuse */
+	const uint32_t rf = k->rf;
+	const struct tk_refuse *r = rf ? &tk->rf[rf - 1] : NULL;
+	k->rf = 0;
 	if (ev->kind == EMU_TK_COPY) {
 		/* a copy leaves its FIFO as it is posted */
 		if (ev->fifo >= tk->m->hdr->params.inj_fifos)
 			return -EPROTO;
 		int rc = fifo_add(tk, &k->fifo[ev->fifo], TK_COPY_DONE | ev->ready);
-		return rc ? rc : post_copy(tk, k, ev);
+		if (rc || !r)
+			return rc ? rc : post_copy(tk, k, ev);
+		/* refused whole as the unit takes it: nothing copied */
+		struct tk_fault f = {r->all, k->node, r->region, (uint32_t)ev->len, r->off};
+		return fault(tk, k->node, (uint32_t)(k - tk->c), &f, ev->ready);
 	}
 	struct tk_xfer *nx = grow(tk->xf, &tk->capxf, tk->nxf, sizeof(*nx), 1024);
 	if (!nx)
@@ -665,15 +779,17 @@ static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev
 	tk->xf = nx;
 	uint32_t per = tk->m->hdr->params.dma_counters;
 	uint32_t rec_node = ev->kind == EMU_TK_GET ? k->node : ev->node;
-	uint32_t rec = ev->kind == EMU_TK_MEMFIFO ? NO_CTR : ev->rec;
+	/* (a refused counter or core is never used) */
+	uint32_t rec = ev->kind == EMU_TK_MEMFIFO || (r && (r->all || r->ctr)) ? NO_CTR : ev->rec;
+	uint32_t dst_core = r && r->all ? 0 : ev->core;
 	if (ev->node >= tk->m->hdr->nnodes || (ev->inj != NO_CTR && ev->inj >= tk->cores[k->node] * per) ||
 	    (rec != NO_CTR && rec >= tk->cores[rec_node] * per) ||
-	    (ev->kind == EMU_TK_MEMFIFO && ev->core >= tk->cores[ev->node]))
+	    (ev->kind == EMU_TK_MEMFIFO && dst_core >= tk->cores[ev->node]))
 		return -EPROTO;
 	if (ev->fifo >= tk->m->hdr->params.inj_fifos)
 		return -EPROTO;
-	tk->xf[tk->nxf] = (struct tk_xfer){ev->kind, k->node, ev->node, ev->inj, rec, (uint32_t)ev->id, k->core, ev->core,
-					   ev->ready, ev->len, 0, TIMESIM_NEVER};
+	tk->xf[tk->nxf] = (struct tk_xfer){ev->kind, k->node, ev->node, ev->inj, rec, (uint32_t)ev->id, k->core, dst_core,
+					   ev->ready, ev->len, 0, TIMESIM_NEVER, rf};
 	int rc = fifo_add(tk, &k->fifo[ev->fifo], tk->nxf);
 	if (rc)
 		return rc;
@@ -687,11 +803,29 @@ static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev
 	return timesim_post(tk->ts, &x);
 }
 
+/* EMU_TK_REFUSE: for the core's next descriptor (errors come positive) */
+static int post_refuse(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
+{
+	const uint32_t most = 1u << 16;
+	if (k->rf || ev->kind > most || ev->fifo > most || ev->inj > most || ev->rec > most)
+		return -EPROTO;
+	struct tk_refuse *nr = grow(tk->rf, &tk->caprf, tk->nrf, sizeof(*nr), 16);
+	if (!nr)
+		return -ENOMEM;
+	tk->rf = nr;
+	tk->rf[tk->nrf++] = (struct tk_refuse){-(int32_t)ev->kind, -(int32_t)ev->fifo, -(int32_t)ev->inj, -(int32_t)ev->rec,
+					       ev->node, ev->core, ev->len, ev->id, (uint64_t)ev->delta};
+	k->rf = (uint32_t)tk->nrf;
+	return 0;
+}
+
 static int post(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
 {
 	tk->events++;
 	if (ev->type == EMU_TK_DMA)
 		return post_dma(tk, k, ev);
+	if (ev->type == EMU_TK_REFUSE)
+		return post_refuse(tk, k, ev);
 	if (ev->type >= EMU_TK_CTR_ALLOC && ev->type <= EMU_TK_CTR_LEVEL)
 		return counter_op(tk, k->node, ev);
 	if (ev->type != EMU_TK_RAW)
@@ -745,7 +879,7 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 		/* a barrier's member count, or the number of counter ids */
 		k->qn = sh->qn;
 		if (k->qtype == EMU_TKQ_CTR || k->qtype == EMU_TKQ_CTR_WAIT || k->qtype == EMU_TKQ_MARK ||
-		    k->qtype == EMU_TKQ_MARK_WAIT) {
+		    k->qtype == EMU_TKQ_MARK_WAIT || k->qtype == EMU_TKQ_CTR_OR_RECV) {
 			if (k->qn > EMU_TKQ_MAX_IDS || k->qn == 0) {
 				*err = -EPROTO;
 				return 1;
@@ -759,7 +893,9 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 				}
 			if (k->qtype == EMU_TKQ_MARK || k->qtype == EMU_TKQ_MARK_WAIT)
 				memcpy(k->qmarks, sh->qmarks, k->qn * sizeof(uint32_t));
-		} else if (((k->qtype == EMU_TKQ_RECV || k->qtype == EMU_TKQ_WAIT_RECV) && k->qkey >= EMU_TK_NQ) ||
+		}
+		if (((k->qtype == EMU_TKQ_RECV || k->qtype == EMU_TKQ_WAIT_RECV || k->qtype == EMU_TKQ_CTR_OR_RECV) &&
+		     k->qkey >= EMU_TK_NQ) ||
 			   (k->qtype == EMU_TKQ_PENDING && k->qkey >= tk->m->hdr->params.inj_fifos)) {
 			*err = -EPROTO;
 			return 1;
@@ -816,6 +952,15 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 		answer(tk, k, v == 0, k->qvt);
 		return 1;
 	}
+	case EMU_TKQ_CTR_OR_RECV:
+		if (k->blocked) {
+			/* no counter reached zero and nothing arrived up to now */
+			if (k->qdeadline >= now)
+				return 0;
+			answer(tk, k, 0, k->qdeadline);
+			return 1;
+		}
+		/* fall through */
 	case EMU_TKQ_CTR_WAIT: {
 		if (k->blocked || k->qvt >= now)
 			return 0;
@@ -828,6 +973,18 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 			if (t < best) {
 				best = t;
 				which = i;
+			}
+		}
+		if (k->qtype == EMU_TKQ_CTR_OR_RECV) {
+			/* an arrival not taken, final as every arrival up to now is */
+			torus_vt_t a = first_arrival(k, (uint32_t)k->qkey);
+			if (a != TIMESIM_NEVER && (a > k->qvt ? a : k->qvt) < best) {
+				best = a > k->qvt ? a : k->qvt;
+				which = k->qn;
+			}
+			if (best > k->qdeadline && k->qdeadline < now) {
+				answer(tk, k, 0, k->qdeadline);
+				return 1;
 			}
 		}
 		if (best != TIMESIM_NEVER) {
@@ -1096,7 +1253,7 @@ int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err
 				return -ENOMEM;
 			}
 	}
-	struct timesim_config cfg = {&h->shape, &h->params, cores, emu_node_unit.getreq_bytes, tk->link_cost, {.hop = on_hop, .deposit = on_deposit, .left = on_left, .arg = tk}};
+	struct timesim_config cfg = {&h->shape, &h->params, cores, emu_node_unit.getreq_bytes, tk->link_cost, {.hop = on_hop, .deposit = on_deposit, .left = on_left, .request = on_request, .arg = tk}};
 	int rc = timesim_create(&cfg, &tk->ts);
 	if (rc) {
 		emu_tk_stop(tk);
@@ -1178,6 +1335,7 @@ void emu_tk_stop(struct emu_tk *tk)
 	for (size_t i = 0; i < tk->nbar; i++)
 		free(tk->bar[i].members);
 	free(tk->bar);
+	free(tk->rf);
 	free(tk->cores);
 	free(tk->tree);
 	free(tk->busy);

@@ -691,7 +691,8 @@ void mpi_take(struct mpi_msg *m)
 	free(m);
 }
 
-/* Handle what has arrived; sleep up to 1 ms if nothing had. */
+/* Handle what has arrived; if nothing had, sleep until something arrives
+ * or the sends complete, or up to 1 ms (the callers look again). */
 int mpi_progress(int may_sleep)
 {
 	unsigned got = 0;
@@ -699,7 +700,16 @@ int mpi_progress(int may_sleep)
 	if (rc)
 		return rc;
 	if (!got && may_sleep) {
-		rc = dma_recfifo_wait(mpi_g.c, 1);
+		if (mpi_g.sends_out) {
+			/* wake when the sends are done too: under --exact a 1 ms
+			 * timeout is 1 ms of emulated time */
+			int zero = 0;
+			rc = dma_recfifo_wait_counter(mpi_g.c, mpi_g.inj, 1, &zero);
+			if (zero)
+				mpi_g.sends_out = 0;
+		} else {
+			rc = dma_recfifo_wait(mpi_g.c, 1);
+		}
 		if (rc == -ETIMEDOUT)
 			rc = 0;
 	}
@@ -748,6 +758,7 @@ static int post_send_tagged(const void *buf, uint64_t bytes, int dest, int tag, 
 				 (int64_t)((is_short ? sizeof(struct mpi_short) : sizeof(r->env)) + bytes));
 	if (rc)
 		return rc;
+	mpi_g.sends_out = 1;
 	if (is_short) {
 		/* one packet: envelope and data together (a copy of at most a packet) */
 		struct mpi_short h = {tag, (uint16_t)cm->ctx, (uint16_t)cm->rank};
@@ -785,6 +796,8 @@ static int send_done(void)
 {
 	int zero = 0;
 	int rc = dma_counter_test(mpi_g.c, mpi_g.inj, &zero);
+	if (!rc && zero)
+		mpi_g.sends_out = 0;
 	return rc ? rc : zero;
 }
 
@@ -835,6 +848,8 @@ static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 		 * arrival, or only after 1 ms of emulated time); they leave
 		 * whether or not this core handles its arrivals meanwhile */
 		rc = dma_counter_wait(mpi_g.c, mpi_g.inj);
+		if (!rc)
+			mpi_g.sends_out = 0;
 	}
 	for (; !rc;) {
 		if (r->send) {

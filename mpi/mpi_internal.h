@@ -90,6 +90,7 @@ struct mpi_state {
 	uint32_t next_ctx;               /* context ids below it are taken here */
 	dma_injfifo_t *fifo;
 	uint32_t inj;
+	int sends_out;                   /* inj may be nonzero: sends posted since it was seen zero */
 	struct mpi_cur *cur;
 	uint32_t nsrc;
 	struct mpi_msg *unexp_head, *unexp_tail;

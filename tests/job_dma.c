@@ -394,7 +394,8 @@ static int run_bad(emu_core_t *c)
 	struct dma_fault ft;
 	int range = 0, region = 0, counter = 0;
 	for (int k = 0; k < 3; k++) {
-		if (!CHECK(c, dma_fault_wait(c, &ft, 60000) == 0, "no fault reported"))
+		int fw_ = dma_fault_wait(c, &ft, 60000);
+		if (!CHECK(c, fw_ == 0, "no fault reported: %d", fw_))
 			break;
 		range += ft.error == DMA_ERR_RANGE && ft.node == to_node;
 		region += ft.error == DMA_ERR_REGION && ft.node == to_node;
@@ -524,6 +525,46 @@ static int run_waitany(emu_core_t *c)
 	int z0 = -1, z2 = -1;
 	CHECK(c, dma_counter_test(c, k[0], &z0) == 0 && dma_counter_test(c, k[2], &z2) == 0 && z0 == 0 && z2 == 1,
 	      "test");
+
+	/* the reception FIFO or a counter, whichever first: a zero counter
+	 * at once; a copy's counter at the copy's time, the same as
+	 * dma_counter_wait's */
+	int zero = -1;
+	CHECK(c, dma_recfifo_wait_counter(c, k[1], -1, &zero) == 0 && zero == 1, "fifo or zero counter: %d", zero);
+	torus_vt_t took[2];
+	for (int i = 0; i < 2; i++) {
+		dma_counter_add(c, k[2], 10);
+		torus_vt_t t0 = emu_core_now(c);
+		post(c, f, &d);
+		zero = -1;
+		int rc = i ? dma_recfifo_wait_counter(c, k[2], -1, &zero) : dma_counter_wait(c, k[2]);
+		took[i] = emu_core_now(c) - t0;
+		CHECK(c, rc == 0 && (i == 0 || zero == 1), "fifo or copy: %s, zero %d", dma_strerror(rc), zero);
+	}
+	CHECK(c, took[0] == took[1], "a copy took %" PRIu64 " ps by its counter, %" PRIu64 " by the fifo-or-counter wait",
+	      took[0], took[1]);
+	/* nothing arrives and the counter stays: the timeout (virtual under --exact) */
+	CHECK(c, dma_recfifo_wait_counter(c, k[0], 1, &zero) == -ETIMEDOUT && zero == 0, "fifo or counter timeout");
+	/* a message arrives first; k[0] never completes (the barrier: no
+	 * message came before, to the waits above) */
+	if (dma_barrier(c))
+		return 1;
+	uint32_t to_node, to_core, to_g, inj;
+	uint8_t msg[64] = {9}, buf[TORUS_MAX_PAYLOAD];
+	peer(c, 1, &to_node, &to_core, &to_g);
+	dma_counter_alloc(c, &inj);
+	dma_counter_add(c, inj, sizeof(msg));
+	dma_desc_memfifo(&d, to_node, to_core, 0, 77, msg, sizeof(msg), inj);
+	post(c, f, &d);
+	zero = -1;
+	CHECK(c, dma_recfifo_wait_counter(c, k[0], -1, &zero) == 0 && zero == 0, "fifo or counter: the fifo (%d)", zero);
+	struct dma_recv_info info;
+	int rc = dma_recfifo_next(c, &info, buf, sizeof(buf));
+	CHECK(c, rc == 0 && info.user == 77 && info.len == sizeof(msg) && buf[0] == 9, "fifo or counter: the message");
+	CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
+	CHECK(c, dma_recfifo_wait_counter(c, 1u << 30, -1, &zero) == DMA_ERR_COUNTER &&
+			 dma_recfifo_wait_counter(NULL, k[0], -1, &zero) == -EINVAL,
+	      "fifo or counter: bad arguments");
 	return 0;
 }
 
@@ -571,6 +612,70 @@ static int run_bandwidth(emu_core_t *c)
 	return dma_barrier(c);
 }
 
+/*
+ * --exact: when a fault reaches its core. Global core 0 puts 200 bytes to
+ * the core `hops` ahead, first into its region (the receiver's counter
+ * says when they were deposited), then past the region's end, unchecked:
+ * the report must come back exactly hop_latency per hop after that deposit.
+ */
+static int run_faulttime(emu_core_t *c)
+{
+	if (!CHECK(c, emu_exact(c), "faulttime needs torusrun --exact"))
+		return 1;
+	uint32_t step = nsizes ? (uint32_t)sizes[0] : 1, total = emu_core_total(c), me = emu_core_global(c);
+	uint32_t to_node, to_core, to_g, reg, cnt, *all = malloc(total * sizeof(uint32_t));
+	uint8_t buf[256] = {1};
+	dma_injfifo_t *f;
+	if (!CHECK(c, all != NULL, "out of memory"))
+		return 1;
+	for (uint32_t i = 0; i < total; i++)
+		all[i] = i;
+	emu_core_locate(c, step % total, &to_node, &to_core);
+	to_g = step % total;
+	CHECK(c, dma_mem_register(c, buf, sizeof(buf), &reg) == 0 && dma_counter_alloc(c, &cnt) == 0 &&
+			 dma_injfifo_open(c, 0, &f) == 0,
+	      "set up");
+	if (me == to_g)
+		dma_counter_add(c, cnt, 200);
+	if (dma_barrier(c))
+		return 1;
+	torus_vt_t t0 = emu_core_now(c);
+	uint32_t deposit = 0;
+	struct dma_desc d;
+	if (me == 0) {
+		dma_desc_put(&d, to_node, buf, 200, region_id(c, to_core), 0, counter_id(c, to_core), DMA_NO_COUNTER);
+		post(c, f, &d);
+	}
+	if (me == to_g) {
+		CHECK(c, dma_counter_wait(c, cnt) == 0, "the good put");
+		deposit = (uint32_t)(emu_core_now(c) - t0);
+	}
+	/* every core learns when it was deposited, relative to the barrier */
+	CHECK(c, dma_barrier_team_max(c, all, total, deposit, &deposit) == 0 && deposit > 0, "the deposit time");
+	if (dma_barrier(c))
+		return 1;
+	t0 = emu_core_now(c);
+	if (me == 0) {
+		dma_desc_put(&d, to_node, buf, 200, region_id(c, to_core), 200, counter_id(c, to_core), DMA_NO_COUNTER);
+		d.flags = DMA_F_UNCHECKED;
+		post(c, f, &d);
+		struct dma_fault ft;
+		int rc = dma_fault_wait(c, &ft, -1);
+		torus_vt_t took = emu_core_now(c) - t0,
+			   want = deposit + (torus_vt_t)torus_hops(emu_shape(c), emu_node_rank(c), to_node) *
+						emu_params(c)->hop_latency_ps;
+		CHECK(c, rc == 0 && ft.error == DMA_ERR_RANGE && ft.node == to_node && ft.offset == 200 && ft.len == 200,
+		      "the fault: %d, error %d from node %u, offset %" PRIu64 " len %u", rc, ft.error, ft.node, ft.offset,
+		      ft.len);
+		CHECK(c, took == want, "the fault came %" PRIu64 " ps after the post, not %" PRIu64 " (deposit %u ps)",
+		      took, want, deposit);
+		printf("faulttime: %u hops, deposited after %.3f us, fault after %.3f us\n",
+		       torus_hops(emu_shape(c), emu_node_rank(c), to_node), deposit * 1e-6, took * 1e-6);
+	}
+	free(all);
+	return dma_barrier(c);
+}
+
 /* A counter nobody will ever decrement: only the hang detector ends this. */
 static int run_hang(emu_core_t *c)
 {
@@ -597,6 +702,8 @@ static int core_main(emu_core_t *c, void *arg)
 		rc = run_many(c);
 	else if (!strcmp(scenario, "bad"))
 		rc = run_bad(c);
+	else if (!strcmp(scenario, "faulttime"))
+		rc = run_faulttime(c);
 	else if (!strcmp(scenario, "full"))
 		rc = run_full(c);
 	else if (!strcmp(scenario, "barrier"))
@@ -616,7 +723,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
 		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | bad | full | barrier | "
-		       "waitany | bandwidth BYTES\n");
+		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] (--exact)\n");
 		return argc < 2 ? 2 : 0;
 	}
 	scenario = argv[1];

@@ -59,12 +59,12 @@ static void test_barrier(void) { each_shape("barrier"); }
 static void test_wait_any(void) { each_shape("waitany"); }
 
 /* The same scenarios under torusrun --exact, with chaos: the timekeeper
- * times puts, gets, copies, memory-FIFO messages, counters, barriers and
- * what an injection FIFO holds. */
+ * times puts, gets, copies, memory-FIFO messages, counters, barriers,
+ * what an injection FIFO holds, and the faults of refused deposits. */
 static void test_exact(void)
 {
 	static const char *const args[] = {"put " SIZES, "get " SIZES, "copy " SIZES, "memfifo 0 1 240 241 5000 262144",
-					   "barrier", "waitany", "many 3000"};
+					   "barrier", "waitany", "many 3000", "bad"};
 	/* sanitized builds (ten times slower): one shape each */
 	const size_t step = getenv("TORUS_TEST_LIGHT") ? NSHAPES : 2;
 	for (size_t a = 0; a < sizeof(args) / sizeof(args[0]); a++)

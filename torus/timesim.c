@@ -358,7 +358,7 @@ static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 	if (k->kind == PK_GETREQ) {
 		/* the reply: the data back to the requester, from this node's reply queue */
 		struct job j = {k->cookie, k->reply_len, 0, t, PK_DATA, k->origin, n, 0, k->hints};
-		if (rc == 0)
+		if (rc == 0 && !(s->cfg.hooks.request && s->cfg.hooks.request(s->cfg.hooks.arg, n, k->cookie, t)))
 			rc = gen_add(s, n, nd->ngens - 1, &j);
 	} else if (s->cfg.hooks.deposit) {
 		s->cfg.hooks.deposit(s->cfg.hooks.arg, n, k->cookie, k->index, k->len, t);

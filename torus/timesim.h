@@ -57,6 +57,9 @@ struct timesim_hooks {
 	 * node itself, its deposit): what an injection counter counts. A GET's
 	 * request reports len 0; its reply, sent by the target, is not reported. */
 	void (*left)(void *arg, uint32_t node, uint64_t cookie, uint32_t len, torus_vt_t t);
+	/* optional: a GET's request at its target at t; nonzero: the target
+	 * refuses it, and no reply is sent */
+	int (*request)(void *arg, uint32_t node, uint64_t cookie, torus_vt_t t);
 	void *arg;
 };
 

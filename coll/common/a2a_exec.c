@@ -199,11 +199,9 @@ static int finish(struct exec *e, int rc)
  * address messages (p - 1 of them) while we wait here without polling our
  * reception FIFO; beyond rx_slots of them they back up into the network and
  * can block the very data we wait for. Teams that large drain the FIFO
- * while they wait (into the exchange's inbox), sleeping at most 1 ms at a
- * time; smaller ones sleep on the counter. So do all under torusrun
- * --exact, where a waiting core drains its FIFOs anyway, and where the
- * 1 ms would be virtual: a wait would last until the next arrival or 1 ms
- * of emulated time (factor on 8x8x8 took 92 times its bound at 4 KiB).
+ * while they wait (into the exchange's inbox), sleeping until a message
+ * or the counter; smaller ones sleep on the counter. So do all under
+ * torusrun --exact, where a waiting core drains its FIFOs anyway.
  */
 static int wait_slot(struct exec *e, uint32_t id)
 {
@@ -211,17 +209,14 @@ static int wait_slot(struct exec *e, uint32_t id)
 	if (e->t->size < emu_params(c)->rx_slots || emu_exact(c))
 		return dma_counter_wait(c, id);
 	for (;;) {
-		int64_t v;
-		int rc = dma_counter_get(c, id, &v);
-		if (rc)
-			return rc;
-		if (v == 0)
-			return dma_counter_wait(c, id); /* at once: it sets the clock */
 		unsigned got;
-		if ((rc = dma_recfifo_poll(c, 64, &got)) < 0)
+		int zero = 0, rc = dma_recfifo_poll(c, 64, &got);
+		if (rc < 0)
 			return rc;
-		if (!got && (rc = dma_recfifo_wait(c, 1)) < 0 && rc != -ETIMEDOUT)
+		if (!got && (rc = dma_recfifo_wait_counter(c, id, -1, &zero)) < 0)
 			return rc;
+		if (zero)
+			return 0; /* (it set the clock) */
 	}
 }
 

@@ -122,6 +122,14 @@ int dma_recfifo_next(emu_core_t *c, struct dma_recv_info *info, void *buf, size_
 /* Sleep until the reception FIFO holds a packet (timeout_ms < 0: no limit;
  * -ETIMEDOUT when it passed). */
 int dma_recfifo_wait(emu_core_t *c, int timeout_ms);
+/* Sleep until the reception FIFO holds a packet or counter id is zero,
+ * whichever comes first (timeout_ms as above): 0, and *zero (may be NULL)
+ * = 1 if it was the counter (the clock then moves to when it hit, as
+ * dma_counter_wait's does), or -ETIMEDOUT. For a progress loop that
+ * handles arrivals while its sends complete: under torusrun --exact it
+ * wakes at the earlier of the two in virtual time, where a poll with a
+ * timeout would wake only at the timeout. */
+int dma_recfifo_wait_counter(emu_core_t *c, uint32_t id, int timeout_ms, int *zero);
 
 /* ------------------------------------------------------- injection FIFOs */
 

@@ -172,6 +172,32 @@ static void p2p(void)
 		      "a 64 KiB send ended at %.3f us, its receive at %.3f us", (rank ? peer : te) * 1e6,
 		      (rank ? te : peer) * 1e6);
 	}
+	/* the same through MPI_Waitany and MPI_Waitsome, which handle arrivals
+	 * while they wait: they wake when the send is done, not at a timeout
+	 * (under --exact, 1 ms of emulated time) */
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (size > 1) {
+		static char big[65536];
+		double te = 0, peer = 0;
+		MPI_Request rq = MPI_REQUEST_NULL;
+		int idx = -1, outc = 0, ids[1];
+		if (rank == 0) {
+			MPI_Isend(big, sizeof(big), MPI_CHAR, 1, 46, MPI_COMM_WORLD, &rq);
+			MPI_Waitany(1, &rq, &idx, MPI_STATUS_IGNORE);
+		} else if (rank == 1) {
+			MPI_Irecv(big, sizeof(big), MPI_CHAR, 0, 46, MPI_COMM_WORLD, &rq);
+			MPI_Waitsome(1, &rq, &outc, ids, MPI_STATUSES_IGNORE);
+		}
+		te = MPI_Wtime();
+		MPI_Barrier(MPI_COMM_WORLD);
+		if (rank < 2)
+			MPI_Sendrecv(&te, 1, MPI_DOUBLE, 1 - rank, 47, &peer, 1, MPI_DOUBLE, 1 - rank, 47, MPI_COMM_WORLD,
+				     MPI_STATUS_IGNORE);
+		CHECK(rank > 1 || (rq == MPI_REQUEST_NULL && (rank ? outc == 1 && ids[0] == 0 : idx == 0) &&
+				   te - peer < 20e-6 && peer - te < 20e-6),
+		      "MPI_Waitany on a 64 KiB send ended at %.3f us, MPI_Waitsome on its receive at %.3f us",
+		      (rank ? peer : te) * 1e6, (rank ? te : peer) * 1e6);
+	}
 	/* MPI_PROC_NULL */
 	MPI_Status st;
 	CHECK(MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st) == MPI_SUCCESS &&

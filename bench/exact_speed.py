@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""The speed of torusrun --exact against the engine's own timing (issue 13).
+
+Runs each job without and with --exact, alternating, R rounds, on one
+machine in one run (a shared, noisy host: compare the ratio, not the
+seconds). Prints a Markdown table: the median wall time of each mode, the
+ratio, the emulated times (the exact ones must repeat), and the timekeeper's
+counts (TORUS_TK_DEBUG: queries answered and sleeps, per exact run).
+
+    bench/exact_speed.py [--build build] [--rounds 3] [--jobs ar-1,ar-3,stress-8x8x8]
+
+Jobs: ar-C (the 4 MiB allreduce on 4x4x4 with C cores, the default
+algorithm), stress-SHAPE (torus-stress --packets 1). The issue's goal is an
+exact wall time of at most 1.5 times the engine's.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+
+def job(build, name):
+    b = os.path.join(build, "bin")
+    kind, arg = name.split("-", 1)
+    if kind == "ar":
+        return ["--torus", "4x4x4", "--cores", arg], [os.path.join(b, "torus-bench"), "allreduce", "--sizes", "4M"]
+    if kind == "stress":
+        return ["--torus", arg], [os.path.join(b, "torus-stress"), "--packets", "1"]
+    sys.exit(f"exact_speed: unknown job {name} (ar-C or stress-SHAPE)")
+
+
+def run(build, name, exact):
+    opts, prog = job(build, name)
+    cmd = [os.path.join(build, "bin", "torusrun")] + (["--exact"] if exact else []) + opts + ["--"] + prog
+    env = dict(os.environ, TORUS_TK_DEBUG="1") if exact else None
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.exit(f"exact_speed: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+    m = re.search(r"job finished: .* emulated time ([0-9.]+) us", p.stderr)
+    tk = re.search(r"(\d+) queries answered, \d+ rounds, (\d+) sleeps", p.stderr)
+    return wall, m.group(1) if m else "?", (int(tk.group(1)), int(tk.group(2))) if tk else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--jobs", default="ar-1,ar-3,stress-8x8x8")
+    a = ap.parse_args()
+    if a.rounds < 1:
+        sys.exit("exact_speed: --rounds must be at least 1")
+    jobs = a.jobs.split(",")
+    res = {(j, e): [] for j in jobs for e in (False, True)}
+    for r in range(a.rounds):
+        for j in jobs:
+            for e in (False, True):
+                res[(j, e)].append(run(a.build, j, e))
+                w, emu, _ = res[(j, e)][-1]
+                print(f"# round {r + 1}/{a.rounds}: {j} {'--exact' if e else 'engine'}: {w:.2f} s wall, "
+                      f"{emu} us emulated", file=sys.stderr, flush=True)
+    print(f"{a.rounds} alternating rounds; wall time medians\n")
+    print("| job | engine wall (s) | --exact wall (s) | ratio | engine emulated (us) | --exact emulated (us) "
+          "| queries, sleeps |")
+    print("|---|---:|---:|---:|---|---|---|")
+    for j in jobs:
+        we = statistics.median(x[0] for x in res[(j, False)])
+        wx = statistics.median(x[0] for x in res[(j, True)])
+        ee = ", ".join(sorted({x[1] for x in res[(j, False)]}))
+        ex = ", ".join(sorted({x[1] for x in res[(j, True)]}))
+        tk = res[(j, True)][0][2]
+        print(f"| {j} | {we:.2f} | {wx:.2f} | {wx / we:.2f} | {ee} | {ex} | "
+              f"{tk[0] if tk else '?'}, {tk[1] if tk else '?'} |")
+
+
+if __name__ == "__main__":
+    main()
