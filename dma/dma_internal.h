@@ -190,6 +190,10 @@ struct dma_core_local {
 	 * each stashed packet, 0 empty; open addressing, linear probing;
 	 * mstash.pkt[0, mindexed) are in it */
 	uint32_t *mindex, mindex_cap, mindexed;
+	/* --exact: fault reports the engines delivered, not yet matched to
+	 * the timekeeper's (which say when) */
+	struct dma_fault_rec *fstash;
+	uint32_t nfstash, capfstash;
 	struct dma_injfifo *fifos;            /* inj_fifos handles */
 	struct dma_handler handlers[256];
 	void **region_base;                   /* dma_regions entries */

@@ -103,6 +103,7 @@ void dma_core_teardown(emu_core_t *c)
 	free(c->dma->watch);
 	emu_stash_free(&c->dma->mstash);
 	free(c->dma->mindex);
+	free(c->dma->fstash);
 	free(c->dma);
 	c->dma = NULL;
 }

@@ -344,15 +344,46 @@ int dma_recfifo_wait(emu_core_t *c, int timeout_ms)
 
 /*
  * --exact: the faults come from the timekeeper, which times them (the
- * refused deposit, then hop_latency per hop back to this core); the
- * engines' reports say the same and are dropped.
+ * refused deposit, then hop_latency per hop back to this core). The
+ * engine's report of the same fault is waited for too: it proves that the
+ * refused bytes have left this node's memory, as a fault does on the
+ * hardware (the program may reuse the buffer). Reports with the same
+ * fields are interchangeable.
  */
-static void drop_physical_faults(emu_core_t *c)
+struct fault_match {
+	emu_core_t *c;
+	const struct dma_fault *want;
+};
+
+static int fault_matched(void *arg)
 {
-	struct dma_core_shm *d = c->dma->shm;
+	struct fault_match *fm = arg;
+	struct dma_core_local *l = fm->c->dma;
+	struct dma_core_shm *d = l->shm;
+	uint32_t tail = atomic_load_explicit(&d->fault_tail, memory_order_relaxed);
 	/* pairs with the engine's release store of fault_head */
-	atomic_store_explicit(&d->fault_tail, atomic_load_explicit(&d->fault_head, memory_order_acquire),
-			      memory_order_release);
+	for (uint32_t head = atomic_load_explicit(&d->fault_head, memory_order_acquire); tail != head; tail++) {
+		if (l->nfstash == l->capfstash) {
+			uint32_t nc = l->capfstash ? 2 * l->capfstash : 16;
+			struct dma_fault_rec *n = realloc(l->fstash, nc * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			l->fstash = n;
+			l->capfstash = nc;
+		}
+		l->fstash[l->nfstash++] = d->faults[tail % DMA_FAULT_SLOTS];
+		atomic_store_explicit(&d->fault_tail, tail + 1, memory_order_release);
+	}
+	const struct dma_fault *w = fm->want;
+	for (uint32_t i = 0; i < l->nfstash; i++) {
+		const struct dma_fault_rec *r = &l->fstash[i];
+		if (r->error == w->error && r->node == w->node && r->region == w->region && r->len == w->len &&
+		    r->offset == w->offset) {
+			l->fstash[i] = l->fstash[--l->nfstash];
+			return 1;
+		}
+	}
+	return 0;
 }
 
 static void fault_of(const struct emu_tk_arr *a, struct dma_fault *f)
@@ -369,7 +400,6 @@ static int fault_exact(emu_core_t *c, struct dma_fault *f, int wait, int timeout
 	struct emu_tk_arr a;
 	int r = wait ? emu_core_tk_wait_arrival(c, EMU_TK_Q_FAULT, emu_core_tk_deadline(c, timeout_ms), &a)
 		     : emu_core_tk_next(c, EMU_TK_Q_FAULT, &a);
-	drop_physical_faults(c);
 	if (r < 0)
 		return r;
 	if (r == 0) {
@@ -381,7 +411,10 @@ static int fault_exact(emu_core_t *c, struct dma_fault *f, int wait, int timeout
 	}
 	fault_of(&a, f);
 	emu_core_tk_take(c, EMU_TK_Q_FAULT);
-	return 0;
+	struct fault_match fm = {c, f};
+	struct emu_wait w = {fault_matched, NULL, NULL, &fm};
+	r = emu_core_block(c, &w, -1);
+	return r > 0 ? 0 : r < 0 ? r : -ETIMEDOUT;
 }
 
 int dma_fault_next(emu_core_t *c, struct dma_fault *f)

@@ -822,8 +822,16 @@ static int post_refuse(struct emu_tk *tk, struct tk_core *k, const struct emu_tk
 static int post(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
 {
 	tk->events++;
-	if (ev->type == EMU_TK_DMA)
-		return post_dma(tk, k, ev);
+	if (ev->type == EMU_TK_DMA) {
+		int rc = post_dma(tk, k, ev);
+		if (rc)
+			fprintf(stderr, "torusrun: timekeeper: core %u of node %u posted a descriptor it cannot time (%s): kind %u to "
+					"node %u, %llu bytes, ready at %llu ps (simulated up to %llu ps; its clock %llu ps)\n",
+				k->core, k->node, strerror(-rc), ev->kind, ev->node, (unsigned long long)ev->len,
+				(unsigned long long)ev->ready, (unsigned long long)timesim_now(tk->ts),
+				(unsigned long long)k->clock);
+		return rc;
+	}
 	if (ev->type == EMU_TK_REFUSE)
 		return post_refuse(tk, k, ev);
 	if (ev->type >= EMU_TK_CTR_ALLOC && ev->type <= EMU_TK_CTR_LEVEL)
@@ -931,7 +939,9 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 		return 1;
 	case EMU_TKQ_WAIT_RECV: {
 		torus_vt_t t = first_arrival(k, (uint32_t)k->qkey);
-		if (t != TIMESIM_NEVER) {
+		/* (one past the deadline is a timeout: the core's clock moves
+		 * to the deadline, and so must its bound) */
+		if (t != TIMESIM_NEVER && t <= k->qdeadline) {
 			/* an arrival it has not taken: it resumes at it, or now */
 			answer(tk, k, 1, t > k->qvt ? t : k->qvt);
 			return 1;
