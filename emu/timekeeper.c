@@ -57,6 +57,9 @@ struct tk_core {
 	struct tk_queue q[EMU_TK_NQ];
 	struct tk_fifo *fifo; /* per injection FIFO: its descriptors not known to be done long ago */
 	uint32_t rf;          /* EMU_TK_REFUSE: for its next descriptor (an index + 1 into tk->rf) */
+	/* its last answer, for the report of an event it posts too late */
+	uint32_t last_qtype;
+	torus_vt_t last_vt, last_now;
 };
 
 /* What a destination refuses of an unchecked descriptor (EMU_TK_REFUSE;
@@ -296,6 +299,9 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 	sh->afound = (uint32_t)found;
 	sh->avt = vt;
 	k->waiting = 0;
+	k->last_qtype = k->qtype;
+	k->last_vt = vt;
+	k->last_now = timesim_now(tk->ts);
 	k->clock = vt;
 	rebound(tk, k);
 	tk->queries++;
@@ -826,10 +832,12 @@ static int post(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev
 		int rc = post_dma(tk, k, ev);
 		if (rc)
 			fprintf(stderr, "torusrun: timekeeper: core %u of node %u posted a descriptor it cannot time (%s): kind %u to "
-					"node %u, %llu bytes, ready at %llu ps (simulated up to %llu ps; its clock %llu ps)\n",
+					"node %u, %llu bytes, ready at %llu ps (simulated up to %llu ps; its clock %llu ps; its last "
+					"answer: query %u at %llu ps, when simulated up to %llu ps)\n",
 				k->core, k->node, strerror(-rc), ev->kind, ev->node, (unsigned long long)ev->len,
 				(unsigned long long)ev->ready, (unsigned long long)timesim_now(tk->ts),
-				(unsigned long long)k->clock);
+				(unsigned long long)k->clock, k->last_qtype, (unsigned long long)k->last_vt,
+				(unsigned long long)k->last_now);
 		return rc;
 	}
 	if (ev->type == EMU_TK_REFUSE)
@@ -1029,7 +1037,15 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 			answer(tk, k, 0, k->qvt);
 			return 1;
 		}
-		/* none crossed by qvt: the first crossing answers (marks_crossed) */
+		/* crossed since qvt, up to now (which can be a lookahead past
+		 * it): the first of those answers, at its crossing */
+		if (first_mark(tk, k, TIMESIM_NEVER, &which, &t)) {
+			k->sh->a_which = which;
+			k->sh->a_t = t;
+			answer(tk, k, 1, t);
+			return 1;
+		}
+		/* none crossed yet: the first crossing answers (marks_crossed) */
 		k->blocked = 1;
 		rebound(tk, k);
 		return 2;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *scenario;
 static uint64_t sizes[32];
@@ -676,6 +677,65 @@ static int run_faulttime(emu_core_t *c)
 	return dma_barrier(c);
 }
 
+/*
+ * --exact: a watermark crossed after the core's clock but before it asks
+ * (the timekeeper may have simulated up to a lookahead past the clock).
+ * Global core 1 puts 200 bytes to core 0 twice; the first time tells when
+ * they land (d after the barrier). The second time core 0 watches its
+ * counter, moves its clock to half a lookahead before the landing, sleeps
+ * in wall time (so the timekeeper gets there first), then waits for the
+ * mark: it must return at the landing, not wait for a crossing that never
+ * comes.
+ */
+static int run_markwait(emu_core_t *c)
+{
+	if (!CHECK(c, emu_exact(c) && emu_core_total(c) >= 2, "markwait needs torusrun --exact and two cores"))
+		return 1;
+	uint32_t me = emu_core_global(c), node0, core0, reg, k1, k2;
+	uint8_t buf[512];
+	dma_injfifo_t *f;
+	emu_core_locate(c, 0, &node0, &core0);
+	CHECK(c, dma_mem_register(c, buf, sizeof(buf), &reg) == 0 && dma_counter_alloc(c, &k1) == 0 &&
+			 dma_counter_alloc(c, &k2) == 0 && dma_injfifo_open(c, 0, &f) == 0,
+	      "set up");
+	const int64_t levels[2] = {200, 0};
+	if (me == 0)
+		CHECK(c, dma_counter_add(c, k1, 200) == 0 && dma_counter_add(c, k2, 400) == 0 &&
+				 dma_counter_watch(c, k2, levels, 2) == 0,
+		      "arm");
+	for (int round = 0; round < 2; round++) {
+		static uint32_t d;
+		if (dma_barrier(c))
+			return 1;
+		torus_vt_t t0 = emu_core_now(c);
+		if (me == 1) {
+			struct dma_desc ds;
+			dma_desc_put(&ds, node0, buf, 200, region_id(c, 0), 0, counter_id(c, 0) + (round ? 1 : 0),
+				     DMA_NO_COUNTER);
+			post(c, f, &ds);
+		}
+		if (me == 0 && round == 0) {
+			CHECK(c, dma_counter_wait(c, k1) == 0, "the first put");
+			d = (uint32_t)(emu_core_now(c) - t0);
+		}
+		if (me == 0 && round == 1) {
+			torus_vt_t o = emu_params(c)->inj_overhead_ps;
+			CHECK(c, emu_core_set_clock(c, t0 + d - o / 2) == 0, "set the clock");
+			struct timespec ts = {0, 20 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+			uint32_t mark = 0;
+			size_t which = 9;
+			int rc = dma_counter_wait_marks(c, &k2, &mark, 1, &which);
+			CHECK(c, rc == 0 && which == 0 && emu_core_now(c) == t0 + d,
+			      "the mark: %d, which %zu, at %" PRIu64 " ps after the barrier, landed at %u", rc, which,
+			      emu_core_now(c) - t0, d);
+			printf("markwait: landed %.3f us after the barrier, waited from %.3f us, returned at %.3f us\n",
+			       d * 1e-6, (d - o / 2) * 1e-6, (emu_core_now(c) - t0) * 1e-6);
+		}
+	}
+	return dma_barrier(c);
+}
+
 /* A counter nobody will ever decrement: only the hang detector ends this. */
 static int run_hang(emu_core_t *c)
 {
@@ -704,6 +764,8 @@ static int core_main(emu_core_t *c, void *arg)
 		rc = run_bad(c);
 	else if (!strcmp(scenario, "faulttime"))
 		rc = run_faulttime(c);
+	else if (!strcmp(scenario, "markwait"))
+		rc = run_markwait(c);
 	else if (!strcmp(scenario, "full"))
 		rc = run_full(c);
 	else if (!strcmp(scenario, "barrier"))
@@ -723,7 +785,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
 		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | bad | full | barrier | "
-		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] (--exact)\n");
+		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait (these two: --exact)\n");
 		return argc < 2 ? 2 : 0;
 	}
 	scenario = argv[1];

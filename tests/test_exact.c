@@ -361,10 +361,14 @@ static void test_refusals(void)
 	static const char *const ft[] = {"--torus 2x2 --cores 2 -- $B/dma-check faulttime 1",
 					 "--torus 4 --chaos 5 -- $B/dma-check faulttime 1",
 					 "--torus 8 --chaos 6 -- $B/dma-check faulttime 2",
-					 "--torus 2x3 --cores-map 1,2,1,3,2,1 -- $B/dma-check faulttime 5"};
+					 "--torus 2x3 --cores-map 1,2,1,3,2,1 -- $B/dma-check faulttime 5",
+					 /* a mark crossed in the lookahead before the core asks */
+					 "--torus 2 --timeout 20 -- $B/dma-check markwait",
+					 "--torus 2x2 --cores 2 --chaos 7 --timeout 20 -- $B/dma-check markwait"};
 	for (size_t i = 0; i < sizeof(ft) / sizeof(ft[0]); i++) {
 		r = run("$B/torusrun --exact --quiet %s", ft[i]);
-		EXPECT(r.status == 0 && strstr(r.out, "faulttime: "), "%s: %d\n%s%s", ft[i], r.status, r.out, r.err);
+		EXPECT(r.status == 0 && (strstr(r.out, "faulttime: ") || strstr(r.out, "markwait: ")), "%s: %d\n%s%s",
+		       ft[i], r.status, r.out, r.err);
 		result_free(&r);
 	}
 	/* a local copy takes len / copy_bw, as without --exact */
