@@ -614,9 +614,8 @@ int dma_recfifo_wait_counter(emu_core_t *c, uint32_t id, int timeout_ms, int *ze
 		return counter_catch_up(c, k);
 	}
 	struct fifo_or_counter fc = {{c, &k, 1, NULL}, 0};
-	struct emu_wait w = {fifo_or_counter_ready, counters_arm, counters_disarm, &fc.cw};
-	w.arg = &fc;
-	/* the arm and disarm hooks take the counter_wait at the start of fc */
+	/* (counters_arm and _disarm read fc as its first member, the counter_wait) */
+	struct emu_wait w = {fifo_or_counter_ready, counters_arm, counters_disarm, &fc};
 	int rc = emu_core_block(c, &w, timeout_ms);
 	if (rc == 0)
 		return -ETIMEDOUT;
