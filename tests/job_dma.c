@@ -624,7 +624,7 @@ static int run_faulttime(emu_core_t *c)
 	if (!CHECK(c, emu_exact(c), "faulttime needs torusrun --exact"))
 		return 1;
 	uint32_t step = nsizes ? (uint32_t)sizes[0] : 1, total = emu_core_total(c), me = emu_core_global(c);
-	uint32_t to_node, to_core, to_g, reg, cnt, *all = malloc(total * sizeof(uint32_t));
+	uint32_t to_node, to_core, to_g, reg, cnt, inj, *all = malloc(total * sizeof(uint32_t));
 	uint8_t buf[256] = {1};
 	dma_injfifo_t *f;
 	if (!CHECK(c, all != NULL, "out of memory"))
@@ -634,7 +634,7 @@ static int run_faulttime(emu_core_t *c)
 	emu_core_locate(c, step % total, &to_node, &to_core);
 	to_g = step % total;
 	CHECK(c, dma_mem_register(c, buf, sizeof(buf), &reg) == 0 && dma_counter_alloc(c, &cnt) == 0 &&
-			 dma_injfifo_open(c, 0, &f) == 0,
+			 dma_counter_alloc(c, &inj) == 0 && dma_injfifo_open(c, 0, &f) == 0,
 	      "set up");
 	if (me == to_g)
 		dma_counter_add(c, cnt, 200);
@@ -644,8 +644,10 @@ static int run_faulttime(emu_core_t *c)
 	uint32_t deposit = 0;
 	struct dma_desc d;
 	if (me == 0) {
-		dma_desc_put(&d, to_node, buf, 200, region_id(c, to_core), 0, counter_id(c, to_core), DMA_NO_COUNTER);
+		dma_counter_add(c, inj, 200);
+		dma_desc_put(&d, to_node, buf, 200, region_id(c, to_core), 0, counter_id(c, to_core), inj);
 		post(c, f, &d);
+		CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
 	}
 	if (me == to_g) {
 		CHECK(c, dma_counter_wait(c, cnt) == 0, "the good put");
@@ -691,12 +693,13 @@ static int run_markwait(emu_core_t *c)
 {
 	if (!CHECK(c, emu_exact(c) && emu_core_total(c) >= 2, "markwait needs torusrun --exact and two cores"))
 		return 1;
-	uint32_t me = emu_core_global(c), node0, core0, reg, k1, k2;
+	uint32_t me = emu_core_global(c), node0, core0, reg, k1, k2, inj;
 	uint8_t buf[512];
 	dma_injfifo_t *f;
 	emu_core_locate(c, 0, &node0, &core0);
 	CHECK(c, dma_mem_register(c, buf, sizeof(buf), &reg) == 0 && dma_counter_alloc(c, &k1) == 0 &&
-			 dma_counter_alloc(c, &k2) == 0 && dma_injfifo_open(c, 0, &f) == 0,
+			 dma_counter_alloc(c, &k2) == 0 && dma_counter_alloc(c, &inj) == 0 &&
+			 dma_injfifo_open(c, 0, &f) == 0,
 	      "set up");
 	const int64_t levels[2] = {200, 0};
 	if (me == 0)
@@ -710,9 +713,11 @@ static int run_markwait(emu_core_t *c)
 		torus_vt_t t0 = emu_core_now(c);
 		if (me == 1) {
 			struct dma_desc ds;
-			dma_desc_put(&ds, node0, buf, 200, region_id(c, 0), 0, counter_id(c, 0) + (round ? 1 : 0),
-				     DMA_NO_COUNTER);
+			dma_counter_add(c, inj, 200);
+			dma_desc_put(&ds, node0, buf, 200, region_id(c, 0), 0, counter_id(c, 0) + (round ? 1 : 0), inj);
 			post(c, f, &ds);
+			/* the bytes leave this stack frame before it goes */
+			CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
 		}
 		if (me == 0 && round == 0) {
 			CHECK(c, dma_counter_wait(c, k1) == 0, "the first put");
