@@ -321,13 +321,18 @@ static int put_core(emu_core_t *c, void *arg)
 
 /* ------------------------------------- descriptor post rate per core */
 
+/* Static, not on a core's stack: the puts are posted without waiting, so
+ * node 1's engine may still deposit into it (and node 0's read from it)
+ * after the core functions have returned. */
+static uint8_t post_word[8];
+
 static int post_core(emu_core_t *c, void *arg)
 {
 	(void)arg;
 	uint32_t reg, cnt;
-	uint8_t word[8] = {0};
+	uint8_t *word = post_word;
 	dma_injfifo_t *f;
-	if (dma_mem_register(c, word, sizeof(word), &reg) || dma_counter_alloc(c, &cnt) || dma_injfifo_open(c, 0, &f))
+	if (dma_mem_register(c, word, sizeof(post_word), &reg) || dma_counter_alloc(c, &cnt) || dma_injfifo_open(c, 0, &f))
 		return 1;
 	if (dma_barrier(c))
 		return 1;
@@ -337,7 +342,7 @@ static int post_core(emu_core_t *c, void *arg)
 		double t0 = now();
 		for (uint64_t i = 0; i < job_packets; i++) {
 			struct dma_desc d;
-			dma_desc_put(&d, 1, word, sizeof(word), reg, 0, DMA_NO_COUNTER, DMA_NO_COUNTER);
+			dma_desc_put(&d, 1, word, sizeof(post_word), reg, 0, DMA_NO_COUNTER, DMA_NO_COUNTER);
 			if (dma_injfifo_post(f, &d, DMA_POST_WAIT))
 				return 1;
 		}

@@ -53,7 +53,11 @@ const char *dma_strerror(int err);
 /* ------------------------------------------------------ registered memory */
 
 /* Register [base, base+len) for remote deposits and gets; region ids are
- * node-wide (they encode the core). */
+ * node-wide (they encode the core). The memory must stay valid while
+ * traffic may touch it: until dma_mem_deregister returns, or the core's
+ * function has returned and the unit closed its regions. A buffer on the
+ * core function's own stack is gone the moment it returns, before that
+ * close: wait on counters for all traffic into or out of it first. */
 int dma_mem_register(emu_core_t *c, void *base, size_t len, uint32_t *region);
 int dma_mem_deregister(emu_core_t *c, uint32_t region);
 
