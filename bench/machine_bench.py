@@ -101,9 +101,9 @@ def tree_pss_kib(root):
     return total
 
 
-def stress_row(b, shape, packets, timeout):
-    cmd = [f"{b}/torusrun", "--torus", shape, "--timeout", "120", "--", f"{b}/torus-stress",
-           "--packets", str(packets)]
+def stress_row(b, shape, packets, timeout, exact=False):
+    cmd = [f"{b}/torusrun", "--torus", shape, "--timeout", "120"] + (["--exact"] if exact else []) + \
+          ["--", f"{b}/torus-stress", "--packets", str(packets)]
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak, procs = 0, 0
@@ -138,6 +138,7 @@ def main():
     ap.add_argument("--big", default="", help="also try this shape (e.g. 16x16x16)")
     ap.add_argument("--big-timeout", type=float, default=900)
     ap.add_argument("--skip-link", action="store_true")
+    ap.add_argument("--exact", action="store_true", help="run the stress rows under torusrun --exact")
     a = ap.parse_args()
     b = os.path.abspath(os.path.join(a.build, "bin"))
     if not os.path.exists(f"{b}/torusrun"):
@@ -149,9 +150,9 @@ def main():
     print(f"\ntorus-stress: every core sends K packets to every other core (1 core per node)")
     print(f"{'torus':<10} {'nodes':>6} {'K':>8} {'packets':>12} {'wall s':>8} {'emulated us':>14} "
           f"{'peak MiB':>10} {'KiB/node':>9}  status")
-    stress_row(b, a.stress, a.stress_packets, 3600)
+    stress_row(b, a.stress, a.stress_packets, 3600, a.exact)
     if a.big:
-        stress_row(b, a.big, 1, a.big_timeout)
+        stress_row(b, a.big, 1, a.big_timeout, a.exact)
 
 
 if __name__ == "__main__":

@@ -186,10 +186,6 @@ struct dma_core_local {
 	struct dma_watch *_Atomic *watch;     /* dma_counters entries, NULL: none */
 	struct torus_ring_view memfifo;       /* consumer */
 	struct emu_stash mstash;              /* --exact: memory-FIFO packets drained, not yet taken */
-	/* and an index of it by name (sender, message, packet): slot + 1 of
-	 * each stashed packet, 0 empty; open addressing, linear probing;
-	 * mstash.pkt[0, mindexed) are in it */
-	uint32_t *mindex, mindex_cap, mindexed;
 	/* --exact: fault reports the engines delivered, not yet matched to
 	 * the timekeeper's (which say when) */
 	struct dma_fault_rec *fstash;
@@ -269,6 +265,9 @@ struct dma_engine {
 int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen);
 void dma_node_teardown(struct emu_node_rt *rt);
 int dma_core_setup(struct emu_node_rt *rt, emu_core_t *c, char *err, size_t errlen);
+/* --exact: a memory-FIFO packet's name in the core's stash (its sender,
+ * message and index), emu_stash_name_fn */
+uint64_t dma_memfifo_name(const struct torus_packet *pkt, const struct torus_side *side);
 void dma_core_teardown(emu_core_t *c);
 /* A core's function returned: its regions close (no deposit touches them
  * once this returns), so the program may free them. */

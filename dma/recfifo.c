@@ -63,93 +63,25 @@ static void consumed(emu_core_t *c)
  * into which every wait drains the reception FIFO (dma/unit.c). */
 
 /* A stashed packet's name: its message's post time, sender and index. */
-static uint64_t mname_hash(torus_vt_t vt, uint32_t aux, uint32_t index)
-{
-	uint64_t h = vt * 0x9E3779B97F4A7C15ull ^ ((uint64_t)aux << 32 | index) * 0xC2B2AE3D27D4EB4Full;
-	return h ^ h >> 29;
-}
+static uint64_t mname(torus_vt_t vt, uint32_t aux, uint32_t index) { return emu_stash_mix(vt, (uint64_t)aux << 32 | index); }
 
-static int mname_is(const struct emu_stash *s, uint32_t slot, torus_vt_t vt, uint32_t aux, uint32_t index)
+static uint32_t mindex_of(const struct torus_packet *pkt)
 {
 	uint32_t i;
-	memcpy(&i, &s->pkt[slot].hdr.sw.bytes[0], sizeof(i));
-	return s->side[slot].vt == vt && s->side[slot].aux == aux && i == index;
+	memcpy(&i, &pkt->hdr.sw.bytes[0], sizeof(i));
+	return i;
 }
 
-static uint64_t mname_of(const struct emu_stash *s, uint32_t slot)
+uint64_t dma_memfifo_name(const struct torus_packet *pkt, const struct torus_side *side)
 {
-	uint32_t i;
-	memcpy(&i, &s->pkt[slot].hdr.sw.bytes[0], sizeof(i));
-	return mname_hash(s->side[slot].vt, s->side[slot].aux, i);
+	return mname(side->vt, side->aux, mindex_of(pkt));
 }
 
-/* The index's position holding stash slot `slot`. */
-static uint32_t mindex_find_slot(const struct dma_core_local *d, uint32_t slot)
+static int mname_is(const struct emu_stash *s, uint32_t slot, const void *key)
 {
-	uint32_t mask = d->mindex_cap - 1, p = (uint32_t)mname_of(&d->mstash, slot) & mask;
-	while (d->mindex[p] != slot + 1)
-		p = (p + 1) & mask;
-	return p;
-}
-
-static void mindex_put(struct dma_core_local *d, uint32_t slot)
-{
-	uint32_t mask = d->mindex_cap - 1, p = (uint32_t)mname_of(&d->mstash, slot) & mask;
-	while (d->mindex[p])
-		p = (p + 1) & mask;
-	d->mindex[p] = slot + 1;
-}
-
-/* Index the packets drained since the last look (growing the table to
- * twice the stash): 0 or -ENOMEM. */
-static int mindex_update(struct dma_core_local *d)
-{
-	if (d->mindexed == d->mstash.n)
-		return 0;
-	if (2 * d->mstash.n > d->mindex_cap) {
-		uint32_t cap = d->mindex_cap ? d->mindex_cap : 64;
-		while (2 * d->mstash.n > cap)
-			cap *= 2;
-		uint32_t *t = calloc(cap, sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		free(d->mindex);
-		d->mindex = t;
-		d->mindex_cap = cap;
-		d->mindexed = 0;
-	}
-	for (; d->mindexed < d->mstash.n; d->mindexed++)
-		mindex_put(d, d->mindexed);
-	return 0;
-}
-
-/* Stash slot `slot` is taken: out of the index (backward-shift deletion),
- * and the last slot, which emu_stash_remove moves into it, renamed. */
-static void mindex_remove(struct dma_core_local *d, uint32_t slot)
-{
-	uint32_t mask = d->mindex_cap - 1, last = d->mstash.n - 1;
-	if (d->mindexed != d->mstash.n) {
-		/* packets drained since the look that found this one: start over */
-		memset(d->mindex, 0, d->mindex_cap * sizeof(*d->mindex));
-		d->mindexed = 0;
-		return;
-	}
-	uint32_t p = mindex_find_slot(d, slot), q = p;
-	for (;;) {
-		q = (q + 1) & mask;
-		if (!d->mindex[q])
-			break;
-		uint32_t home = (uint32_t)mname_of(&d->mstash, d->mindex[q] - 1) & mask;
-		/* move q's entry into the hole at p if p lies on its probe path */
-		if ((q > p && (home <= p || home > q)) || (q < p && home <= p && home > q)) {
-			d->mindex[p] = d->mindex[q];
-			p = q;
-		}
-	}
-	d->mindex[p] = 0;
-	if (slot != last)
-		d->mindex[mindex_find_slot(d, last)] = slot + 1;
-	d->mindexed--;
+	const struct emu_tk_arr *a = key;
+	uint32_t aux = dma_aux((uint32_t)(a->src >> 8), (uint32_t)(a->src & 0xFF));
+	return s->side[slot].vt == a->id && s->side[slot].aux == aux && mindex_of(&s->pkt[slot]) == (uint32_t)a->index;
 }
 
 struct mfetch {
@@ -161,19 +93,9 @@ struct mfetch {
 static int mfetched(void *arg)
 {
 	struct mfetch *f = arg;
-	struct dma_core_local *d = f->c->dma;
-	if (mindex_update(d))
-		return -ENOMEM;
-	if (!d->mindex_cap)
-		return 0;
-	uint32_t aux = dma_aux((uint32_t)(f->a->src >> 8), (uint32_t)(f->a->src & 0xFF)), index = (uint32_t)f->a->index;
-	uint32_t mask = d->mindex_cap - 1, p = (uint32_t)mname_hash(f->a->id, aux, index) & mask;
-	for (; d->mindex[p]; p = (p + 1) & mask)
-		if (mname_is(&d->mstash, d->mindex[p] - 1, f->a->id, aux, index)) {
-			f->idx = (int)(d->mindex[p] - 1);
-			return 1;
-		}
-	return 0;
+	uint32_t aux = dma_aux((uint32_t)(f->a->src >> 8), (uint32_t)(f->a->src & 0xFF));
+	f->idx = emu_stash_find(&f->c->dma->mstash, mname(f->a->id, aux, (uint32_t)f->a->index), mname_is, f->a);
+	return f->idx >= 0;
 }
 
 /* The earliest packet that arrived by the core's clock: 1 and *a, *pkt
@@ -185,7 +107,7 @@ static int exact_next(emu_core_t *c, struct emu_tk_arr *a, struct torus_packet *
 		return r;
 	struct mfetch f = {c, a, -1};
 	struct emu_wait w = {mfetched, NULL, NULL, &f};
-	if ((r = mfetched(&f)) < 0 || (!r && (r = emu_core_block(c, &w, -1)) <= 0))
+	if (!(r = mfetched(&f)) && (r = emu_core_block(c, &w, -1)) <= 0)
 		return r < 0 ? r : -ETIMEDOUT;
 	*pkt = &c->dma->mstash.pkt[f.idx];
 	return 1;
@@ -200,7 +122,6 @@ static void exact_info(emu_core_t *c, const struct torus_packet *pkt, const stru
 static void exact_taken(emu_core_t *c, const struct torus_packet *pkt)
 {
 	uint32_t slot = (uint32_t)(pkt - c->dma->mstash.pkt);
-	mindex_remove(c->dma, slot);
 	emu_stash_remove(&c->dma->mstash, slot);
 	emu_core_tk_take(c, EMU_TK_Q_MEMFIFO);
 	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);

@@ -71,26 +71,64 @@ static void publish(emu_core_t *c)
  * so no engine is ever held up by a core that waits.
  */
 
+void emu_stash_init(struct emu_stash *s, emu_stash_name_fn name_of)
+{
+	*s = (struct emu_stash){.name_of = name_of};
+}
+
+static void index_put(struct emu_stash *s, uint32_t slot)
+{
+	uint32_t mask = s->icap - 1, p = (uint32_t)s->name[slot] & mask;
+	while (s->index[p])
+		p = (p + 1) & mask;
+	s->index[p] = slot + 1;
+}
+
+/* Room for one more packet: 0 or -ENOMEM. */
+static int stash_grow(struct emu_stash *s)
+{
+	if (s->n == s->cap) {
+		uint32_t nc = s->cap ? 2 * s->cap : 64;
+		struct torus_packet *np = realloc(s->pkt, (size_t)nc * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		s->pkt = np;
+		struct torus_side *ns = realloc(s->side, (size_t)nc * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		s->side = ns;
+		uint64_t *nn = realloc(s->name, (size_t)nc * sizeof(*nn));
+		if (!nn)
+			return -ENOMEM;
+		s->name = nn;
+		s->cap = nc;
+	}
+	if (2 * (s->n + 1) > s->icap) {
+		uint32_t ic = s->icap ? 2 * s->icap : 128;
+		uint32_t *t = calloc(ic, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		free(s->index);
+		s->index = t;
+		s->icap = ic;
+		for (uint32_t i = 0; i < s->n; i++)
+			index_put(s, i);
+	}
+	return 0;
+}
+
 int emu_stash_drain(struct emu_node_rt *rt, struct emu_stash *s, struct torus_ring_view *v)
 {
 	struct torus_side *side;
 	struct torus_packet *pkt;
 	int n = 0;
 	while ((pkt = torus_ring_peek(v, &side))) {
-		if (s->n == s->cap) {
-			uint32_t nc = s->cap ? 2 * s->cap : 64;
-			struct torus_packet *np = realloc(s->pkt, (size_t)nc * sizeof(*np));
-			if (!np)
-				return -ENOMEM;
-			s->pkt = np;
-			struct torus_side *ns = realloc(s->side, (size_t)nc * sizeof(*ns));
-			if (!ns)
-				return -ENOMEM;
-			s->side = ns;
-			s->cap = nc;
-		}
+		if (stash_grow(s))
+			return -ENOMEM;
 		torus_pkt_copy(&s->pkt[s->n], pkt);
-		s->side[s->n++] = *side;
+		s->side[s->n] = *side;
+		s->name[s->n] = s->name_of(&s->pkt[s->n], side);
+		index_put(s, s->n++);
 		torus_ring_release(v);
 		n++;
 	}
@@ -99,11 +137,51 @@ int emu_stash_drain(struct emu_node_rt *rt, struct emu_stash *s, struct torus_ri
 	return n;
 }
 
+int emu_stash_find(const struct emu_stash *s, uint64_t name,
+		   int (*is)(const struct emu_stash *s, uint32_t slot, const void *key), const void *key)
+{
+	if (!s->icap)
+		return -1;
+	uint32_t mask = s->icap - 1;
+	for (uint32_t p = (uint32_t)name & mask; s->index[p]; p = (p + 1) & mask) {
+		uint32_t slot = s->index[p] - 1;
+		if (s->name[slot] == name && is(s, slot, key))
+			return (int)slot;
+	}
+	return -1;
+}
+
+/* The index position that holds slot. */
+static uint32_t index_of(const struct emu_stash *s, uint32_t slot)
+{
+	uint32_t mask = s->icap - 1, p = (uint32_t)s->name[slot] & mask;
+	while (s->index[p] != slot + 1)
+		p = (p + 1) & mask;
+	return p;
+}
+
 void emu_stash_remove(struct emu_stash *s, uint32_t i)
 {
+	/* out of the index: backward-shift deletion */
+	uint32_t mask = s->icap - 1, p = index_of(s, i), q = p;
+	for (;;) {
+		q = (q + 1) & mask;
+		if (!s->index[q])
+			break;
+		uint32_t home = (uint32_t)s->name[s->index[q] - 1] & mask;
+		/* q's entry moves into the hole at p if p lies on its probe path */
+		if ((q > p && (home <= p || home > q)) || (q < p && home <= p && home > q)) {
+			s->index[p] = s->index[q];
+			p = q;
+		}
+	}
+	s->index[p] = 0;
+	/* the last packet takes its slot */
 	if (i != --s->n) {
+		s->index[index_of(s, s->n)] = i + 1;
 		s->pkt[i] = s->pkt[s->n];
 		s->side[i] = s->side[s->n];
+		s->name[i] = s->name[s->n];
 	}
 }
 
@@ -111,7 +189,9 @@ void emu_stash_free(struct emu_stash *s)
 {
 	free(s->pkt);
 	free(s->side);
-	*s = (struct emu_stash){0};
+	free(s->name);
+	free(s->index);
+	*s = (struct emu_stash){.name_of = s->name_of};
 }
 
 /* Drain what the core receives into its stashes (raw, and the unit's). */
@@ -190,15 +270,31 @@ int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 }
 
 /* The stashed packet from (node, core) with send number id, or -1. */
+/* A raw packet's name: its sender (node << 8 | core) and send number. */
+static uint64_t raw_name(uint64_t src, uint32_t id) { return emu_stash_mix(src, id); }
+
+uint64_t emu_raw_name(const struct torus_packet *pkt, const struct torus_side *side)
+{
+	return raw_name((uint64_t)pkt->hdr.sw.raw.src << 8 | pkt->hdr.sw.raw.src_core, side->aux);
+}
+
+struct raw_key {
+	uint64_t src;
+	uint32_t id;
+};
+
+static int raw_is(const struct emu_stash *s, uint32_t slot, const void *key)
+{
+	const struct raw_key *k = key;
+	const struct torus_packet *p = &s->pkt[slot];
+	return p->hdr.sw.raw.src == (k->src >> 8) && p->hdr.sw.raw.src_core == (k->src & 0xFF) &&
+	       s->side[slot].aux == k->id;
+}
+
 static int stash_find(const emu_core_t *c, uint64_t src, uint64_t id)
 {
-	for (uint32_t i = 0; i < c->stash.n; i++) {
-		const struct torus_packet *p = &c->stash.pkt[i];
-		if (p->hdr.sw.raw.src == (src >> 8) && p->hdr.sw.raw.src_core == (src & 0xFF) &&
-		    c->stash.side[i].aux == (uint32_t)id)
-			return (int)i;
-	}
-	return -1;
+	struct raw_key k = {src, (uint32_t)id};
+	return emu_stash_find(&c->stash, raw_name(src, k.id), raw_is, &k);
 }
 
 struct tk_fetch {

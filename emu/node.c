@@ -126,6 +126,7 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		core->shm = cs;
 		core->index = c;
 		core->global = rt->first_core[rank] + c;
+		emu_stash_init(&core->stash, emu_raw_name);
 		if (rt->hdr->exact)
 			core->tk = emu_shm_tk(&rt->shm, core->global);
 		torus_ring_view_init(&core->inj, &cs->inj, base, TORUS_RING_PRODUCER);

@@ -85,19 +85,39 @@ static inline void emu_chaos(struct emu_chaos *c)
  * --exact: packets taken from a reception ring as they come in wall clock,
  * kept until the timekeeper names them (a core's raw packets, its memory
  * FIFO's). Every wait of the core drains its rings into its stashes, so no
- * engine is ever held up by a core that waits.
+ * engine is ever held up by a core that waits. A stash is indexed by the
+ * packets' names (a hash of what the timekeeper names them by), so a take
+ * costs the same with 4000 packets stashed as with one.
  */
+typedef uint64_t (*emu_stash_name_fn)(const struct torus_packet *pkt, const struct torus_side *side);
 struct emu_stash {
 	struct torus_packet *pkt;
 	struct torus_side *side;
+	uint64_t *name;      /* each slot's name */
 	uint32_t n, cap;
+	/* slot + 1 of each packet, 0: empty; open addressing, linear probing,
+	 * at least twice the packets */
+	uint32_t *index, icap;
+	emu_stash_name_fn name_of;
 };
+void emu_stash_init(struct emu_stash *s, emu_stash_name_fn name_of);
+/* The name of a raw packet (a core's stash): its sender and send number. */
+uint64_t emu_raw_name(const struct torus_packet *pkt, const struct torus_side *side);
 /* Move every packet of ring v (the core's to consume) into s: how many, or
  * -ENOMEM. Rings the node's engine if it waits for room. */
 int emu_stash_drain(struct emu_node_rt *rt, struct emu_stash *s, struct torus_ring_view *v);
+/* The slot of a packet named `name` for which is(s, slot, key) holds, or -1. */
+int emu_stash_find(const struct emu_stash *s, uint64_t name,
+		   int (*is)(const struct emu_stash *s, uint32_t slot, const void *key), const void *key);
 /* Forget packet i (the last one takes its place). */
 void emu_stash_remove(struct emu_stash *s, uint32_t i);
 void emu_stash_free(struct emu_stash *s);
+/* A name from two words (for name_of and the lookups that match it). */
+static inline uint64_t emu_stash_mix(uint64_t a, uint64_t b)
+{
+	uint64_t h = a * 0x9E3779B97F4A7C15ull ^ b * 0xC2B2AE3D27D4EB4Full;
+	return h ^ h >> 29;
+}
 
 struct emu_core {
 	alignas(64) struct emu_node_rt *node;

@@ -7,6 +7,7 @@
  * the library's output.
  */
 #include "cunit_main.h"
+#include "test_rng.h"
 #include "emu_internal.h"
 #include "../dma/dma_internal.h"
 
@@ -1441,6 +1442,103 @@ static void test_config_outputs_untouched(void)
 	unlink(kept);
 }
 
+/* ------------------------------------------------------- --exact stashes */
+
+/* Names that collide on purpose (7 values), so the index probes long runs
+ * that wrap around the table, and deletions must shift them back. */
+static uint64_t stash_test_name(const struct torus_packet *pkt, const struct torus_side *side)
+{
+	(void)pkt;
+	return side->aux % 7 * 0x10001ull + (side->aux % 7 == 3 ? 0xFFFFFFFFull : 0);
+}
+
+static int stash_test_is(const struct emu_stash *s, uint32_t slot, const void *key)
+{
+	return s->side[slot].aux == *(const uint32_t *)key && s->pkt[slot].payload[0] == (uint8_t)(s->side[slot].aux * 7);
+}
+
+static int stash_test_find(const struct emu_stash *s, uint32_t aux)
+{
+	struct torus_side side = {.aux = aux};
+	return emu_stash_find(s, stash_test_name(NULL, &side), stash_test_is, &aux);
+}
+
+/*
+ * Packets drained from a ring in batches, taken in a random order: every
+ * packet still there is found at a slot that holds it, every one taken is
+ * gone, through table growths and backward-shift deletions.
+ */
+static void test_stash_index(void)
+{
+	enum { SLOTS = 64, TOTAL = 3000 };
+	void *mem = aligned_alloc(64, torus_ring_bytes(SLOTS) + 64);
+	struct emu_node_shm me;
+	struct emu_node_rt rt;
+	memset(&me, 0, sizeof(me));
+	memset(&rt, 0, sizeof(rt));
+	rt.me = &me;
+	CU_ASSERT_FATAL(mem != NULL);
+	struct torus_ring *r = mem;
+	torus_ring_init(r, SLOTS, 0);
+	struct torus_ring_view prod, cons;
+	torus_ring_view_init(&prod, r, mem, TORUS_RING_PRODUCER);
+	torus_ring_view_init(&cons, r, mem, TORUS_RING_CONSUMER);
+	struct emu_stash s;
+	emu_stash_init(&s, stash_test_name);
+	static uint8_t present[TOTAL];
+	memset(present, 0, sizeof(present));
+	rng_state = 12345;
+	uint32_t sent = 0, held = 0, bad = 0;
+	while (sent < TOTAL || held) {
+		/* a batch in (up to the ring's size) */
+		uint32_t batch = (uint32_t)(rnd() % SLOTS) + 1;
+		for (uint32_t i = 0; i < batch && sent < TOTAL; i++) {
+			struct torus_side *side;
+			struct torus_packet *p = torus_ring_reserve(&prod, &side);
+			if (!p)
+				break;
+			memset(p, 0, sizeof(*p));
+			p->payload[0] = (uint8_t)(sent * 7);
+			side->aux = sent;
+			torus_ring_commit(&prod);
+			present[sent++] = 1;
+			held++;
+		}
+		torus_ring_publish_head(&prod);
+		int n = emu_stash_drain(&rt, &s, &cons);
+		CU_ASSERT(n >= 0);
+		CU_ASSERT_EQUAL(s.n, held);
+		/* take some, at random */
+		uint32_t take = sent < TOTAL ? (uint32_t)(rnd() % (batch + 1)) : held;
+		for (uint32_t i = 0; i < take && held; i++) {
+			uint32_t aux;
+			do
+				aux = (uint32_t)(rnd() % sent);
+			while (!present[aux]);
+			int slot = stash_test_find(&s, aux);
+			if (slot < 0 || s.side[slot].aux != aux) {
+				bad++;
+				break;
+			}
+			emu_stash_remove(&s, (uint32_t)slot);
+			present[aux] = 0;
+			held--;
+		}
+		/* everything is where the index says, and nothing taken is found */
+		for (uint32_t a = 0; a < sent; a++) {
+			int slot = stash_test_find(&s, a);
+			if (present[a] ? slot < 0 || s.side[slot].aux != a : slot >= 0)
+				bad++;
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT_EQUAL(s.n, 0);
+	CU_ASSERT(s.icap >= 2 * 64);
+	emu_stash_free(&s);
+	CU_ASSERT(s.pkt == NULL && s.index == NULL && s.name_of == stash_test_name);
+	free(mem);
+}
+
 /* ---------------------------------------------------------------- main */
 
 static const struct cunit_case layout_cases[] = {
@@ -1448,6 +1546,7 @@ static const struct cunit_case layout_cases[] = {
 	CUNIT_CASE(test_shm_layout),
 	CUNIT_CASE(test_shm_create_attach),
 	CUNIT_CASE(test_shm_attach_bad), CUNIT_CASE(test_shm_attach_truncated), CUNIT_CASE(test_stall_classify),
+	CUNIT_CASE(test_stash_index),
 };
 
 static const struct cunit_case bell_cases[] = {
