@@ -7,7 +7,8 @@ dimension-order routing; combining algorithms, which move blocks over
 several messages, have higher own bounds). Prints a Markdown table per
 torus (ratio per algorithm and block size, the best marked with *) and
 writes OUT/alltoall_<torus>.svg (log-log: emulated time per algorithm and
-the bound, against the block size).
+the bound, against the block size). Rows print as their block size is done,
+and OUT/alltoall_<torus>.json holds every result so far.
 
     bench/alltoall_bound.py [--build build] [--torus 4x4x4 --torus 8x8x8]
         [--blocks 8:64K] [--step 2] [--max-block 8x8x8=8K] [--algos a,b] [--out bench/out]
@@ -38,22 +39,24 @@ def parse_bytes(s):
     return int(s[:-1]) * mult[s[-1]] if s[-1] in mult else int(s)
 
 
-def run(build, torus, nodes, algo, blocks, exact=False):
+def run(build, torus, nodes, algo, b, exact=False):
+    """One job: torus-bench's row for block size b, or None if it does not fit."""
     counters = 1 << max(6, (nodes + 2 - 1).bit_length())
-    rows = {}
-    for b in blocks:  # one run per size: --sizes doubles, and --step may not
-        cmd = [os.path.join(build, "bin", "torusrun"), "--torus", torus, "--quiet", "--timeout", "900", "--param",
-               "dma_counters=%d" % counters] + (["--exact"] if exact else []) + ["--", os.path.join(build, "bin", "torus-bench"), "alltoall", "--algo",
-               algo, "--dtype", "int32", "--sizes", str(b * nodes), "--json"]
-        t = time.time()
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        print("  %s %s %d B: %.1f s%s" % (torus, algo, b, time.time() - t, "" if r.returncode == 0 else
-                                          " (does not fit)"), file=sys.stderr)
-        if r.returncode != 0:
-            return None
-        for row in json.loads(r.stdout)["rows"]:
-            rows[row["count"] * 4] = row
-    return rows
+    cmd = [os.path.join(build, "bin", "torusrun"), "--torus", torus, "--quiet", "--timeout", "900", "--param",
+           "dma_counters=%d" % counters] + (["--exact"] if exact else []) + \
+          ["--", os.path.join(build, "bin", "torus-bench"), "alltoall", "--algo", algo, "--dtype", "int32",
+           "--sizes", str(b * nodes), "--json"]
+    t = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    row = None
+    if r.returncode == 0:
+        for x in json.loads(r.stdout)["rows"]:
+            if x["count"] * 4 == b:
+                row = x
+    print("  %s %s %d B: %.1f s%s" % (torus, algo, b, time.time() - t,
+                                      " (does not fit)" if row is None else
+                                      ", %.1f us emulated" % (row["emulated_ps"] / 1e6)), file=sys.stderr)
+    return row
 
 
 def main():
@@ -81,20 +84,35 @@ def main():
         while b <= top:
             blocks.append(b)
             b *= a.step
-        res = {al: run(a.build, torus, nodes, al, blocks, a.exact) for al in a.algos.split(",")}
-        have = [al for al in res if res[al]]
-        bound = {b: res["direct"][b]["link_bound_ps"] / 1e6 for b in blocks if res.get("direct") and b in res["direct"]}
+        # block by block, so that each row prints (and is saved) as it is measured
+        algos = a.algos.split(",")
+        res = {al: {} for al in algos}
+        gone = set()  # algorithms that did not fit at a smaller block
+        bound = {}
         print("\n### %s (%d nodes)%s: emulated time / direct's link-load bound\n" %
               (torus, nodes, ", torusrun --exact" if a.exact else ""))
-        print("| block (bytes) | bound (us) | " + " | ".join(have) + " |")
-        print("|---:|---:|" + "---:|" * len(have))
+        print("| block (bytes) | bound (us) | " + " | ".join(algos) + " |")
+        print("|---:|---:|" + "---:|" * len(algos), flush=True)
         for b in blocks:
+            for al in algos:
+                if al in gone:
+                    continue
+                row = run(a.build, torus, nodes, al, b, a.exact)
+                if row is None:
+                    gone.add(al)
+                else:
+                    res[al][b] = row
+                    if al == "direct":
+                        bound[b] = row["link_bound_ps"] / 1e6
+            with open(os.path.join(a.out, "alltoall_%s%s.json" % ("exact_" if a.exact else "", torus)), "w") as f:
+                json.dump(res, f)
             if b not in bound:
                 continue
-            ratio = {al: res[al][b]["emulated_ps"] / 1e6 / bound[b] for al in have if b in res[al]}
+            ratio = {al: res[al][b]["emulated_ps"] / 1e6 / bound[b] for al in algos if b in res[al]}
             best = min(ratio, key=ratio.get)
             print("| %d | %.1f | %s |" % (b, bound[b], " | ".join(
-                ("*%.2f" if al == best else "%.2f") % ratio[al] if al in ratio else "" for al in have)))
+                ("*%.2f" if al == best else "%.2f") % ratio[al] if al in ratio else "" for al in algos)), flush=True)
+        have = [al for al in algos if res[al]]
         series = [(al, [res[al][b]["emulated_ps"] / 1e6 if b in res[al] else None for b in blocks]) for al in have]
         series.append(("link-load bound (direct)", [bound.get(b) for b in blocks]))
         solid = [st for st in coll_fig6.STYLES if not st[2]]  # dashed is for the bound
