@@ -32,7 +32,7 @@ uint32_t emu_cores_of(const emu_core_t *c, uint32_t node)
 {
 	if (!c || node >= c->node->hdr->nnodes)
 		return 0;
-	return emu_shm_node(&c->node->shm, node)->ncores;
+	return c->node->first_core[node + 1] - c->node->first_core[node];
 }
 
 /* --exact: tell the timekeeper this core has news (after writing it). */

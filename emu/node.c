@@ -72,9 +72,9 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	rt->first_core[0] = 0;
-	for (uint32_t n = 0; n < s->nnodes; n++)
-		rt->first_core[n + 1] = rt->first_core[n] + emu_shm_node(&rt->shm, n)->ncores;
+	/* from the header's dense table: reading each node's block here would
+	 * map a page of every node into every process (page tables of GBs) */
+	memcpy(rt->first_core, rt->shm.first_core, (s->nnodes + 1) * sizeof(uint32_t));
 	for (uint32_t d = 0; d < s->ndims; d++) {
 		if (!torus_dim_has_links(s, d))
 			continue;

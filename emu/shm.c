@@ -2,7 +2,7 @@
  * The job's shared memory: layout, creation by torusrun, attachment by node
  * processes, and the dump the hang detector prints.
  *
- * Layout: header | node offset table | per node, page aligned: node block,
+ * Layout: header | node offset table | first core rank per node | per node, page aligned: node block,
  * core blocks, incoming link blocks, then the slots of every incoming link
  * ring and of every core's injection and reception ring. A node's region
  * holds all the memory it receives on, so one mbind places it.
@@ -37,7 +37,8 @@ static uint64_t node_region_bytes(const struct torus_shape *s, const struct toru
 uint64_t emu_shm_layout(const struct torus_shape *s, const struct torus_params *p,
 			const uint32_t *cores, uint64_t *node_off)
 {
-	uint64_t off = align_up(sizeof(struct emu_shm_hdr) + (uint64_t)s->nnodes * sizeof(uint64_t),
+	uint64_t off = align_up(sizeof(struct emu_shm_hdr) + (uint64_t)s->nnodes * sizeof(uint64_t) +
+					(uint64_t)(s->nnodes + 1) * sizeof(uint32_t),
 				EMU_PAGE);
 	for (uint32_t r = 0; r < s->nnodes; r++) {
 		if (node_off)
@@ -146,19 +147,24 @@ int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, co
 	h->params = *p;
 	h->off_node_table = sizeof(*h);
 	uint64_t *table = (uint64_t *)((char *)base + h->off_node_table);
+	h->off_first_core = h->off_node_table + (uint64_t)s->nnodes * sizeof(uint64_t);
+	uint32_t *first = (uint32_t *)((char *)base + h->off_first_core);
 	uint32_t total = 0, maxc = 0;
 	for (uint32_t r = 0; r < s->nnodes; r++) {
 		table[r] = offs[r];
+		first[r] = total;
 		total += cores[r];
 		if (cores[r] > maxc)
 			maxc = cores[r];
 	}
+	first[s->nnodes] = total;
 	h->total_cores = total;
 	h->max_cores = maxc;
 	h->exact = exact ? 1u : 0u;
 	h->off_tk = exact ? off_tk : 0;
 	h->off_tk_dirty = exact ? off_tk + (uint64_t)total * sizeof(struct emu_tk_core) : 0;
 	out->node_off = table;
+	out->first_core = first;
 	for (uint32_t r = 0; r < s->nnodes; r++) {
 		uint64_t end = r + 1 < s->nnodes ? offs[r + 1] : bytes;
 		/* bind before first touch, so pages land where the receiver runs */
@@ -199,7 +205,9 @@ int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen)
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != probe.total_bytes || probe.total_bytes < sizeof(probe) ||
 	    probe.off_node_table < sizeof(probe) || probe.nnodes == 0 || probe.nnodes > TORUS_MAX_NODES ||
 	    probe.nnodes != probe.shape.nnodes ||
-	    probe.off_node_table > probe.total_bytes - (uint64_t)probe.nnodes * sizeof(uint64_t)) {
+	    probe.off_node_table > probe.total_bytes - (uint64_t)probe.nnodes * sizeof(uint64_t) ||
+	    probe.off_first_core < sizeof(probe) ||
+	    probe.off_first_core > probe.total_bytes - (uint64_t)(probe.nnodes + 1) * sizeof(uint32_t)) {
 		snprintf(err, errlen,
 			 "fd %d: job memory is %lld bytes but its header describes %llu bytes and %u nodes "
 			 "(truncated or damaged)",
@@ -215,12 +223,24 @@ int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen)
 	out->bytes = probe.total_bytes;
 	out->hdr = base;
 	out->node_off = (const uint64_t *)((char *)base + out->hdr->off_node_table);
+	out->first_core = (const uint32_t *)((char *)base + probe.off_first_core);
 	for (uint32_t r = 0; r < probe.nnodes; r++) {
 		if (out->node_off[r] < sizeof(probe) || out->node_off[r] > probe.total_bytes - sizeof(struct emu_node_shm)) {
 			snprintf(err, errlen, "fd %d: node %u's block lies outside the job memory (damaged)", fd, r);
 			emu_shm_detach(out);
 			return -EINVAL;
 		}
+		uint32_t n = out->first_core[r + 1] - out->first_core[r];
+		if (out->first_core[r + 1] < out->first_core[r] || n == 0 || n > TORUS_MAX_CORES) {
+			snprintf(err, errlen, "fd %d: node %u's core count is damaged", fd, r);
+			emu_shm_detach(out);
+			return -EINVAL;
+		}
+	}
+	if (out->first_core[0] != 0 || out->first_core[probe.nnodes] != probe.total_cores) {
+		snprintf(err, errlen, "fd %d: the table of core ranks is damaged", fd);
+		emu_shm_detach(out);
+		return -EINVAL;
 	}
 	if (probe.exact && (probe.off_tk < sizeof(probe) || probe.total_cores > TORUS_MAX_NODES * TORUS_MAX_CORES ||
 			    probe.off_tk > probe.total_bytes ||

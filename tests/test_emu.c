@@ -413,8 +413,30 @@ static void test_shm_create_attach(void)
 					torus_ring_release(&cv);
 					torus_ring_publish_tail(&cv);
 				}
+				/* every node's first core rank, from the dense table */
+				uint32_t sum = 0, bad = 0;
+				for (uint32_t r = 0; r < s.nnodes; r++) {
+					bad += a.first_core[r] != sum || emu_shm_node(&a, r)->ncores != cores[r];
+					sum += cores[r];
+				}
+				EXPECT(bad == 0 && a.first_core[s.nnodes] == sum && sum == a.hdr->total_cores,
+				       "%s: %u nodes' first core ranks are wrong", shapes[i], bad);
 				emu_shm_detach(&a);
 				EXPECT(a.base == NULL, "detach did not clear the mapping");
+				/* a damaged table: a node with no cores, then a wrong total */
+				uint32_t *first = (uint32_t *)((char *)m.base + m.hdr->off_first_core);
+				uint32_t keep = first[1];
+				first[1] = first[0];
+				err[0] = 0;
+				rc = emu_shm_attach(fd, &a, err, sizeof(err));
+				EXPECT(rc == -EINVAL && strstr(err, "core count"), "%s: attach with node 0 of no cores = %d (%s)",
+				       shapes[i], rc, err);
+				first[1] = keep;
+				first[s.nnodes]++;
+				err[0] = 0;
+				rc = emu_shm_attach(fd, &a, err, sizeof(err));
+				EXPECT(rc == -EINVAL && err[0], "%s: attach with a wrong core total = %d (%s)", shapes[i], rc, err);
+				first[s.nnodes]--;
 			}
 			close(fd);
 			emu_shm_detach(&m);
