@@ -11,7 +11,9 @@
    side with the raw packet path of (1), and descriptor post rates per core.
 3. torus-stress on a large torus: wall time, emulated time and the peak
    memory of the whole job (sum of PSS over torusrun and every node process,
-   sampled every 0.2 s; PSS counts shared link memory once).
+   sampled every 0.2 s; PSS counts shared link memory once), and of its page
+   tables (VmPTE, which PSS does not count: each process maps the job's
+   memory).
 """
 import argparse, os, re, statistics, subprocess, sys, time
 
@@ -77,7 +79,8 @@ def dma_table(b, rounds, packets):
 
 
 def tree_pss_kib(root):
-    """Sum of Pss over root and all its descendants."""
+    """Sum of Pss, and of page tables (VmPTE, which Pss leaves out), over root
+    and all its descendants, in KiB."""
     children = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -88,7 +91,7 @@ def tree_pss_kib(root):
             children.setdefault(ppid, []).append(int(pid))
         except (OSError, IndexError, ValueError):
             pass
-    total, todo = 0, [root]
+    total, pte, todo = 0, 0, [root]
     while todo:
         p = todo.pop()
         todo.extend(children.get(p, []))
@@ -96,9 +99,12 @@ def tree_pss_kib(root):
             with open(f"/proc/{p}/smaps_rollup") as f:
                 m = re.search(r"^Pss:\s+(\d+) kB", f.read(), re.M)
                 total += int(m.group(1)) if m else 0
+            with open(f"/proc/{p}/status") as f:
+                m = re.search(r"^VmPTE:\s+(\d+) kB", f.read(), re.M)
+                pte += int(m.group(1)) if m else 0
         except OSError:
             pass
-    return total
+    return total, pte
 
 
 def stress_row(b, shape, packets, timeout, exact=False):
@@ -106,9 +112,10 @@ def stress_row(b, shape, packets, timeout, exact=False):
           ["--", f"{b}/torus-stress", "--packets", str(packets)]
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak, procs = 0, 0
+    peak, peak_pte = 0, 0
     while p.poll() is None:
-        peak = max(peak, tree_pss_kib(p.pid))
+        pss, pte = tree_pss_kib(p.pid)
+        peak, peak_pte = max(peak, pss), max(peak_pte, pte)
         if time.monotonic() - t0 > timeout:
             p.terminate()
             break
@@ -123,7 +130,7 @@ def stress_row(b, shape, packets, timeout, exact=False):
     for d in shape.split("x"):
         n *= int(d)
     print(f"{shape:<10} {n:>6} {packets:>8} {n * (n - 1) * packets:>12} {wall:>8.1f} "
-          f"{(m.group(1) if m else '-'):>14} {peak / 1024:>10.1f} {peak / n:>9.0f}  {status}")
+          f"{(m.group(1) if m else '-'):>14} {peak / 1024:>10.1f} {peak / n:>9.0f} {peak_pte / 1024:>8.1f}  {status}")
     if p.returncode not in (0, None) and wall <= timeout:
         print("   " + "\n   ".join(err.strip().splitlines()[-5:]))
 
@@ -149,7 +156,7 @@ def main():
         dma_table(b, a.rounds, a.packets)
     print(f"\ntorus-stress: every core sends K packets to every other core (1 core per node)")
     print(f"{'torus':<10} {'nodes':>6} {'K':>8} {'packets':>12} {'wall s':>8} {'emulated us':>14} "
-          f"{'peak MiB':>10} {'KiB/node':>9}  status")
+          f"{'peak MiB':>10} {'KiB/node':>9} {'PTE MiB':>8}  status")
     stress_row(b, a.stress, a.stress_packets, 3600, a.exact)
     if a.big:
         stress_row(b, a.big, 1, a.big_timeout, a.exact)
