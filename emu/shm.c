@@ -2,10 +2,11 @@
  * The job's shared memory: layout, creation by torusrun, attachment by node
  * processes, and the dump the hang detector prints.
  *
- * Layout: header | node offset table | first core rank per node | per node, page aligned: node block,
- * core blocks, incoming link blocks, then the slots of every incoming link
- * ring and of every core's injection and reception ring. A node's region
- * holds all the memory it receives on, so one mbind places it.
+ * Layout: header | node offset table | first core rank per node | per
+ * node, page aligned: node block, core blocks, incoming link blocks, then
+ * the slots of every incoming link ring and of every core's injection and
+ * reception ring. A node's region holds all the memory it receives on, so
+ * one mbind places it.
  */
 #include "emu_internal.h"
 #include "unit.h"
