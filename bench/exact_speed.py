@@ -5,7 +5,9 @@ Runs each job without and with --exact, alternating, R rounds, on one
 machine in one run (a shared, noisy host: compare the ratio, not the
 seconds). Prints a Markdown table: the median wall time of each mode, the
 ratio, the emulated times (the exact ones must repeat), and the timekeeper's
-counts (TORUS_TK_DEBUG: queries answered and sleeps, per exact run).
+counts (TORUS_TK_DEBUG, medians over the exact runs: queries answered, and
+the timekeeper's wall time simulating, arrivals answered included, and
+asleep waiting for cores).
 
     bench/exact_speed.py [--build build] [--rounds 3] [--jobs ar-1,ar-3,stress-8x8x8]
 
@@ -42,8 +44,8 @@ def run(build, name, exact):
     if p.returncode != 0:
         sys.exit(f"exact_speed: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
     m = re.search(r"job finished: .* emulated time ([0-9.]+) us", p.stderr)
-    tk = re.search(r"(\d+) queries answered, \d+ rounds, (\d+) sleeps", p.stderr)
-    return wall, m.group(1) if m else "?", (int(tk.group(1)), int(tk.group(2))) if tk else None
+    tk = re.search(r"(\d+) queries answered, .* wall time simulating ([0-9.]+) s, asleep ([0-9.]+) s", p.stderr)
+    return wall, m.group(1) if m else "?", (int(tk.group(1)), float(tk.group(2)), float(tk.group(3))) if tk else None
 
 
 def main():
@@ -65,16 +67,18 @@ def main():
                       f"{emu} us emulated", file=sys.stderr, flush=True)
     print(f"{a.rounds} alternating rounds; wall time medians\n")
     print("| job | engine wall (s) | --exact wall (s) | ratio | engine emulated (us) | --exact emulated (us) "
-          "| queries, sleeps |")
-    print("|---|---:|---:|---:|---|---|---|")
+          "| queries | simulating (s) | asleep (s) |")
+    print("|---|---:|---:|---:|---|---|---:|---:|---:|")
     for j in jobs:
         we = statistics.median(x[0] for x in res[(j, False)])
         wx = statistics.median(x[0] for x in res[(j, True)])
         ee = ", ".join(sorted({x[1] for x in res[(j, False)]}))
         ex = ", ".join(sorted({x[1] for x in res[(j, True)]}))
-        tk = res[(j, True)][0][2]
-        print(f"| {j} | {we:.2f} | {wx:.2f} | {wx / we:.2f} | {ee} | {ex} | "
-              f"{tk[0] if tk else '?'}, {tk[1] if tk else '?'} |")
+        tks = [x[2] for x in res[(j, True)] if x[2]]
+        tk = "| ? | ? | ?" if not tks else (f"| {statistics.median(t[0] for t in tks):.0f} "
+                                            f"| {statistics.median(t[1] for t in tks):.2f} "
+                                            f"| {statistics.median(t[2] for t in tks):.2f}")
+        print(f"| {j} | {we:.2f} | {wx:.2f} | {wx / we:.2f} | {ee} | {ex} {tk} |")
 
 
 if __name__ == "__main__":

@@ -116,6 +116,7 @@ struct emu_tk {
 	struct tk_refuse *rf;   /* refusals of unchecked descriptors (tk_xfer.rf) */
 	size_t nrf, caprf;
 	uint64_t events, queries, sleeps, rounds;
+	uint64_t sim_ns, sleep_ns; /* wall time simulating, and asleep (TORUS_TK_DEBUG) */
 };
 
 #define DMA_COOKIE (1ull << 63)
@@ -1090,6 +1091,14 @@ static int barrier_arrive(struct emu_tk *tk, struct tk_core *k)
 	return 0;
 }
 
+/* Host time, for TORUS_TK_DEBUG's account of where the timekeeper's went. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* One round: take the news of the cores that have some, simulate as far
  * as is safe, answer what that made answerable. */
 static int round_once(struct emu_tk *tk, int *err)
@@ -1125,7 +1134,9 @@ static int round_once(struct emu_tk *tk, int *err)
 	if (*err)
 		return 1;
 	torus_vt_t before = timesim_now(tk->ts);
+	uint64_t t0 = mono_ns();
 	int rc = advance(tk);
+	tk->sim_ns += mono_ns() - t0;
 	if (rc) {
 		*err = rc;
 		return 1;
@@ -1187,7 +1198,9 @@ static void *tk_main(void *arg)
 		tk->sleeps++;
 		if (++idle == 250 && getenv("TORUS_TK_DEBUG"))
 			tk_dump(tk);
+		uint64_t t0 = mono_ns();
 		emu_bell_sleep(bell, seq, 20);
+		tk->sleep_ns += mono_ns() - t0;
 	}
 	if (err) {
 		fprintf(stderr, "torusrun: the timekeeper failed: %s; stopping the job\n", strerror(-err));
@@ -1322,10 +1335,12 @@ void emu_tk_stop(struct emu_tk *tk)
 			timesim_stats(tk->ts, &st);
 			fprintf(stderr,
 				"torusrun: timekeeper: %llu events, %llu queries answered, %llu rounds, %llu sleeps; "
-				"%llu hops, %llu simulator events\n",
+				"%llu hops, %llu simulator events (%llu stale, heap of at most %llu); "
+				"wall time simulating %.3f s, asleep %.3f s\n",
 				(unsigned long long)tk->events, (unsigned long long)tk->queries,
 				(unsigned long long)tk->rounds, (unsigned long long)tk->sleeps, (unsigned long long)st.hops,
-				(unsigned long long)st.events);
+				(unsigned long long)st.events, (unsigned long long)st.stale, (unsigned long long)st.heap_max,
+				(double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9);
 		}
 		timesim_destroy(tk->ts);
 	}

@@ -7,11 +7,16 @@
  *   - a local queue's head is a delivery at its ready time;
  *   - a link with packets waiting departs at max(free_at, the earliest
  *     ready time among its queues' heads).
- * Both change as packets come and go; a changed candidate is pushed again
- * with a new sequence number, and heap entries whose number is not the
- * current one are skipped when they surface (lazy deletion). Heap order is
- * refsim's: time, then deliveries before departures, then node, then port
- * (deliveries) or link (departures).
+ * Both change as packets come and go. A delivery's entry is its queue
+ * head's, and is spent when it is popped. A link's candidate changes: a
+ * changed one is pushed again, and an entry whose time is not the link's
+ * candidate any more is skipped when it surfaces (lazy deletion; a link's
+ * candidate never comes back to a time it left while its old entry waits,
+ * except after a departure, and then the two equal entries name the same
+ * departure, which the first one spends). Heap order is refsim's: time,
+ * then deliveries before departures, then node, then port (deliveries) or
+ * link (departures). The heap is 4-ary, each node's four children on one
+ * cache line: half the levels of a binary heap.
  */
 #include "timesim.h"
 
@@ -65,7 +70,6 @@ struct node {
 	uint8_t *route;
 	torus_vt_t free_at[NLINKS];
 	torus_vt_t cand[NLINKS];    /* the link's pending departure, TIMESIM_NEVER: none */
-	uint32_t lseq[NLINKS];      /* its heap entry's number */
 	uint32_t rr[NLINKS];        /* the port served last */
 	int wrap[NLINKS];           /* the hop crosses the dateline */
 	const struct torus_cost *cost[NLINKS];
@@ -73,7 +77,6 @@ struct node {
 	struct queue *q;            /* [(NLINKS + 1) * nports], output-major */
 	uint64_t *nonempty;         /* [(NLINKS + 1) * nwords]: bit per non-empty queue */
 	uint32_t nwords;
-	uint32_t *dseq;             /* per port: its local queue head's heap entry number */
 	struct gen *gens;           /* ncores * inj_fifos, then the reply queue */
 	uint32_t ngens, nports, first_core_port;
 };
@@ -81,7 +84,6 @@ struct node {
 struct entry {
 	torus_vt_t t;
 	uint64_t key; /* class (0 delivery, 1 departure) << 62 | node << 20 | port or link */
-	uint32_t seq;
 };
 
 struct timesim {
@@ -89,7 +91,7 @@ struct timesim {
 	struct torus_cost cost;
 	struct node *nodes;
 	uint32_t nnodes, pay;
-	struct entry *heap;
+	struct entry *heap;        /* 4-ary: entry i at slot i + HEAP_PAD (see heap_at) */
 	size_t nheap, capheap;
 	struct pkt *pool;          /* free packets */
 	torus_vt_t now;            /* everything before it is final */
@@ -104,46 +106,59 @@ static int entry_less(const struct entry *a, const struct entry *b)
 	return a->t < b->t || (a->t == b->t && a->key < b->key);
 }
 
-static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key, uint32_t seq)
+/* Entry i's children are 4i+1..4i+4: with HEAP_PAD empty slots first, they
+ * sit at slots 4(i+1)..4(i+1)+3, one 64-byte line of a 64-byte aligned array. */
+#define HEAP_PAD 3u
+static struct entry *heap_at(const struct timesim *s, size_t i) { return &s->heap[i + HEAP_PAD]; }
+
+static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
 {
 	if (s->nheap == s->capheap) {
 		size_t nc = s->capheap ? 2 * s->capheap : 256;
-		struct entry *h = realloc(s->heap, nc * sizeof(*h));
+		struct entry *h = aligned_alloc(64, (nc + HEAP_PAD + 1) * sizeof(*h)); /* (a multiple of 64) */
 		if (!h)
 			return -ENOMEM;
+		if (s->heap)
+			memcpy(h + HEAP_PAD, s->heap + HEAP_PAD, s->nheap * sizeof(*h));
+		free(s->heap);
 		s->heap = h;
 		s->capheap = nc;
 	}
-	struct entry e = {t, key, seq};
+	struct entry e = {t, key};
 	size_t i = s->nheap++;
+	if (s->nheap > s->st.heap_max)
+		s->st.heap_max = s->nheap;
 	while (i > 0) {
-		size_t up = (i - 1) / 2;
-		if (!entry_less(&e, &s->heap[up]))
+		size_t up = (i - 1) / 4;
+		if (!entry_less(&e, heap_at(s, up)))
 			break;
-		s->heap[i] = s->heap[up];
+		*heap_at(s, i) = *heap_at(s, up);
 		i = up;
 	}
-	s->heap[i] = e;
+	*heap_at(s, i) = e;
 	return 0;
 }
 
 static void heap_pop(struct timesim *s)
 {
-	struct entry e = s->heap[--s->nheap];
+	struct entry e = *heap_at(s, --s->nheap);
 	size_t i = 0, n = s->nheap;
 	for (;;) {
-		size_t c = 2 * i + 1;
+		size_t c = 4 * i + 1;
 		if (c >= n)
 			break;
-		if (c + 1 < n && entry_less(&s->heap[c + 1], &s->heap[c]))
-			c++;
-		if (!entry_less(&s->heap[c], &e))
+		const struct entry *kids = heap_at(s, c);
+		size_t m = 0, nk = n - c < 4 ? n - c : 4;
+		for (size_t j = 1; j < nk; j++)
+			if (entry_less(&kids[j], &kids[m]))
+				m = j;
+		if (!entry_less(&kids[m], &e))
 			break;
-		s->heap[i] = s->heap[c];
-		i = c;
+		*heap_at(s, i) = kids[m];
+		i = c + m;
 	}
 	if (n)
-		s->heap[i] = e;
+		*heap_at(s, i) = e;
 }
 
 enum { CLS_DELIVERY, CLS_DEPARTURE };
@@ -152,12 +167,13 @@ static uint64_t key_of(uint32_t cls, uint32_t node, uint32_t idx)
 	return (uint64_t)cls << 62 | (uint64_t)node << 20 | idx;
 }
 
-/* Is the heap's top entry still the candidate it was pushed for? */
+/* Is the heap's top entry still the candidate it was pushed for? (A
+ * delivery's always is.) */
 static int entry_current(const struct timesim *s, const struct entry *e)
 {
-	const struct node *nd = &s->nodes[(e->key >> 20) & 0x3FFFFFFFFFull];
-	uint32_t idx = (uint32_t)(e->key & 0xFFFFF);
-	return e->key >> 62 == CLS_DEPARTURE ? nd->lseq[idx] == e->seq : nd->dseq[idx] == e->seq;
+	if (e->key >> 62 != CLS_DEPARTURE)
+		return 1;
+	return s->nodes[(e->key >> 20) & 0x3FFFFFFFFFull].cand[e->key & 0xFFFFF] == e->t;
 }
 
 /* --------------------------------------------------------------- packets */
@@ -221,17 +237,14 @@ static int link_update(struct timesim *s, uint32_t n, uint32_t l)
 			}
 	}
 	if (r == TIMESIM_NEVER) {
-		if (nd->cand[l] != TIMESIM_NEVER) {
-			nd->cand[l] = TIMESIM_NEVER;
-			nd->lseq[l]++;
-		}
+		nd->cand[l] = TIMESIM_NEVER;
 		return 0;
 	}
 	torus_vt_t t = r > nd->free_at[l] ? r : nd->free_at[l];
 	if (t == nd->cand[l])
 		return 0;
 	nd->cand[l] = t;
-	return heap_push(s, t, key_of(CLS_DEPARTURE, n, l), ++nd->lseq[l]);
+	return heap_push(s, t, key_of(CLS_DEPARTURE, n, l));
 }
 
 static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, struct pkt *k)
@@ -249,7 +262,7 @@ static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, stru
 	nd->waiting[out]++;
 	nd->nonempty[(size_t)out * nd->nwords + port / 64] |= 1ull << (port % 64);
 	if (out == OUT_LOCAL)
-		return heap_push(s, k->ready, key_of(CLS_DELIVERY, n, port), ++nd->dseq[port]);
+		return heap_push(s, k->ready, key_of(CLS_DELIVERY, n, port));
 	if (k->ready >= nd->cand[out])
 		return 0;
 	return link_update(s, n, out);
@@ -353,7 +366,7 @@ static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 	struct pkt *k = pop(nd, OUT_LOCAL, port);
 	int rc = 0;
 	if (nd->waiting[OUT_LOCAL] && qof(nd, OUT_LOCAL, port)->head)
-		rc = heap_push(s, qof(nd, OUT_LOCAL, port)->head->ready, key_of(CLS_DELIVERY, n, port), ++nd->dseq[port]);
+		rc = heap_push(s, qof(nd, OUT_LOCAL, port)->head->ready, key_of(CLS_DELIVERY, n, port));
 	s->st.deposits++;
 	if (k->kind == PK_GETREQ) {
 		/* the reply: the data back to the requester, from this node's reply queue */
@@ -463,7 +476,6 @@ int timesim_create(const struct timesim_config *cfg, struct timesim **out)
 		}
 		if (!(nd->route = malloc(s->nnodes)) ||
 		    !(nd->q = calloc((size_t)(NLINKS + 1) * nd->nports, sizeof(*nd->q))) ||
-		    !(nd->dseq = calloc(nd->nports, sizeof(*nd->dseq))) ||
 		    !(nd->nonempty = calloc((size_t)(NLINKS + 1) * nd->nwords, sizeof(uint64_t))) ||
 		    !(nd->gens = calloc(nd->ngens, sizeof(*nd->gens)))) {
 			timesim_destroy(s);
@@ -492,7 +504,6 @@ void timesim_destroy(struct timesim *s)
 				for (uint32_t g = 0; g < nd->ngens; g++)
 					free(nd->gens[g].jobs);
 			free(nd->gens);
-			free(nd->dseq);
 			free(nd->nonempty);
 			free(nd->q);
 			free(nd->route);
@@ -546,11 +557,11 @@ int timesim_post(struct timesim *s, const struct timesim_xfer *x)
 
 torus_vt_t timesim_next(struct timesim *s)
 {
-	while (s->nheap && !entry_current(s, &s->heap[0])) {
+	while (s->nheap && !entry_current(s, heap_at(s, 0))) {
 		heap_pop(s);
 		s->st.stale++;
 	}
-	return s->nheap ? s->heap[0].t : TIMESIM_NEVER;
+	return s->nheap ? heap_at(s, 0)->t : TIMESIM_NEVER;
 }
 
 int timesim_run(struct timesim *s, torus_vt_t limit)
@@ -562,7 +573,7 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 		torus_vt_t t = timesim_next(s);
 		if (t == TIMESIM_NEVER || t >= limit)
 			break;
-		struct entry e = s->heap[0];
+		struct entry e = *heap_at(s, 0);
 		heap_pop(s);
 		uint32_t n = (uint32_t)((e.key >> 20) & 0x3FFFFFFFFFull), idx = (uint32_t)(e.key & 0xFFFFF);
 		s->st.events++;
@@ -571,7 +582,6 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 		if (e.key >> 62 == CLS_DEPARTURE) {
 			rc = depart(s, n, idx, t);
 		} else {
-			s->nodes[n].dseq[idx]++; /* its entry is spent */
 			rc = deliver(s, n, idx, t);
 		}
 		if (rc)
