@@ -50,6 +50,12 @@ struct tk_core {
 	int blocked;          /* EMU_TKQ_CTR_WAIT, _MARK_WAIT, _CTR_OR_RECV: nothing answers at qvt; the
 			       * first change (or arrival, or the deadline) does */
 	int arrived_bar;      /* EMU_TKQ_BARRIER: counted at its barrier */
+	/* a blocked wait's answer found ahead of the simulation (a counter that
+	 * reaches zero, or a mark crossed, as a packet finishes leaving): it
+	 * answers at zero_at (counter or pair zero_which; a mark crossed at
+	 * zero_xt) unless something else does first; TIMESIM_NEVER: none */
+	torus_vt_t zero_at, zero_xt;
+	uint32_t zero_which;
 	torus_vt_t clock;     /* running: lower bound on its next action */
 	int done;
 	torus_vt_t lim;       /* simulate only before this, for this core's sake */
@@ -172,6 +178,14 @@ struct tk_barrier {
 	uint32_t *members;    /* global core ranks, arrived so far */
 };
 
+/* Where a counter change comes from (ctr_change, marks_crossed): a core's
+ * event or a copy's timer, outside the simulation; the simulation's
+ * current event, at its time (stop the simulation where it answers); or
+ * the current event, at a later time (a packet finishes leaving: answers
+ * at that time wait until the simulation gets there, as something else
+ * may answer first). */
+enum { CH_OUTSIDE, CH_RUN, CH_AHEAD };
+
 static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t delta, torus_vt_t t, int alloc,
 		       int in_run);
 
@@ -243,6 +257,8 @@ static void rebound(struct emu_tk *tk, struct tk_core *k)
 						    ((k->qtype == EMU_TKQ_CTR_WAIT || k->qtype == EMU_TKQ_MARK_WAIT) && k->blocked)
 					  ? TIMESIM_NEVER
 					  : k->qvt;
+		if (k->zero_at < upto)
+			upto = k->zero_at;
 		k->lim = add_sat(upto, 1);
 		k->run = 0;
 	}
@@ -300,6 +316,7 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 	sh->afound = (uint32_t)found;
 	sh->avt = vt;
 	k->waiting = 0;
+	k->zero_at = TIMESIM_NEVER;
 	k->last_qtype = k->qtype;
 	k->last_vt = vt;
 	k->last_now = timesim_now(tk->ts);
@@ -344,6 +361,20 @@ static void arrive(struct emu_tk *tk, struct tk_core *k, uint32_t qi, const stru
 		if (in_run)
 			timesim_stop(tk->ts);
 	}
+}
+
+/* Core k's blocked wait is answered at `at` (pair which; a mark crossed at
+ * xt) unless something answers it earlier: hold that until the simulation
+ * gets there, and stop the run so that its limit takes k's new bound. */
+static void defer(struct emu_tk *tk, struct tk_core *k, torus_vt_t at, uint32_t which, torus_vt_t xt)
+{
+	if (at >= k->zero_at)
+		return;
+	k->zero_at = at;
+	k->zero_which = which;
+	k->zero_xt = xt;
+	rebound(tk, k);
+	timesim_stop(tk->ts);
 }
 
 static int timer_less(const struct tk_timer *a, const struct tk_timer *b)
@@ -438,7 +469,7 @@ static void on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index
 			struct emu_tk_arr a = {t, (uint64_t)x->src_node << 8 | x->src_core, x->ready, index};
 			arrive(tk, &tk->c[tk->first[node] + x->dst_core], EMU_TK_Q_MEMFIFO, &a, 1);
 		} else if (x->rec != NO_CTR && len) {
-			ctr_change(tk, node, x->rec, -(int64_t)len, t, 0, 1);
+			ctr_change(tk, node, x->rec, -(int64_t)len, t, 0, CH_RUN);
 		}
 		return;
 	}
@@ -460,7 +491,7 @@ static void on_left(void *arg, uint32_t node, uint64_t cookie, uint32_t len, tor
 	if (x->kind == EMU_TK_GET || x->left >= x->len)
 		x->done = t;
 	if (x->inj != NO_CTR && len)
-		ctr_change(tk, node, x->inj, -(int64_t)len, t, 0, 1);
+		ctr_change(tk, node, x->inj, -(int64_t)len, t, 0, CH_AHEAD); /* (t: when it finished leaving) */
 }
 
 /* Is core k waiting for counter id of its node to be zero? */
@@ -536,6 +567,10 @@ static void marks_crossed(struct emu_tk *tk, uint32_t node, uint32_t id, struct 
 		torus_vt_t x;
 		if (k->waiting && k->qtype == EMU_TKQ_MARK_WAIT && k->blocked && waits_for(k, id, &which) &&
 		    first_mark(tk, k, TIMESIM_NEVER, &which, &x)) {
+			if (in_run == CH_AHEAD) {
+				defer(tk, k, x > k->qvt ? x : k->qvt, which, x);
+				continue;
+			}
 			k->sh->a_which = which;
 			k->sh->a_t = x;
 			answer(tk, k, 1, x > k->qvt ? x : k->qvt);
@@ -580,7 +615,7 @@ static int watch_op(struct emu_tk *tk, uint32_t node, const struct emu_tk_ev *ev
 
 /* Counter (node, id) changes by delta at t (alloc: it starts at 0). Zero
  * answers the cores of its node whose wait is blocked on it, and they run
- * from t; in_run: t is the simulation's (stop it there). */
+ * from t; in_run: where the change comes from (CH_*). */
 static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t delta, torus_vt_t t, int alloc,
 		       int in_run)
 {
@@ -634,6 +669,10 @@ static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t de
 		uint32_t which;
 		if (k->waiting && (k->qtype == EMU_TKQ_CTR_WAIT || k->qtype == EMU_TKQ_CTR_OR_RECV) && k->blocked &&
 		    waits_for(k, id, &which)) {
+			if (in_run == CH_AHEAD) {
+				defer(tk, k, t > k->qvt ? t : k->qvt, which, 0);
+				continue;
+			}
 			k->sh->a_which = which;
 			answer(tk, k, 1, t > k->qvt ? t : k->qvt);
 			if (in_run)
@@ -648,7 +687,7 @@ static int counter_op(struct emu_tk *tk, uint32_t node, const struct emu_tk_ev *
 		return -EPROTO;
 	if (ev->type == EMU_TK_CTR_WATCH || ev->type == EMU_TK_CTR_LEVEL)
 		return watch_op(tk, node, ev);
-	ctr_change(tk, node, ev->rec, ev->delta, ev->ready, ev->type == EMU_TK_CTR_ALLOC, 0);
+	ctr_change(tk, node, ev->rec, ev->delta, ev->ready, ev->type == EMU_TK_CTR_ALLOC, CH_OUTSIDE);
 	return 0;
 }
 
@@ -709,7 +748,7 @@ static int advance(struct emu_tk *tk)
 			struct tk_timer x = tk->timer[0];
 			timer_pop(tk);
 			if (x.fcore == UINT32_MAX) {
-				ctr_change(tk, x.node, x.rec, -x.len, x.t, 0, 0);
+				ctr_change(tk, x.node, x.rec, -x.len, x.t, 0, CH_OUTSIDE);
 				continue;
 			}
 			struct emu_tk_arr a = {x.t, (uint64_t)(uint32_t)x.f.error << 32 | x.f.node, x.f.offset,
@@ -919,6 +958,7 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 		}
 		k->blocked = 0;
 		k->arrived_bar = 0;
+		k->zero_at = TIMESIM_NEVER;
 		k->waiting = 1;
 		moved = 1;
 	} else if (!k->waiting && clk > k->clock) {
@@ -973,7 +1013,13 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 	}
 	case EMU_TKQ_CTR_OR_RECV:
 		if (k->blocked) {
-			/* no counter reached zero and nothing arrived up to now */
+			/* nothing arrived up to now, and a counter reaches zero by
+			 * then, or none */
+			if (k->zero_at < now && k->zero_at <= k->qdeadline) {
+				k->sh->a_which = k->zero_which;
+				answer(tk, k, 1, k->zero_at);
+				return 1;
+			}
 			if (k->qdeadline >= now)
 				return 0;
 			answer(tk, k, 0, k->qdeadline);
@@ -981,6 +1027,11 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 		}
 		/* fall through */
 	case EMU_TKQ_CTR_WAIT: {
+		if (k->blocked && k->zero_at < now) {
+			k->sh->a_which = k->zero_which;
+			answer(tk, k, 1, k->zero_at);
+			return 1;
+		}
 		if (k->blocked || k->qvt >= now)
 			return 0;
 		/* zero at qvt, or the first of them to reach zero after it */
@@ -1006,13 +1057,17 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 				return 1;
 			}
 		}
-		if (best != TIMESIM_NEVER) {
+		if (best != TIMESIM_NEVER && best < now) {
 			k->sh->a_which = which;
 			answer(tk, k, 1, best);
 			return 1;
 		}
-		/* none has been zero since qvt: the first one to reach zero answers */
+		/* none has been zero since qvt, or one is, ahead of the
+		 * simulation (a packet leaving): the first one to reach zero
+		 * answers */
 		k->blocked = 1;
+		if (best != TIMESIM_NEVER)
+			defer(tk, k, best, which, 0);
 		rebound(tk, k);
 		return 2;
 	}
@@ -1024,6 +1079,12 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 		return 1;
 	case EMU_TKQ_MARK:
 	case EMU_TKQ_MARK_WAIT: {
+		if (k->blocked && k->zero_at < now) {
+			k->sh->a_which = k->zero_which;
+			k->sh->a_t = k->zero_xt;
+			answer(tk, k, 1, k->zero_at);
+			return 1;
+		}
 		if (k->blocked || k->qvt >= now)
 			return 0;
 		uint32_t which = 0;
@@ -1040,14 +1101,17 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 		}
 		/* crossed since qvt, up to now (which can be a lookahead past
 		 * it): the first of those answers, at its crossing */
-		if (first_mark(tk, k, TIMESIM_NEVER, &which, &t)) {
+		if (first_mark(tk, k, TIMESIM_NEVER, &which, &t) && t < now) {
 			k->sh->a_which = which;
 			k->sh->a_t = t;
 			answer(tk, k, 1, t);
 			return 1;
 		}
-		/* none crossed yet: the first crossing answers (marks_crossed) */
+		/* none crossed yet, or one ahead of the simulation: the first
+		 * crossing answers (marks_crossed) */
 		k->blocked = 1;
+		if (first_mark(tk, k, TIMESIM_NEVER, &which, &t))
+			defer(tk, k, t > k->qvt ? t : k->qvt, which, t);
 		rebound(tk, k);
 		return 2;
 	}
@@ -1250,6 +1314,7 @@ int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err
 			tk->c[g].cs = emu_shm_core(m, ns, c);
 			tk->c[g].node = r;
 			tk->c[g].core = c;
+			tk->c[g].zero_at = TIMESIM_NEVER;
 			if (!(tk->c[g].fifo = calloc(h->params.inj_fifos ? h->params.inj_fifos : 1, sizeof(struct tk_fifo)))) {
 				emu_tk_stop(tk);
 				snprintf(err, errlen, "out of memory for the timekeeper");

@@ -24,6 +24,20 @@
  * A send is complete when its packets have left (the injection counter);
  * while it waits the rank keeps draining what arrives, so two ranks that
  * send to each other before receiving do not block each other.
+ *
+ * Rendezvous, as on Blue Gene/P: a message over the eager limit (16 KiB,
+ * or TORUS_MPI_EAGER_LIMIT bytes), and every synchronous send, registers
+ * its buffer and sends a request to send (user header 4: envelope, region,
+ * the sender's name for the send), matched like an envelope. The receive
+ * that takes it registers its own buffer, arms a counter with the bytes it
+ * takes and gets them with a remote get, which the sender's DMA unit
+ * serves without the sender's core (a sender busy elsewhere, in a barrier
+ * say, holds nobody up). The receive is complete when its counter is zero;
+ * it then tells the sender (user header 5), whose send completes. The data
+ * move as DMA traffic, not through the handler, and the receiver waits on
+ * one counter. Registrations, counters and gets are the progress engine's
+ * work (mpi_progress), never the handler's, which only queues them. A send
+ * that finds no free region goes eager instead.
  */
 #include "mpi_internal.h"
 
@@ -300,6 +314,7 @@ int mpi_error(MPI_Comm comm, int code, const char *fn, const char *fmt, ...)
 /* ------------------------------------------------------------- environment */
 
 static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void *payload, void *arg);
+static int send_done(void);
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
@@ -314,6 +329,18 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	mpi_g.size = (int)emu_node_count(c);
 	const char *w = getenv("TORUS_MPI_WTIME");
 	mpi_g.wall = w && !strcmp(w, "wall");
+	mpi_g.eager_limit = MPI_EAGER_LIMIT;
+	const char *el = getenv("TORUS_MPI_EAGER_LIMIT");
+	if (el) {
+		char *end = NULL;
+		errno = 0;
+		unsigned long long v = strtoull(el, &end, 10);
+		if (errno || !*el || *end || *el == '-') {
+			fprintf(stderr, "MPI_Init: TORUS_MPI_EAGER_LIMIT=%s is not a number of bytes\n", el);
+			exit(emu_node_leave(c, 2));
+		}
+		mpi_g.eager_limit = v;
+	}
 	mpi_g.nsrc = (uint32_t)mpi_g.size;
 	mpi_g.cur = calloc(mpi_g.nsrc, sizeof(*mpi_g.cur));
 	/* MPI_COMM_WORLD: core 0 of every node (context 0); MPI_COMM_SELF:
@@ -374,8 +401,12 @@ int MPI_Finalize(void)
 	if (mpi_g.state != 1)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Finalize", "MPI is not initialized");
 	emu_core_t *c = mpi_g.c;
+	/* this rank's own messages (the last rendezvous answers) leave first */
+	int rc = 0;
+	while (!rc && (rc = send_done()) == 0)
+		rc = mpi_progress(1);
 	/* what others still send us must find us here: every rank stops together */
-	int rc = dma_barrier_team(c, mpi_comm_of(MPI_COMM_WORLD)->members, (size_t)mpi_g.size);
+	rc = dma_barrier_team(c, mpi_comm_of(MPI_COMM_WORLD)->members, (size_t)mpi_g.size) || rc < 0;
 	for (int k = 1; k < MPI_MAX_COMMS; k++)
 		if (mpi_g.comms[k].used)
 			mpi_comm_release(&mpi_g.comms[k]);
@@ -571,6 +602,39 @@ static struct torus_mpi_request *take_posted(const struct mpi_env *e)
 	return r;
 }
 
+/* The rendezvous lists (mpi_state): append at the tail; take r out (1 if it was there). */
+static void rz_append(struct torus_mpi_request **list, struct torus_mpi_request *r)
+{
+	r->rznext = NULL;
+	while (*list)
+		list = &(*list)->rznext;
+	*list = r;
+}
+
+static int rz_remove(struct torus_mpi_request **list, struct torus_mpi_request *r)
+{
+	for (; *list; list = &(*list)->rznext)
+		if (*list == r) {
+			*list = r->rznext;
+			r->rznext = NULL;
+			return 1;
+		}
+	return 0;
+}
+
+/* Receive r took a request to send (from node): the progress engine gets
+ * the data (rz_service). */
+static void rzv_take(struct torus_mpi_request *r, const struct mpi_rts *h, uint32_t node)
+{
+	r->env = h->env;
+	r->rzv = 1;
+	r->node = node;
+	r->sreq = h->sreq;
+	r->sregion = h->region;
+	r->trace = h->trace;
+	rz_append(&mpi_g.rz_setup, r);
+}
+
 /* A whole message at once: to the first posted receive that fits, or queued. */
 static int deliver_short(const struct mpi_env *e, const char *data)
 {
@@ -609,6 +673,48 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 	if (from >= mpi_g.nsrc)
 		return -EPROTO;
 	struct mpi_cur *cur = &mpi_g.cur[from];
+	if (info->user == 4) {
+		/* a request to send: matched now, the data come later */
+		struct mpi_rts h;
+		if (info->len != sizeof(h) || !info->last || info->offset)
+			return -EPROTO;
+		memcpy(&h, payload, sizeof(h));
+		struct torus_mpi_request *r = take_posted(&h.env);
+		if (r) {
+			rzv_take(r, &h, from);
+			return 0;
+		}
+		struct mpi_msg *m = calloc(1, sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		*m = (struct mpi_msg){.env = h.env, .complete = 1, .rzv = 1, .node = from, .region = h.region,
+				      .trace = h.trace, .sreq = h.sreq};
+		if (mpi_g.unexp_tail)
+			mpi_g.unexp_tail->next = m;
+		else
+			mpi_g.unexp_head = m;
+		mpi_g.unexp_tail = m;
+		return 0;
+	}
+	if (info->user == 5) {
+		/* the receiver has a rendezvous send's data: the send is done */
+		struct mpi_fin h;
+		if (info->len != sizeof(h) || !info->last || info->offset)
+			return -EPROTO;
+		memcpy(&h, payload, sizeof(h));
+		struct torus_mpi_request *r = mpi_g.rz_wait;
+		while (r && (uint64_t)(uintptr_t)r != h.sreq)
+			r = r->rznext;
+		if (!r || r->node != from)
+			return -EPROTO;
+		rz_remove(&mpi_g.rz_wait, r);
+		if (r->region != DMA_NO_COUNTER)
+			dma_mem_deregister(mpi_g.c, r->region);
+		r->fin = 1;
+		if (r->freed)
+			free(r); /* MPI_Request_free'd while it went on */
+		return 0;
+	}
 	if (info->user == 3) {
 		/* a short message: tag and communicator, then the data, in one
 		 * packet; the source and length come with the packet */
@@ -679,10 +785,17 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 	return 0;
 }
 
-/* An unexpected message, complete, to its receive: copy, complete, free. */
+/* An unexpected message, complete, to its receive: copy, complete, free
+ * (a request to send: set the receive up for the data). */
 void mpi_take(struct mpi_msg *m)
 {
 	struct torus_mpi_request *r = m->req;
+	if (m->rzv) {
+		struct mpi_rts h = {m->env, m->sreq, m->region, m->trace};
+		rzv_take(r, &h, m->node);
+		free(m);
+		return;
+	}
 	uint64_t n = m->env.len < r->cap ? m->env.len : r->cap;
 	if (n)
 		memcpy(r->buf, m->data, n);
@@ -691,29 +804,145 @@ void mpi_take(struct mpi_msg *m)
 	free(m);
 }
 
-/* Handle what has arrived; if nothing had, sleep until something arrives
- * or the sends complete, or up to 1 ms (the callers look again). */
+/* Everything this rank injected has left: so have its control messages. */
+static void sends_left(void)
+{
+	mpi_g.sends_out = 0;
+	while (mpi_g.ctl) {
+		struct mpi_ctl *k = mpi_g.ctl;
+		mpi_g.ctl = k->next;
+		free(k);
+	}
+}
+
+/* Tell node that its send sreq is done (a control message: its bytes live
+ * on mpi_g.ctl until every send has left). */
+static int post_fin(uint32_t node, uint64_t sreq)
+{
+	struct mpi_ctl *k = malloc(sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->fin.sreq = sreq;
+	int rc = dma_counter_add(mpi_g.c, mpi_g.inj, (int64_t)sizeof(k->fin));
+	if (rc) {
+		free(k);
+		return rc;
+	}
+	k->next = mpi_g.ctl;
+	mpi_g.ctl = k;
+	mpi_g.sends_out = 1;
+	struct dma_desc d;
+	dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 5, &k->fin, sizeof(k->fin), mpi_g.inj);
+	d.tag = TORUS_TAG(TORUS_TAG_P2P, 0, 0, 0, 0);
+	/* (the FIFO being full is back-pressure: wait, these are tiny) */
+	return dma_injfifo_post(mpi_g.fifo, &d, DMA_POST_WAIT);
+}
+
+/*
+ * The rendezvous work the handler queued: set up the receives that took a
+ * request to send (their region and counter) and get their data; complete
+ * the receives whose data are in, in order (a receive later in the list
+ * waits for the ones before, each of which finishes without this rank
+ * doing anything more; one counter test per call keeps polling cheap in
+ * virtual time), and tell their senders. Set-ups that find no free region
+ * or counter while other receives hold some wait for the next call, as do
+ * gets that find the FIFO full. The number of things done, or a negative
+ * error.
+ */
+static int rz_service(void)
+{
+	emu_core_t *c = mpi_g.c;
+	int rc, done = 0;
+	while (mpi_g.rz_setup) {
+		struct torus_mpi_request *r = mpi_g.rz_setup;
+		uint64_t n = r->env.len < r->cap ? r->env.len : r->cap;
+		if (!r->armed) {
+			r->region = r->counter = DMA_NO_COUNTER;
+			if (n) {
+				rc = dma_mem_register(c, r->buf, n, &r->region);
+				if (!rc && (rc = dma_counter_alloc(c, &r->counter)) == 0)
+					rc = dma_counter_add(c, r->counter, (int64_t)n);
+				if (rc) {
+					if (r->region != DMA_NO_COUNTER)
+						dma_mem_deregister(c, r->region);
+					if (r->counter != DMA_NO_COUNTER)
+						dma_counter_free(c, r->counter);
+					r->region = r->counter = DMA_NO_COUNTER;
+					if (rc == DMA_ERR_NOSPACE && mpi_g.rz_recv)
+						break; /* a receive in flight gives one back */
+					return rc;
+				}
+			}
+			r->got = n;
+			r->armed = 1;
+		}
+		if (n && !r->asked) {
+			if (r->sregion == DMA_NO_COUNTER)
+				return -EPROTO; /* data announced without a region */
+			struct dma_desc d;
+			dma_desc_get(&d, r->node, r->sregion, 0, n, r->region, 0, r->counter);
+			d.tag = r->trace;
+			if ((rc = dma_injfifo_post(mpi_g.fifo, &d, 0)) == -EAGAIN)
+				break;
+			if (rc)
+				return rc;
+			r->asked = 1;
+		}
+		mpi_g.rz_setup = r->rznext;
+		rz_append(&mpi_g.rz_recv, r);
+		done++;
+	}
+	while (mpi_g.rz_recv) {
+		struct torus_mpi_request *r = mpi_g.rz_recv;
+		int zero = 1;
+		if (r->got && (rc = dma_counter_test(c, r->counter, &zero)))
+			return rc;
+		if (!zero)
+			break;
+		if ((rc = post_fin(r->node, r->sreq)))
+			return rc;
+		mpi_g.rz_recv = r->rznext;
+		r->rznext = NULL;
+		if (r->got) {
+			dma_mem_deregister(c, r->region);
+			dma_counter_free(c, r->counter);
+		}
+		complete(r, &r->env, r->got);
+		done++;
+	}
+	return done;
+}
+
+/* Handle what has arrived and the rendezvous work; if nothing moved, sleep
+ * until something arrives, the first rendezvous receive's data are in or
+ * the sends complete, or up to 1 ms (the callers look again). */
 int mpi_progress(int may_sleep)
 {
 	unsigned got = 0;
 	int rc = dma_recfifo_poll(mpi_g.c, 64, &got);
 	if (rc)
 		return rc;
-	if (!got && may_sleep) {
-		if (mpi_g.sends_out) {
+	if ((rc = rz_service()) < 0)
+		return rc;
+	if (!got && !rc && may_sleep) {
+		rc = 0;
+		if (mpi_g.rz_recv && mpi_g.rz_recv->got) {
+			int zero = 0;
+			rc = dma_recfifo_wait_counter(mpi_g.c, mpi_g.rz_recv->counter, 1, &zero);
+		} else if (mpi_g.sends_out) {
 			/* wake when the sends are done too: under --exact a 1 ms
 			 * timeout is 1 ms of emulated time */
 			int zero = 0;
 			rc = dma_recfifo_wait_counter(mpi_g.c, mpi_g.inj, 1, &zero);
 			if (zero)
-				mpi_g.sends_out = 0;
+				sends_left();
 		} else {
 			rc = dma_recfifo_wait(mpi_g.c, 1);
 		}
 		if (rc == -ETIMEDOUT)
 			rc = 0;
 	}
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 static int check_p2p(const char *fn, const void *buf, int count, MPI_Datatype t, int peer, int tag, MPI_Comm comm,
@@ -736,56 +965,116 @@ static int check_p2p(const char *fn, const void *buf, int count, MPI_Datatype t,
 	return MPI_SUCCESS;
 }
 
-/* Post a message's two parts; the request completes when they have left. */
+/* How a send goes: eager up to the eager limit and by rendezvous above
+ * it; or always by rendezvous (synchronous sends: the answer proves the
+ * receive started). */
+enum send_mode { SEND_AUTO, SEND_RZV };
+
+/* Post a message (eager: its parts; rendezvous: its request to send); the
+ * request completes when they have left, and for a rendezvous once the
+ * receiver cleared it and its data have left too. */
 static int post_send_tagged(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm,
-			    struct torus_mpi_request *r, uint32_t trace);
-static int post_send(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm, struct torus_mpi_request *r)
+			    struct torus_mpi_request *r, uint32_t trace, enum send_mode mode);
+static int post_send(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm, struct torus_mpi_request *r,
+		     enum send_mode mode)
 {
-	return post_send_tagged(buf, bytes, dest, tag, comm, r, TORUS_TAG(TORUS_TAG_P2P, 0, 0, 0, 0));
+	return post_send_tagged(buf, bytes, dest, tag, comm, r, TORUS_TAG(TORUS_TAG_P2P, 0, 0, 0, 0), mode);
 }
+
+/* Post descriptor d, handling arrivals while the FIFO is full. */
+static int post_desc(struct dma_desc *d)
+{
+	int rc;
+	while ((rc = dma_injfifo_post(mpi_g.fifo, d, 0)) == -EAGAIN)
+		if ((rc = mpi_progress(1)))
+			break;
+	return rc;
+}
+
+static int eager_post(uint32_t node, const struct mpi_env *e, const void *buf, uint64_t bytes, uint32_t trace,
+		      char *hdr);
 
 /* (trace: the tag its packets carry in a --trace, TORUS_TAG) */
 static int post_send_tagged(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm,
-			    struct torus_mpi_request *r, uint32_t trace)
+			    struct torus_mpi_request *r, uint32_t trace, enum send_mode mode)
 {
 	emu_core_t *c = mpi_g.c;
 	struct mpi_comm *cm = mpi_comm_of(comm);
 	r->env = (struct mpi_env){tag, cm->ctx, cm->rank, bytes};
 	uint32_t node = node_of(comm, dest);
 	struct dma_desc d;
+	uint32_t region = DMA_NO_COUNTER;
+	int rzv = mode == SEND_RZV || (mode == SEND_AUTO && bytes > mpi_g.eager_limit);
+	if (rzv && bytes) {
+		/* the receiver gets the data from here (the get only reads) */
+		int rc = dma_mem_register(c, (void *)(uintptr_t)buf, bytes, &region);
+		if (rc == DMA_ERR_NOSPACE)
+			rzv = 0; /* no region free: eager after all */
+		else if (rc)
+			return rc;
+	}
+	if (rzv) {
+		/* the request to send lives in the request, which lives until
+		 * the receiver says it is done (after the request has left) */
+		struct mpi_rts h = {r->env, (uint64_t)(uintptr_t)r, region, trace};
+		memcpy(r->shortbuf, &h, sizeof(h));
+		r->rzv = 1;
+		r->region = region;
+		r->node = node;
+		r->send = 1;
+		int rc = dma_counter_add(c, mpi_g.inj, (int64_t)sizeof(h));
+		if (rc) {
+			if (region != DMA_NO_COUNTER)
+				dma_mem_deregister(c, region);
+			return rc;
+		}
+		mpi_g.sends_out = 1;
+		rz_append(&mpi_g.rz_wait, r);
+		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 4, r->shortbuf, sizeof(h), mpi_g.inj);
+		d.tag = trace;
+		if ((rc = post_desc(&d)) && rz_remove(&mpi_g.rz_wait, r) && region != DMA_NO_COUNTER)
+			dma_mem_deregister(c, region);
+		return rc;
+	}
+	r->send = 1;
+	return eager_post(node, &r->env, buf, bytes, trace, r->shortbuf);
+}
+
+/*
+ * An eager message: a short one is one packet, its header and data copied
+ * to hdr (at least sizeof(struct mpi_short) + MPI_SHORT_BYTES bytes); a
+ * longer one is its envelope, copied to hdr, then its data from buf. hdr
+ * and buf must stay until the packets have left (the injection counter).
+ */
+static int eager_post(uint32_t node, const struct mpi_env *e, const void *buf, uint64_t bytes, uint32_t trace,
+		      char *hdr)
+{
+	struct dma_desc d;
 	int is_short = bytes <= MPI_SHORT_BYTES;
-	int rc = dma_counter_add(c, mpi_g.inj,
-				 (int64_t)((is_short ? sizeof(struct mpi_short) : sizeof(r->env)) + bytes));
+	int rc = dma_counter_add(mpi_g.c, mpi_g.inj,
+				 (int64_t)((is_short ? sizeof(struct mpi_short) : sizeof(*e)) + bytes));
 	if (rc)
 		return rc;
 	mpi_g.sends_out = 1;
 	if (is_short) {
 		/* one packet: envelope and data together (a copy of at most a packet) */
-		struct mpi_short h = {tag, (uint16_t)cm->ctx, (uint16_t)cm->rank};
-		memcpy(r->shortbuf, &h, sizeof(h));
+		struct mpi_short h = {e->tag, (uint16_t)e->comm, (uint16_t)e->src};
+		memcpy(hdr, &h, sizeof(h));
 		if (bytes)
-			memcpy(r->shortbuf + sizeof(h), buf, bytes);
-		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 3, r->shortbuf, sizeof(h) + bytes, mpi_g.inj);
+			memcpy(hdr + sizeof(h), buf, bytes);
+		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 3, hdr, sizeof(h) + bytes, mpi_g.inj);
 		d.tag = trace;
-		while ((rc = dma_injfifo_post(mpi_g.fifo, &d, 0)) == -EAGAIN)
-			if ((rc = mpi_progress(1)))
-				break;
-		r->send = 1;
-		return rc;
+		return post_desc(&d);
 	}
-	dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 1, &r->env, sizeof(r->env), mpi_g.inj);
+	memcpy(hdr, e, sizeof(*e));
+	dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 1, hdr, sizeof(*e), mpi_g.inj);
 	d.tag = trace;
-	while ((rc = dma_injfifo_post(mpi_g.fifo, &d, 0)) == -EAGAIN)
-		if ((rc = mpi_progress(1)))
-			break;
+	rc = post_desc(&d);
 	if (!rc && bytes) {
 		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 2, buf, bytes, mpi_g.inj);
 		d.tag = trace;
-		while ((rc = dma_injfifo_post(mpi_g.fifo, &d, 0)) == -EAGAIN)
-			if ((rc = mpi_progress(1)))
-				break;
+		rc = post_desc(&d);
 	}
-	r->send = 1;
 	return rc;
 }
 
@@ -797,7 +1086,7 @@ static int send_done(void)
 	int zero = 0;
 	int rc = dma_counter_test(mpi_g.c, mpi_g.inj, &zero);
 	if (!rc && zero)
-		mpi_g.sends_out = 0;
+		sends_left();
 	return rc ? rc : zero;
 }
 
@@ -838,22 +1127,29 @@ static int post_recv(void *buf, uint64_t cap, int src, int tag, MPI_Comm comm, s
 	return 0;
 }
 
+/* Is send r complete: its packets (and a rendezvous' data) have left? 1,
+ * 0, or a negative error. */
+static int send_complete(const struct torus_mpi_request *r)
+{
+	return r->rzv ? r->fin : send_done();
+}
+
 /* Wait for a request: 0, or an MPI error code. */
 static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 {
 	int rc = 0;
-	if (r->send && emu_exact(mpi_g.c)) {
+	if (r->send && !r->rzv && emu_exact(mpi_g.c)) {
 		/* --exact: the sends have left when the counter is zero, in
 		 * virtual time (polling with mpi_progress would wake at the next
 		 * arrival, or only after 1 ms of emulated time); they leave
 		 * whether or not this core handles its arrivals meanwhile */
 		rc = dma_counter_wait(mpi_g.c, mpi_g.inj);
 		if (!rc)
-			mpi_g.sends_out = 0;
+			sends_left();
 	}
 	for (; !rc;) {
 		if (r->send) {
-			int d = send_done();
+			int d = send_complete(r);
 			if (d < 0) {
 				rc = d;
 				break;
@@ -891,28 +1187,37 @@ static void null_status(MPI_Status *st)
 	}
 }
 
-int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+/* A blocking send (fn: the MPI call, for errors). */
+static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+			 MPI_Comm comm, enum send_mode mode)
 {
-	int rc = check_p2p("MPI_Send", buf, count, datatype, dest, tag, comm, 0);
+	int rc = check_p2p(fn, buf, count, datatype, dest, tag, comm, 0);
 	if (rc || dest == MPI_PROC_NULL)
 		return rc;
 	struct torus_mpi_request r;
 	memset(&r, 0, sizeof(r));
-	if (post_send(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), dest, tag, comm, &r))
-		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Send", "the DMA unit refused the message");
+	if (post_send(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), dest, tag, comm, &r, mode))
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "the DMA unit refused the message");
 	rc = wait_request(&r, NULL);
-	return rc ? mpi_error(comm, rc, "MPI_Send", "the send did not complete") : MPI_SUCCESS;
+	return rc ? mpi_error(comm, rc, fn, "the send did not complete") : MPI_SUCCESS;
 }
 
-/* No rendezvous yet: a synchronous or ready send is a standard one. */
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+	return send_blocking("MPI_Send", buf, count, datatype, dest, tag, comm, SEND_AUTO);
+}
+
+/* Synchronous: always a rendezvous, whose answer says the receive has
+ * started; it completes once its data have left. */
 int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-	return MPI_Send(buf, count, datatype, dest, tag, comm);
+	return send_blocking("MPI_Ssend", buf, count, datatype, dest, tag, comm, SEND_RZV);
 }
 
+/* Ready: the receive is posted, which a standard send assumes nothing about. */
 int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-	return MPI_Send(buf, count, datatype, dest, tag, comm);
+	return send_blocking("MPI_Rsend", buf, count, datatype, dest, tag, comm, SEND_AUTO);
 }
 
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
@@ -934,26 +1239,44 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 	return rc ? mpi_error(comm, rc, "MPI_Recv", "the receive failed") : MPI_SUCCESS;
 }
 
-int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-	      MPI_Request *request)
+static int send_nonblocking(const char *fn, const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+			    MPI_Comm comm, MPI_Request *request, enum send_mode mode)
 {
 	if (!request)
-		return mpi_error(comm, MPI_ERR_REQUEST, "MPI_Isend", "NULL request");
-	int rc = check_p2p("MPI_Isend", buf, count, datatype, dest, tag, comm, 0);
+		return mpi_error(comm, MPI_ERR_REQUEST, fn, "NULL request");
+	int rc = check_p2p(fn, buf, count, datatype, dest, tag, comm, 0);
 	if (rc)
 		return rc;
 	struct torus_mpi_request *r = new_request();
 	if (!r)
-		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Isend", "out of memory");
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
 	if (dest == MPI_PROC_NULL) {
 		r->done = 1;
 		r->proc_null = 1;
-	} else if (post_send(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), dest, tag, comm, r)) {
+	} else if (post_send(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), dest, tag, comm, r, mode)) {
 		free(r);
-		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Isend", "the DMA unit refused the message");
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "the DMA unit refused the message");
 	}
 	*request = r;
 	return MPI_SUCCESS;
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+	      MPI_Request *request)
+{
+	return send_nonblocking("MPI_Isend", buf, count, datatype, dest, tag, comm, request, SEND_AUTO);
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+	       MPI_Request *request)
+{
+	return send_nonblocking("MPI_Issend", buf, count, datatype, dest, tag, comm, request, SEND_RZV);
+}
+
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+	       MPI_Request *request)
+{
+	return send_nonblocking("MPI_Irsend", buf, count, datatype, dest, tag, comm, request, SEND_AUTO);
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
@@ -1027,7 +1350,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 static int request_ready(MPI_Request r)
 {
 	return r == MPI_REQUEST_NULL || (r->persistent && !r->active) || r->proc_null ||
-	       (r->send ? send_done() > 0 : r->done);
+	       (r->send ? send_complete(r) > 0 : r->done);
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
@@ -1146,6 +1469,12 @@ int MPI_Request_free(MPI_Request *request)
 		} else {
 			*pp = r->next;
 		}
+	} else if (r->send && r->rzv && !r->fin) {
+		/* a rendezvous not yet done: it goes on, and the handler frees
+		 * the request when the receiver says it has the data */
+		r->freed = 1;
+		*request = MPI_REQUEST_NULL;
+		return MPI_SUCCESS;
 	} else if (r->send) {
 		/* its envelope lives in the request: wait until it has left */
 		while (send_done() == 0)
@@ -1250,7 +1579,7 @@ int mpi_send_raw(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm co
 {
 	struct torus_mpi_request r;
 	memset(&r, 0, sizeof(r));
-	if (post_send_tagged(buf, bytes, dest, tag, comm, &r, coll_trace(tag)))
+	if (post_send_tagged(buf, bytes, dest, tag, comm, &r, coll_trace(tag), SEND_AUTO))
 		return MPI_ERR_INTERN;
 	return wait_request(&r, NULL);
 }
@@ -1270,7 +1599,7 @@ int mpi_sendrecv_raw(const void *sbuf, uint64_t sbytes, int dest, void *rbuf, ui
 	memset(&rr, 0, sizeof(rr));
 	memset(&sr, 0, sizeof(sr));
 	post_recv(rbuf, rbytes, src, tag, comm, &rr);
-	if (post_send_tagged(sbuf, sbytes, dest, tag, comm, &sr, coll_trace(tag)))
+	if (post_send_tagged(sbuf, sbytes, dest, tag, comm, &sr, coll_trace(tag), SEND_AUTO))
 		return MPI_ERR_INTERN;
 	int a = wait_request(&sr, NULL), b = wait_request(&rr, NULL);
 	return a ? a : b;
@@ -1319,21 +1648,41 @@ int MPI_Buffer_detach(void *buffer_addr, int *size)
 	*size = mpi_g.bsend_size;
 	mpi_g.bsend_buf = NULL;
 	mpi_g.bsend_size = 0;
+	mpi_g.bsend_used = 0;
 	return MPI_SUCCESS;
 }
 
 /*
- * A buffered send completes at once; here every send is eager and its data
- * leave the node before it returns, so the attached buffer only has to be
- * large enough, as MPI requires (message + MPI_BSEND_OVERHEAD).
+ * A buffered send completes locally: the message, with its envelope, is
+ * copied into the attached buffer and goes eager from there, whatever its
+ * size; the call returns at once. The buffer's space comes back when
+ * everything this rank sent has left (a message takes its size plus at
+ * most MPI_BSEND_OVERHEAD): a send that does not fit in what is left then
+ * fails with MPI_ERR_BUFFER, as MPI asks.
  */
 int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
-	uint64_t need = (uint64_t)(count > 0 ? count : 0) * (uint64_t)mpi_type_size(datatype) + MPI_BSEND_OVERHEAD;
-	if (count >= 0 && mpi_type_size(datatype) && dest != MPI_PROC_NULL && need > (uint64_t)mpi_g.bsend_size)
-		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Bsend", "%llu bytes needed, %d attached",
-				 (unsigned long long)need, mpi_g.bsend_size);
-	return MPI_Send(buf, count, datatype, dest, tag, comm);
+	int rc = check_p2p("MPI_Bsend", buf, count, datatype, dest, tag, comm, 0);
+	if (rc || dest == MPI_PROC_NULL)
+		return rc;
+	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
+	uint64_t need = (sizeof(struct mpi_env) + bytes + 15) & ~(uint64_t)15, size = (uint64_t)mpi_g.bsend_size;
+	if (mpi_g.bsend_used + need > size && mpi_g.bsend_used && send_done() > 0)
+		mpi_g.bsend_used = 0; /* every buffered message has left */
+	if (mpi_g.bsend_used + need > size)
+		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Bsend", "%llu bytes needed, %llu of %d attached free",
+				 (unsigned long long)(bytes + MPI_BSEND_OVERHEAD), (unsigned long long)(size - mpi_g.bsend_used),
+				 mpi_g.bsend_size);
+	char *chunk = (char *)mpi_g.bsend_buf + mpi_g.bsend_used, *data = chunk + sizeof(struct mpi_env);
+	mpi_g.bsend_used += need;
+	struct mpi_comm *cm = mpi_comm_of(comm);
+	struct mpi_env e = {tag, cm->ctx, cm->rank, bytes};
+	if (bytes > MPI_SHORT_BYTES)
+		memcpy(data, buf, bytes); /* (a short one is copied whole to chunk) */
+	if (eager_post(node_of(comm, dest), &e, bytes > MPI_SHORT_BYTES ? data : buf, bytes,
+		       TORUS_TAG(TORUS_TAG_P2P, 0, 0, 0, 0), chunk))
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Bsend", "the DMA unit refused the message");
+	return MPI_SUCCESS;
 }
 
 int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
@@ -1399,7 +1748,7 @@ int MPI_Start(MPI_Request *request)
 		r->proc_null = r->done = 1;
 	} else if (r->precv) {
 		post_recv((void *)r->pbuf, bytes, r->ppeer, r->ptag, r->comm, r);
-	} else if (post_send(r->pbuf, bytes, r->ppeer, r->ptag, r->comm, r)) {
+	} else if (post_send(r->pbuf, bytes, r->ppeer, r->ptag, r->comm, r, SEND_AUTO)) {
 		r->active = 0;
 		return mpi_error(r->comm, MPI_ERR_INTERN, "MPI_Start", "the DMA unit refused the message");
 	}

@@ -28,7 +28,33 @@ struct mpi_msg {
 	int complete;
 	struct torus_mpi_request *req;   /* the receive that took it */
 	struct mpi_msg *next;
+	/* rendezvous: only its request to send came (the data stay at the sender) */
+	int rzv;
+	uint32_t node, region, trace;    /* the sender's node, its buffer's region, the trace tag */
+	uint64_t sreq;                   /* the sender's name for the send */
 };
+
+/* Rendezvous (messages over the eager limit, and every synchronous send):
+ * the sender registers its buffer and sends a request to send (user header
+ * 4): the envelope, the region, and its name for the send. The receive
+ * that takes it registers its own buffer, arms a counter with the bytes it
+ * takes and gets them from the sender's region (a remote get: the sender's
+ * DMA unit answers it without the sender's core); once the counter is zero
+ * it tells the sender (user header 5: done), which completes the send. */
+struct mpi_rts {
+	struct mpi_env env;
+	uint64_t sreq;
+	uint32_t region, trace;          /* region: DMA_NO_COUNTER for no data */
+};
+struct mpi_fin {
+	uint64_t sreq;
+};
+/* A control message on its way out: freed once every send has left. */
+struct mpi_ctl {
+	struct mpi_fin fin;
+	struct mpi_ctl *next;
+};
+#define MPI_EAGER_LIMIT 16384u          /* default; TORUS_MPI_EAGER_LIMIT sets it */
 
 /* A short message's header: the packet says the source and the length. */
 struct mpi_short {
@@ -54,6 +80,15 @@ struct torus_mpi_request {
 	const void *pbuf;
 	int pcount, ppeer, ptag;
 	MPI_Datatype ptype;
+	/* rendezvous. A send: rzv, its buffer's region; fin once the receiver
+	 * has its data; freed (by MPI_Request_free) before that. A receive: rzv
+	 * once it took a request to send from (node, sreq) for the sender's
+	 * sregion; armed once its own region and counter are set up, asked
+	 * once its get is posted; got: the bytes it takes. */
+	int rzv, fin, freed, armed, asked;
+	uint32_t node, trace, region, sregion, counter;
+	uint64_t sreq, got;
+	struct torus_mpi_request *rznext; /* the rendezvous list it is on */
 };
 
 /* per source node: the message whose data comes next */
@@ -97,6 +132,12 @@ struct mpi_state {
 	struct torus_mpi_request *posted;
 	void *bsend_buf;                 /* MPI_Buffer_attach */
 	int bsend_size;
+	uint64_t bsend_used;             /* bytes of it holding messages not known to have left */
+	uint64_t eager_limit;            /* larger messages go by rendezvous */
+	/* rendezvous lists, in order: sends waiting to be done; receives to
+	 * set up (region, counter, get); receives waiting for their data */
+	struct torus_mpi_request *rz_wait, *rz_setup, *rz_recv;
+	struct mpi_ctl *ctl;             /* control messages not known to have left */
 };
 extern struct mpi_state mpi_g;
 

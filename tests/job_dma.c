@@ -741,6 +741,66 @@ static int run_markwait(emu_core_t *c)
 	return dma_barrier(c);
 }
 
+/*
+ * --exact: a wait for a packet or a counter (dma_recfifo_wait_counter)
+ * whose counter reaches zero as the core's own packet finishes leaving,
+ * while a message arrives. Global core 0 puts a whole packet to core 1
+ * (635 ns on the wire by default) and waits for its injection counter or
+ * a message; core 1 sends it 16 bytes at the same time, which arrive long
+ * before the put has left. The wait must return the message at its
+ * arrival, whatever the timekeeper had simulated when the core asked (the
+ * second round naps in wall time first, so that it runs ahead).
+ */
+static int run_leftwait(emu_core_t *c)
+{
+	if (!CHECK(c, emu_exact(c) && emu_core_total(c) >= 2, "leftwait needs torusrun --exact and two cores"))
+		return 1;
+	uint32_t me = emu_core_global(c), node0, core0, node1, core1, inj, reg;
+	uint8_t src[TORUS_MAX_PAYLOAD] = {1}, dst[TORUS_MAX_PAYLOAD];
+	dma_injfifo_t *f;
+	emu_core_locate(c, 0, &node0, &core0);
+	emu_core_locate(c, 1, &node1, &core1);
+	CHECK(c, dma_counter_alloc(c, &inj) == 0 && dma_injfifo_open(c, 0, &f) == 0, "set up");
+	if (me == 1)
+		CHECK(c, dma_mem_register(c, dst, sizeof(dst), &reg) == 0 && reg == region_id(c, core1), "register");
+	for (int round = 0; round < 2; round++) {
+		if (dma_barrier(c))
+			return 1;
+		torus_vt_t t0 = emu_core_now(c);
+		struct dma_desc d;
+		if (me == 1) {
+			uint8_t msg[16] = {5};
+			dma_counter_add(c, inj, sizeof(msg));
+			dma_desc_memfifo(&d, node0, core0, 0, 55, msg, sizeof(msg), inj);
+			post(c, f, &d);
+			CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
+		} else if (me == 0) {
+			dma_counter_add(c, inj, sizeof(src));
+			dma_desc_put(&d, node1, src, sizeof(src), region_id(c, core1), 0, DMA_NO_COUNTER, inj);
+			post(c, f, &d);
+			if (round) {
+				struct timespec ts = {0, 20 * 1000 * 1000};
+				nanosleep(&ts, NULL);
+			}
+			int zero = -1;
+			int rc = dma_recfifo_wait_counter(c, inj, -1, &zero);
+			torus_vt_t ta = emu_core_now(c) - t0;
+			struct dma_recv_info info;
+			uint8_t b[TORUS_MAX_PAYLOAD];
+			int rn = dma_recfifo_next(c, &info, b, sizeof(b));
+			CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
+			torus_vt_t tz = emu_core_now(c) - t0;
+			CHECK(c, rc == 0 && zero == 0 && rn == 0 && info.user == 55 && info.arrival - t0 == ta && ta < tz,
+			      "round %d: rc %d zero %d, the message (%d) at %" PRIu64 " ps, arrived at %" PRIu64
+			      " ps; the counter zero at %" PRIu64 " ps",
+			      round, rc, zero, rn, ta, info.arrival - t0, tz);
+			printf("leftwait: round %d: the message at %.3f us, the counter zero at %.3f us\n", round, ta * 1e-6,
+			       tz * 1e-6);
+		}
+	}
+	return dma_barrier(c);
+}
+
 /* A counter nobody will ever decrement: only the hang detector ends this. */
 static int run_hang(emu_core_t *c)
 {
@@ -771,6 +831,8 @@ static int core_main(emu_core_t *c, void *arg)
 		rc = run_faulttime(c);
 	else if (!strcmp(scenario, "markwait"))
 		rc = run_markwait(c);
+	else if (!strcmp(scenario, "leftwait"))
+		rc = run_leftwait(c);
 	else if (!strcmp(scenario, "full"))
 		rc = run_full(c);
 	else if (!strcmp(scenario, "barrier"))
@@ -790,7 +852,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
 		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | bad | full | barrier | "
-		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait (these two: --exact)\n");
+		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait | leftwait (these three: --exact)\n");
 		return argc < 2 ? 2 : 0;
 	}
 	scenario = argv[1];

@@ -46,6 +46,21 @@ static void test_mpi_check(void)
 		       "%s: status %d\n%.2000s\n%.1000s", shapes[i], r.status, r.out, r.err);
 		result_free(&r);
 	}
+	/* rendezvous for (nearly) everything: every message over 16 bytes,
+	 * the collectives' own included (a smaller limit would deadlock the
+	 * program's deliberately unsafe exchanges of small messages, as MPI
+	 * allows); a bad limit is refused */
+	static const char *const rzv[] = {"--torus 2x2", "--torus 3 --cores-map 1,3,2"};
+	for (size_t i = 0; i < sizeof(rzv) / sizeof(rzv[0]); i++) {
+		struct result r = run("TORUS_MPI_EAGER_LIMIT=16 $B/torusrun %s --timeout 60 -- $T/mpi_check", rzv[i]);
+		EXPECT(r.status == 0 && strstr(r.out, "all passed:") && !strstr(r.out, "FAILED"),
+		       "eager limit 16, %s: status %d\n%.2000s\n%.1000s", rzv[i], r.status, r.out, r.err);
+		result_free(&r);
+	}
+	struct result bad = run("TORUS_MPI_EAGER_LIMIT=12k $B/torusrun --torus 2 --timeout 60 -- $T/mpi_check");
+	EXPECT(bad.status == 1 && strstr(bad.err, "TORUS_MPI_EAGER_LIMIT=12k is not a number of bytes"),
+	       "a bad eager limit: status %d\n%.1000s", bad.status, bad.err);
+	result_free(&bad);
 	/* under --exact: everything passes, and every chaos seed gives rank 0
 	 * the same emulated time (a send completes when its counter is zero in
 	 * virtual time, not at the next arrival or 1 ms later) */

@@ -205,6 +205,149 @@ static void p2p(void)
 	      "proc null");
 }
 
+/* Rendezvous (messages over the eager limit, and synchronous sends). */
+static void fill(char *b, int n, int seed)
+{
+	for (int i = 0; i < n; i++)
+		b[i] = (char)(seed * 7 + i * 13 + (i >> 8));
+}
+static int bad_bytes(const char *b, int n, int seed)
+{
+	int bad = 0;
+	for (int i = 0; i < n; i++)
+		bad += b[i] != (char)(seed * 7 + i * 13 + (i >> 8));
+	return bad;
+}
+
+static void rendezvous(void)
+{
+	int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+	/* around the ring, at the eager limit and past it, both ways of waiting */
+	static const int lens[] = {16384, 16385, 70000, 300000};
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		int n = lens[k];
+		char *out = malloc((size_t)n), *in = malloc((size_t)n);
+		fill(out, n, rank);
+		memset(in, 0, (size_t)n);
+		MPI_Request rq[2];
+		MPI_Status st[2];
+		MPI_Irecv(in, n, MPI_CHAR, prev, 60, MPI_COMM_WORLD, &rq[0]);
+		MPI_Isend(out, n, MPI_CHAR, next, 60, MPI_COMM_WORLD, &rq[1]);
+		MPI_Waitall(2, rq, st);
+		int cnt = -1;
+		MPI_Get_count(&st[0], MPI_CHAR, &cnt);
+		CHECK(cnt == n && !bad_bytes(in, n, prev) && st[0].MPI_SOURCE == prev, "rendezvous ring of %d bytes: count %d",
+		      n, cnt);
+		free(out);
+		free(in);
+	}
+	if (size < 2)
+		return;
+	/* a large message that arrives before its receive: probed, then taken */
+	MPI_Barrier(MPI_COMM_WORLD);
+	enum { BIG = 50000 };
+	static char big[BIG], got[BIG];
+	if (rank == 1) {
+		fill(big, BIG, 1);
+		MPI_Send(big, BIG, MPI_CHAR, 0, 61, MPI_COMM_WORLD);
+	} else if (rank == 0) {
+		MPI_Status st;
+		int cnt = -1;
+		MPI_Probe(MPI_ANY_SOURCE, 61, MPI_COMM_WORLD, &st);
+		MPI_Get_count(&st, MPI_CHAR, &cnt);
+		memset(got, 0, BIG);
+		MPI_Recv(got, BIG, MPI_CHAR, st.MPI_SOURCE, 61, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		CHECK(cnt == BIG && st.MPI_SOURCE == 1 && !bad_bytes(got, BIG, 1), "probed rendezvous: count %d from %d", cnt,
+		      st.MPI_SOURCE);
+	}
+	/* truncated: the receive takes what fits and says so */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	if (rank == 1) {
+		fill(big, BIG, 2);
+		MPI_Send(big, BIG, MPI_CHAR, 0, 62, MPI_COMM_WORLD);
+	} else if (rank == 0) {
+		int cls = -1;
+		memset(got, 0, BIG);
+		MPI_Error_class(MPI_Recv(got, 20000, MPI_CHAR, 1, 62, MPI_COMM_WORLD, MPI_STATUS_IGNORE), &cls);
+		CHECK(cls == MPI_ERR_TRUNCATE && !bad_bytes(got, 20000, 2) && got[20000] == 0,
+		      "rendezvous truncation: class %d", cls);
+	}
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	/* a synchronous send does not complete before its receive is posted
+	 * (rank 1 posts it only after the barrier), even a small one */
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (rank == 0) {
+		int v = 77, flag = 1;
+		MPI_Request rq;
+		MPI_Issend(&v, 1, MPI_INT, 1, 63, MPI_COMM_WORLD, &rq);
+		for (int i = 0; i < 5 && flag; i++)
+			MPI_Test(&rq, &flag, MPI_STATUS_IGNORE);
+		CHECK(!flag, "MPI_Issend completed before its receive was posted");
+		MPI_Barrier(MPI_COMM_WORLD);
+		MPI_Wait(&rq, MPI_STATUS_IGNORE);
+		MPI_Ssend(&v, 1, MPI_INT, 1, 64, MPI_COMM_WORLD);
+	} else {
+		MPI_Barrier(MPI_COMM_WORLD);
+		if (rank == 1) {
+			int a = 0, b = 0;
+			MPI_Recv(&a, 1, MPI_INT, 0, 63, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			MPI_Recv(&b, 1, MPI_INT, 0, 64, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			CHECK(a == 77 && b == 77, "ssend: %d %d", a, b);
+		}
+	}
+	/* more large messages in flight than a core has DMA regions (32): the
+	 * receiver sets up what fits and the rest as those complete; a freed
+	 * send request goes on */
+	MPI_Barrier(MPI_COMM_WORLD);
+	enum { W = 40, WB = 20000 };
+	if (rank == 1) {
+		char *o = malloc((size_t)W * WB);
+		MPI_Request rq[W];
+		for (int i = 0; i < W; i++) {
+			fill(o + (size_t)i * WB, WB, 100 + i);
+			MPI_Isend(o + (size_t)i * WB, WB, MPI_CHAR, 0, 70 + i, MPI_COMM_WORLD, &rq[i]);
+		}
+		MPI_Request_free(&rq[W - 1]);
+		MPI_Waitall(W - 1, rq, MPI_STATUSES_IGNORE);
+		MPI_Barrier(MPI_COMM_WORLD); /* rank 0 has the last one too: o may go */
+		free(o);
+	} else if (rank == 0) {
+		char *in = calloc((size_t)W, WB);
+		MPI_Request rq[W];
+		for (int i = W - 1; i >= 0; i--) /* posted in reverse: matched by tag */
+			MPI_Irecv(in + (size_t)i * WB, WB, MPI_CHAR, 1, 70 + i, MPI_COMM_WORLD, &rq[i]);
+		MPI_Waitall(W, rq, MPI_STATUSES_IGNORE);
+		int bad = 0;
+		for (int i = 0; i < W; i++)
+			bad += bad_bytes(in + (size_t)i * WB, WB, 100 + i);
+		CHECK(!bad, "%d messages in flight: %d bad bytes", W, bad);
+		free(in);
+		MPI_Barrier(MPI_COMM_WORLD);
+	} else {
+		MPI_Barrier(MPI_COMM_WORLD);
+	}
+	/* a large buffered send completes before its receive is posted */
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (rank == 1) {
+		char *bb = malloc(BIG + MPI_BSEND_OVERHEAD);
+		void *back;
+		int sz;
+		MPI_Buffer_attach(bb, BIG + MPI_BSEND_OVERHEAD);
+		fill(big, BIG, 3);
+		MPI_Bsend(big, BIG, MPI_CHAR, 0, 65, MPI_COMM_WORLD);
+		MPI_Barrier(MPI_COMM_WORLD);
+		MPI_Buffer_detach(&back, &sz);
+		free(bb);
+	} else {
+		MPI_Barrier(MPI_COMM_WORLD);
+		if (rank == 0) {
+			memset(got, 0, BIG);
+			MPI_Recv(got, BIG, MPI_CHAR, 1, 65, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			CHECK(!bad_bytes(got, BIG, 3), "large bsend");
+		}
+	}
+}
+
 static void collectives(void)
 {
 	/* Allreduce on the torus (int, double) and off it (short, max) */
@@ -499,6 +642,7 @@ int main(int argc, char **argv)
 	CHECK(self_rank == 0 && self_size == 1, "comm self");
 	double t0 = MPI_Wtime();
 	p2p();
+	rendezvous();
 	collectives();
 	comms();
 	double t1 = MPI_Wtime();
