@@ -49,6 +49,8 @@ static void charge_reduce(uint64_t bytes)
 
 static int op_ok(const char *fn, MPI_Comm comm, MPI_Op op, MPI_Datatype t)
 {
+	if (mpi_user_op(op))
+		return MPI_SUCCESS; /* defined on whatever the program gives it */
 	if (op <= MPI_OP_NULL || op >= TORUS_MPI_NOPS_)
 		return mpi_error(comm, MPI_ERR_OP, fn, "unknown operation %d", op);
 	/* one element through the kernel: is op defined on t? */
@@ -104,7 +106,9 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 	return p2p_rc(comm, "MPI_Bcast", bcast(buffer, (uint64_t)count * (uint64_t)mpi_type_size(datatype), root, comm, size));
 }
 
-/* Binomial reduction to root: acc holds my contribution, then the result. */
+/* Binomial reduction to root: acc holds my contribution, then the result.
+ * A rank combines its part with the next ranks' (relative to root): in
+ * rank order when root is 0, as an operation that does not commute needs. */
 static int reduce(void *acc, int count, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm, int size)
 {
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(t);
@@ -119,7 +123,12 @@ static int reduce(void *acc, int count, MPI_Datatype t, MPI_Op op, int root, MPI
 			break;
 		}
 		if (rel + mask < size && !(rc = mpi_recv_raw(tmp, bytes, (rel + mask + root) % size, TAG_REDUCE, comm))) {
-			mpi_reduce_local(t, op, acc, tmp, (size_t)count);
+			if (mpi_op_commutes(op)) {
+				mpi_combine(t, op, tmp, acc, (size_t)count);
+			} else {
+				mpi_combine(t, op, acc, tmp, (size_t)count); /* acc's ranks come first */
+				memcpy(acc, tmp, bytes);
+			}
 			charge_reduce(bytes);
 		}
 	}
@@ -138,13 +147,21 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
 	if (count && ((!sendbuf) || (me == root && !recvbuf) || (sendbuf == MPI_IN_PLACE && me != root)))
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Reduce", "NULL buffer (or MPI_IN_PLACE off the root)");
-	/* the root accumulates in recvbuf, the others in a copy of their data */
-	void *acc = me == root ? recvbuf : malloc(bytes ? bytes : 1);
+	/* the rank that accumulates (the root, or rank 0 for an operation
+	 * that does not commute, which then sends the result to the root)
+	 * does it in recvbuf if it is the root, the others in a copy */
+	int at = mpi_op_commutes(op) ? root : 0;
+	const void *src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+	void *acc = me == root && at == root ? recvbuf : malloc(bytes ? bytes : 1);
 	if (!acc)
 		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Reduce", "out of memory");
-	if (sendbuf != MPI_IN_PLACE && bytes)
-		memmove(acc, sendbuf, bytes);
-	int rc = reduce(acc, count, datatype, op, root, comm, size);
+	if (acc != src && bytes)
+		memmove(acc, src, bytes);
+	int rc = reduce(acc, count, datatype, op, at, comm, size);
+	if (!rc && at != root && me == at)
+		rc = mpi_send_raw(acc, bytes, root, TAG_REDUCE, comm);
+	else if (!rc && at != root && me == root)
+		rc = mpi_recv_raw(recvbuf, bytes, at, TAG_REDUCE, comm);
 	if (acc != recvbuf)
 		free(acc);
 	return p2p_rc(comm, "MPI_Reduce", rc);
@@ -515,7 +532,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 	return MPI_SUCCESS;
 }
 
-/* Prefix reductions along the ranks (predefined operations commute). */
+/* Prefix reductions along the ranks, in rank order. */
 static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, MPI_Op op,
 		MPI_Comm comm, int exclusive)
 {
@@ -546,7 +563,7 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 		} else {
 			memcpy(next, mine, bytes);
 			if (me > 0) {
-				mpi_reduce_local(t, op, next, acc, (size_t)count);
+				mpi_combine(t, op, acc, next, (size_t)count);
 				charge_reduce(bytes);
 			}
 			rc = mpi_send_raw(next, bytes, me + 1, TAG_SCAN, comm);
@@ -559,7 +576,7 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 				memcpy(recvbuf, acc, bytes);
 		} else {
 			if (me > 0) {
-				mpi_reduce_local(t, op, mine, acc, (size_t)count);
+				mpi_combine(t, op, acc, mine, (size_t)count);
 				charge_reduce(bytes);
 			}
 			memcpy(recvbuf, mine, bytes);

@@ -196,6 +196,68 @@ int mpi_reduce_local(MPI_Datatype t, MPI_Op op, void *inout, const void *in, siz
 	}
 }
 
+/* ------------------------------------------------------ user operations */
+
+const struct mpi_user_op *mpi_user_op(MPI_Op op)
+{
+	if (op < MPI_USER_OP0 || op >= MPI_USER_OP0 + MPI_MAX_USER_OPS)
+		return NULL;
+	const struct mpi_user_op *u = &mpi_g.ops[op - MPI_USER_OP0];
+	return u->fn ? u : NULL;
+}
+
+int mpi_op_commutes(MPI_Op op)
+{
+	const struct mpi_user_op *u = mpi_user_op(op);
+	return u ? u->commute : 1;
+}
+
+int mpi_combine(MPI_Datatype t, MPI_Op op, const void *left, void *right, size_t n)
+{
+	const struct mpi_user_op *u = mpi_user_op(op);
+	if (!u)
+		return mpi_reduce_local(t, op, right, left, n);
+	if (!mpi_type_size(t) || n > INT32_MAX)
+		return -1;
+	int len = (int)n;
+	MPI_Datatype dt = t;
+	u->fn((void *)(uintptr_t)left, right, &len, &dt);
+	return 0;
+}
+
+int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
+{
+	if (!user_fn || !op)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Op_create", "NULL function or op");
+	for (int i = 0; i < MPI_MAX_USER_OPS; i++)
+		if (!mpi_g.ops[i].fn) {
+			mpi_g.ops[i] = (struct mpi_user_op){user_fn, commute != 0};
+			*op = MPI_USER_OP0 + i;
+			return MPI_SUCCESS;
+		}
+	return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Op_create", "all %d user operations are in use",
+			 MPI_MAX_USER_OPS);
+}
+
+int MPI_Op_free(MPI_Op *op)
+{
+	if (!op || !mpi_user_op(*op))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OP, "MPI_Op_free", "not a user operation");
+	mpi_g.ops[*op - MPI_USER_OP0].fn = NULL;
+	*op = MPI_OP_NULL;
+	return MPI_SUCCESS;
+}
+
+int MPI_Op_commutative(MPI_Op op, int *commute)
+{
+	if (!commute)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Op_commutative", "NULL commute");
+	if (!mpi_user_op(op) && (op <= MPI_OP_NULL || op >= TORUS_MPI_NOPS_))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OP, "MPI_Op_commutative", "unknown operation %d", op);
+	*commute = mpi_op_commutes(op);
+	return MPI_SUCCESS;
+}
+
 /* The catalogue's dtype and op for (t, op), or -1: the torus algorithms. */
 int mpi_coll_types(MPI_Datatype t, MPI_Op op, enum coll_dtype *dt, enum coll_op *cop)
 {

@@ -116,6 +116,14 @@ struct mpi_group {
 	uint32_t *world;                 /* member i's world rank */
 };
 
+/* User operations (MPI_Op_create): handles from MPI_USER_OP0 on. */
+#define MPI_USER_OP0 100
+#define MPI_MAX_USER_OPS 256
+struct mpi_user_op {
+	MPI_User_function *fn; /* NULL: a free slot */
+	int commute;
+};
+
 struct mpi_state {
 	int state;                       /* 0 before MPI_Init, 1 running, 2 finalized */
 	emu_core_t *c;
@@ -138,6 +146,7 @@ struct mpi_state {
 	 * set up (region, counter, get); receives waiting for their data */
 	struct torus_mpi_request *rz_wait, *rz_setup, *rz_recv;
 	struct mpi_ctl *ctl;             /* control messages not known to have left */
+	struct mpi_user_op ops[MPI_MAX_USER_OPS]; /* MPI_Op_create */
 };
 extern struct mpi_state mpi_g;
 
@@ -148,6 +157,13 @@ static inline struct mpi_comm *mpi_comm_of(MPI_Comm c)
 
 int mpi_type_size(MPI_Datatype t);
 int mpi_reduce_local(MPI_Datatype t, MPI_Op op, void *inout, const void *in, size_t n);
+/* op's user operation, or NULL (a predefined or unknown op). */
+const struct mpi_user_op *mpi_user_op(MPI_Op op);
+/* right = left op right (left: the lower ranks' part), n elements of t;
+ * predefined operations commute. 0, or -1 if op is not defined on t. */
+int mpi_combine(MPI_Datatype t, MPI_Op op, const void *left, void *right, size_t n);
+/* Does op commute (predefined ones do)? */
+int mpi_op_commutes(MPI_Op op);
 int mpi_coll_types(MPI_Datatype t, MPI_Op op, enum coll_dtype *dt, enum coll_op *cop);
 /* The error handler of comm (fatal: prints, aborts the job); returns code. */
 int mpi_error(MPI_Comm comm, int code, const char *fn, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -348,6 +348,104 @@ static void rendezvous(void)
 	}
 }
 
+/* User operations: 2x2 matrix products mod 1009 (associative, and not
+ * commutative), four MPI_INTs per matrix; and a commutative sum. */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+	const int *a = in;
+	int *b = inout;
+	if (*t != MPI_INT)
+		return;
+	for (int k = 0; k + 3 < *len; k += 4) {
+		int r[4] = {(a[k] * b[k] + a[k + 1] * b[k + 2]) % 1009, (a[k] * b[k + 1] + a[k + 1] * b[k + 3]) % 1009,
+			    (a[k + 2] * b[k] + a[k + 3] * b[k + 2]) % 1009, (a[k + 2] * b[k + 1] + a[k + 3] * b[k + 3]) % 1009};
+		memcpy(b + k, r, sizeof(r));
+	}
+}
+static void isum(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+	(void)t;
+	for (int k = 0; k < *len; k++)
+		((int *)inout)[k] += ((const int *)in)[k];
+}
+/* rank r's matrix, the k-th of a buffer */
+static void mat_of(int r, int k, int *m)
+{
+	m[0] = (r + 2 + k) % 1009, m[1] = 1, m[2] = 1, m[3] = k % 3;
+}
+/* the product of ranks lo..hi's k-th matrices, in rank order */
+static void product(int lo, int hi, int k, int *p)
+{
+	p[0] = 1, p[1] = 0, p[2] = 0, p[3] = 1;
+	for (int r = lo; r <= hi; r++) {
+		int m[4], len = 4;
+		mat_of(r, k, m);
+		MPI_Datatype t = MPI_INT;
+		matmul(p, m, &len, &t); /* m = p * m */
+		memcpy(p, m, sizeof(m));
+	}
+}
+
+static void user_ops(void)
+{
+	enum { K = 3 };
+	MPI_Op mm, sum;
+	int commute = -1, c2 = -1;
+	MPI_Op_create(matmul, 0, &mm);
+	MPI_Op_create(isum, 1, &sum);
+	MPI_Op_commutative(mm, &commute);
+	MPI_Op_commutative(sum, &c2);
+	CHECK(commute == 0 && c2 == 1, "commutative: %d %d", commute, c2);
+	int mine[4 * K], out[4 * K], want[4 * K];
+	for (int k = 0; k < K; k++) {
+		mat_of(rank, k, mine + 4 * k);
+		product(0, size - 1, k, want + 4 * k);
+	}
+	/* reduce to the last rank and to rank 0, and allreduce */
+	for (int root = size - 1, n = 0; n < 2; root = 0, n++) {
+		memset(out, 0, sizeof(out));
+		MPI_Reduce(mine, out, 4 * K, MPI_INT, mm, root, MPI_COMM_WORLD);
+		CHECK(rank != root || !memcmp(out, want, sizeof(want)), "reduce to %d of matrices: %d %d %d %d", root, out[0],
+		      out[1], out[2], out[3]);
+	}
+	memset(out, 0, sizeof(out));
+	MPI_Allreduce(mine, out, 4 * K, MPI_INT, mm, MPI_COMM_WORLD);
+	CHECK(!memcmp(out, want, sizeof(want)), "allreduce of matrices: %d %d %d %d", out[0], out[1], out[2], out[3]);
+	/* scan and exscan: the products of ranks 0..rank and 0..rank-1 */
+	int pre[4 * K], ex[4 * K];
+	for (int k = 0; k < K; k++)
+		product(0, rank, k, pre + 4 * k);
+	MPI_Scan(mine, out, 4 * K, MPI_INT, mm, MPI_COMM_WORLD);
+	CHECK(!memcmp(out, pre, sizeof(pre)), "scan of matrices: %d %d %d %d", out[0], out[1], out[2], out[3]);
+	for (int k = 0; k < K; k++)
+		product(0, rank - 1, k, ex + 4 * k);
+	MPI_Exscan(mine, out, 4 * K, MPI_INT, mm, MPI_COMM_WORLD);
+	CHECK(rank == 0 || !memcmp(out, ex, sizeof(ex)), "exscan of matrices: %d %d %d %d", out[0], out[1], out[2], out[3]);
+	/* reduce_scatter_block: a matrix per rank */
+	int *all = malloc(sizeof(int) * 4 * (size_t)size), blk[4], w[4];
+	for (int j = 0; j < size; j++)
+		mat_of(rank, j, all + 4 * j);
+	MPI_Reduce_scatter_block(all, blk, 4, MPI_INT, mm, MPI_COMM_WORLD);
+	product(0, size - 1, rank, w);
+	CHECK(!memcmp(blk, w, sizeof(w)), "reduce_scatter_block of matrices: %d %d %d %d", blk[0], blk[1], blk[2], blk[3]);
+	free(all);
+	/* a commutative user operation, in place */
+	int v[2] = {rank, 1};
+	MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, sum, MPI_COMM_WORLD);
+	CHECK(v[0] == size * (size - 1) / 2 && v[1] == size, "allreduce, a user sum: %d %d", v[0], v[1]);
+	MPI_Op mm_handle = mm;
+	MPI_Op_free(&mm);
+	MPI_Op_free(&sum);
+	CHECK(mm == MPI_OP_NULL && sum == MPI_OP_NULL, "op_free");
+	/* a freed operation is an error */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	int cls = -1;
+	MPI_Op dead = mm_handle;
+	MPI_Error_class(MPI_Allreduce(v, out, 1, MPI_INT, dead, MPI_COMM_WORLD), &cls);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	CHECK(cls == MPI_ERR_OP, "a freed operation: class %d", cls);
+}
+
 static void collectives(void)
 {
 	/* Allreduce on the torus (int, double) and off it (short, max) */
@@ -643,6 +741,7 @@ int main(int argc, char **argv)
 	double t0 = MPI_Wtime();
 	p2p();
 	rendezvous();
+	user_ops();
 	collectives();
 	comms();
 	double t1 = MPI_Wtime();
