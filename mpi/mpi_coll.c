@@ -30,8 +30,12 @@ static int common(const char *fn, MPI_Comm comm, int count, MPI_Datatype t, int 
 	CHECK(mpi_comm_check(comm, fn, size));
 	if (count < 0)
 		return mpi_error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
+	struct mpi_type_info ti;
 	if (!mpi_type_size(t))
-		return mpi_error(comm, MPI_ERR_TYPE, fn, "unknown datatype %d", t);
+		return mpi_error(comm, MPI_ERR_TYPE, fn,
+				 mpi_type_info(t, 0, &ti) ? "unknown datatype %d"
+							  : "datatype %d is derived: the collectives take predefined types only, for now",
+				 t);
 	return MPI_SUCCESS;
 }
 

@@ -75,24 +75,25 @@ int mpi_type_size(MPI_Datatype t)
 
 int MPI_Type_size(MPI_Datatype datatype, int *size)
 {
-	int s = mpi_type_size(datatype);
-	if (!s)
+	struct mpi_type_info ti;
+	if (mpi_type_info(datatype, 0, &ti))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_size", "unknown datatype %d", datatype);
 	if (!size)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Type_size", "NULL size");
-	*size = s;
+	*size = ti.size > INT32_MAX ? MPI_UNDEFINED : (int)ti.size;
 	return MPI_SUCCESS;
 }
 
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
 {
-	int s = mpi_type_size(datatype);
+	struct mpi_type_info ti;
 	if (!status || !count)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_count", "NULL status or count");
-	if (!s)
+	if (mpi_type_info(datatype, 0, &ti))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_count", "unknown datatype %d", datatype);
+	uint64_t s = ti.size ? ti.size : 1;
 	uint64_t bytes = (uint64_t)(uint32_t)status->count_lo_ | (uint64_t)(uint32_t)status->count_hi_ << 32;
-	*count = bytes % (uint64_t)s || bytes / (uint64_t)s > INT32_MAX ? MPI_UNDEFINED : (int)(bytes / (uint64_t)s);
+	*count = bytes % s || bytes / s > INT32_MAX ? MPI_UNDEFINED : (int)(bytes / s);
 	return MPI_SUCCESS;
 }
 
@@ -377,6 +378,7 @@ int mpi_error(MPI_Comm comm, int code, const char *fn, const char *fmt, ...)
 
 static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void *payload, void *arg);
 static int send_done(void);
+static void request_free(struct torus_mpi_request *r);
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
@@ -774,7 +776,7 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 			dma_mem_deregister(mpi_g.c, r->region);
 		r->fin = 1;
 		if (r->freed)
-			free(r); /* MPI_Request_free'd while it went on */
+			request_free(r); /* MPI_Request_free'd while it went on */
 		return 0;
 	}
 	if (info->user == 3) {
@@ -1016,15 +1018,58 @@ static int check_p2p(const char *fn, const void *buf, int count, MPI_Datatype t,
 		return rc;
 	if (count < 0)
 		return mpi_error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
-	if (!mpi_type_size(t))
-		return mpi_error(comm, MPI_ERR_TYPE, fn, "unknown datatype %d", t);
-	if (count && !buf)
+	struct mpi_type_info ti;
+	if (mpi_type_info(t, 1, &ti))
+		return mpi_error(comm, MPI_ERR_TYPE, fn, "unknown or uncommitted datatype %d", t);
+	if (count && !buf && ti.size)
 		return mpi_error(comm, MPI_ERR_BUFFER, fn, "NULL buffer for %d elements", count);
 	if (peer != MPI_PROC_NULL && !(recv && peer == MPI_ANY_SOURCE) && (peer < 0 || peer >= size))
 		return mpi_error(comm, MPI_ERR_RANK, fn, "rank %d is not in the communicator (size %d)", peer, size);
 	if (!(recv && tag == MPI_ANY_TAG) && tag < 0)
 		return mpi_error(comm, MPI_ERR_TAG, fn, "invalid tag %d", tag);
 	return MPI_SUCCESS;
+}
+
+/* count elements of t: their bytes, and where they are contiguous (buf, or
+ * *tmp, malloc'd and packed: the caller frees it); NULL if out of memory. */
+static const void *send_bytes(const void *buf, int count, MPI_Datatype t, uint64_t *bytes, void **tmp)
+{
+	struct mpi_type_info ti;
+	*tmp = NULL;
+	mpi_type_info(t, 0, &ti);
+	*bytes = (uint64_t)count * ti.size;
+	if (ti.contig)
+		return buf;
+	if (!(*tmp = malloc(*bytes ? *bytes : 1)))
+		return NULL;
+	mpi_pack(buf, count, t, *tmp);
+	return *tmp;
+}
+
+/* Receive r lands in buf, or in r->tmp (malloc'd) to be unpacked to buf
+ * when it completes; its capacity in *bytes. -1 if out of memory. */
+static int recv_place(struct torus_mpi_request *r, void *buf, int count, MPI_Datatype t, void **where,
+		      uint64_t *bytes)
+{
+	struct mpi_type_info ti;
+	mpi_type_info(t, 0, &ti);
+	*bytes = (uint64_t)count * ti.size;
+	*where = buf;
+	if (ti.contig)
+		return 0;
+	if (!(r->tmp = malloc(*bytes ? *bytes : 1)))
+		return -1;
+	r->ubuf = buf;
+	r->ucount = count;
+	r->utype = t;
+	*where = r->tmp;
+	return 0;
+}
+
+static void request_free(struct torus_mpi_request *r)
+{
+	free(r->tmp);
+	free(r);
 }
 
 /* How a send goes: eager up to the eager limit and by rendezvous above
@@ -1123,7 +1168,7 @@ static int eager_post(uint32_t node, const struct mpi_env *e, const void *buf, u
 		struct mpi_short h = {e->tag, (uint16_t)e->comm, (uint16_t)e->src};
 		memcpy(hdr, &h, sizeof(h));
 		if (bytes)
-			memcpy(hdr + sizeof(h), buf, bytes);
+			memmove(hdr + sizeof(h), buf, bytes); /* (buf may be in hdr: MPI_Bsend) */
 		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 3, hdr, sizeof(h) + bytes, mpi_g.inj);
 		d.tag = trace;
 		return post_desc(&d);
@@ -1226,6 +1271,14 @@ static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 	}
 	if (rc)
 		return MPI_ERR_INTERN;
+	if (r->tmp) {
+		/* packed: a receive's bytes to their places; a send's have left */
+		if (!r->send)
+			mpi_unpack(r->tmp, (uint64_t)(uint32_t)r->st.count_lo_ | (uint64_t)(uint32_t)r->st.count_hi_ << 32,
+				   r->ubuf, r->ucount, r->utype);
+		free(r->tmp);
+		r->tmp = NULL;
+	}
 	if (status) {
 		if (r->send) {
 			status->MPI_SOURCE = MPI_ANY_SOURCE;
@@ -1258,9 +1311,16 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
 		return rc;
 	struct torus_mpi_request r;
 	memset(&r, 0, sizeof(r));
-	if (post_send(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), dest, tag, comm, &r, mode))
+	uint64_t bytes;
+	const void *src = send_bytes(buf, count, datatype, &bytes, &r.tmp);
+	if (!src)
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	if (post_send(src, bytes, dest, tag, comm, &r, mode)) {
+		free(r.tmp);
 		return mpi_error(comm, MPI_ERR_INTERN, fn, "the DMA unit refused the message");
+	}
 	rc = wait_request(&r, NULL);
+	free(r.tmp);
 	return rc ? mpi_error(comm, rc, fn, "the send did not complete") : MPI_SUCCESS;
 }
 
@@ -1293,8 +1353,13 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 	}
 	struct torus_mpi_request r;
 	memset(&r, 0, sizeof(r));
-	post_recv(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), source, tag, comm, &r);
+	void *where;
+	uint64_t cap;
+	if (recv_place(&r, buf, count, datatype, &where, &cap))
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Recv", "out of memory");
+	post_recv(where, cap, source, tag, comm, &r);
 	rc = wait_request(&r, status);
+	free(r.tmp);
 	if (rc == MPI_ERR_TRUNCATE)
 		return mpi_error(comm, rc, "MPI_Recv", "a message of %llu bytes for a buffer of %llu",
 				 (unsigned long long)r.env.len, (unsigned long long)r.cap);
@@ -1312,11 +1377,16 @@ static int send_nonblocking(const char *fn, const void *buf, int count, MPI_Data
 	struct torus_mpi_request *r = new_request();
 	if (!r)
 		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	uint64_t bytes;
+	const void *src = NULL;
 	if (dest == MPI_PROC_NULL) {
 		r->done = 1;
 		r->proc_null = 1;
-	} else if (post_send(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), dest, tag, comm, r, mode)) {
+	} else if (!(src = send_bytes(buf, count, datatype, &bytes, &r->tmp))) {
 		free(r);
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	} else if (post_send(src, bytes, dest, tag, comm, r, mode)) {
+		request_free(r);
 		return mpi_error(comm, MPI_ERR_INTERN, fn, "the DMA unit refused the message");
 	}
 	*request = r;
@@ -1351,11 +1421,16 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
 	struct torus_mpi_request *r = new_request();
 	if (!r)
 		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Irecv", "out of memory");
+	void *where;
+	uint64_t cap;
 	if (source == MPI_PROC_NULL) {
 		r->done = 1;
 		r->proc_null = 1;
+	} else if (recv_place(r, buf, count, datatype, &where, &cap)) {
+		free(r);
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Irecv", "out of memory");
 	} else {
-		post_recv(buf, (uint64_t)count * (uint64_t)mpi_type_size(datatype), source, tag, comm, r);
+		post_recv(where, cap, source, tag, comm, r);
 	}
 	*request = r;
 	return MPI_SUCCESS;
@@ -1382,7 +1457,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 	if (r->persistent) {
 		r->active = 0; /* it stays, for the next MPI_Start */
 	} else {
-		free(r);
+		request_free(r);
 		*request = MPI_REQUEST_NULL;
 	}
 	return rc ? mpi_error(MPI_COMM_WORLD, rc, "MPI_Wait", "the request failed") : MPI_SUCCESS;
@@ -1543,14 +1618,22 @@ int MPI_Request_free(MPI_Request *request)
 			if (mpi_progress(1))
 				break;
 	}
-	free(r);
+	request_free(r);
 	*request = MPI_REQUEST_NULL;
 	return MPI_SUCCESS;
 }
 
+/* The predefined elements received: whole elements of datatype only (a
+ * message that ends inside one gives MPI_UNDEFINED). */
 int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
 {
-	return MPI_Get_count(status, datatype, count); /* basic types only */
+	struct mpi_type_info ti;
+	int rc = MPI_Get_count(status, datatype, count);
+	if (rc || *count == MPI_UNDEFINED || mpi_type_info(datatype, 0, &ti))
+		return rc;
+	uint64_t n = (uint64_t)*count * ti.nbasic;
+	*count = n > INT32_MAX ? MPI_UNDEFINED : (int)n;
+	return MPI_SUCCESS;
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
@@ -1673,14 +1756,18 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
 	int rc = check_p2p("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag, comm, 0);
 	if (rc)
 		return rc;
-	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
-	/* the outgoing copy: what the send reads while the receive lands in buf */
+	struct mpi_type_info ti;
+	mpi_type_info(datatype, 0, &ti);
+	uint64_t bytes = (uint64_t)count * ti.size;
+	if (bytes > INT32_MAX)
+		return mpi_error(comm, MPI_ERR_COUNT, "MPI_Sendrecv_replace", "%llu bytes", (unsigned long long)bytes);
+	/* the outgoing copy, packed: what the send reads while the receive
+	 * lands in buf */
 	void *out = malloc(bytes + 1);
 	if (!out)
 		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Sendrecv_replace", "out of memory");
-	if (bytes)
-		memcpy(out, buf, bytes);
-	rc = MPI_Sendrecv(out, count, datatype, dest, sendtag, buf, count, datatype, source, recvtag, comm, status);
+	mpi_pack(buf, count, datatype, out);
+	rc = MPI_Sendrecv(out, (int)bytes, MPI_BYTE, dest, sendtag, buf, count, datatype, source, recvtag, comm, status);
 	free(out);
 	return rc;
 }
@@ -1727,7 +1814,9 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 	int rc = check_p2p("MPI_Bsend", buf, count, datatype, dest, tag, comm, 0);
 	if (rc || dest == MPI_PROC_NULL)
 		return rc;
-	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
+	struct mpi_type_info ti;
+	mpi_type_info(datatype, 0, &ti);
+	uint64_t bytes = (uint64_t)count * ti.size;
 	uint64_t need = (sizeof(struct mpi_env) + bytes + 15) & ~(uint64_t)15, size = (uint64_t)mpi_g.bsend_size;
 	if (mpi_g.bsend_used + need > size && mpi_g.bsend_used && send_done() > 0)
 		mpi_g.bsend_used = 0; /* every buffered message has left */
@@ -1739,10 +1828,10 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 	mpi_g.bsend_used += need;
 	struct mpi_comm *cm = mpi_comm_of(comm);
 	struct mpi_env e = {tag, cm->ctx, cm->rank, bytes};
-	if (bytes > MPI_SHORT_BYTES)
-		memcpy(data, buf, bytes); /* (a short one is copied whole to chunk) */
-	if (eager_post(node_of(comm, dest), &e, bytes > MPI_SHORT_BYTES ? data : buf, bytes,
-		       TORUS_TAG(TORUS_TAG_P2P, 0, 0, 0, 0), chunk))
+	/* packed into the chunk, after the room for its envelope (a short
+	 * one is then copied whole to the chunk's start by eager_post) */
+	mpi_pack(buf, count, datatype, data);
+	if (eager_post(node_of(comm, dest), &e, data, bytes, TORUS_TAG(TORUS_TAG_P2P, 0, 0, 0, 0), chunk))
 		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Bsend", "the DMA unit refused the message");
 	return MPI_SUCCESS;
 }
@@ -1805,14 +1894,23 @@ int MPI_Start(MPI_Request *request)
 	memset(r, 0, sizeof(*r));
 	r->persistent = 1, r->precv = keep.precv, r->pbuf = keep.pbuf, r->pcount = keep.pcount, r->ppeer = keep.ppeer;
 	r->ptag = keep.ptag, r->ptype = keep.ptype, r->comm = keep.comm, r->active = 1;
-	uint64_t bytes = (uint64_t)r->pcount * (uint64_t)mpi_type_size(r->ptype);
+	uint64_t bytes;
+	void *where;
+	const void *src;
 	if (r->ppeer == MPI_PROC_NULL) {
 		r->proc_null = r->done = 1;
 	} else if (r->precv) {
-		post_recv((void *)r->pbuf, bytes, r->ppeer, r->ptag, r->comm, r);
-	} else if (post_send(r->pbuf, bytes, r->ppeer, r->ptag, r->comm, r, SEND_AUTO)) {
+		if (recv_place(r, (void *)(uintptr_t)r->pbuf, r->pcount, r->ptype, &where, &bytes)) {
+			r->active = 0;
+			return mpi_error(r->comm, MPI_ERR_INTERN, "MPI_Start", "out of memory");
+		}
+		post_recv(where, bytes, r->ppeer, r->ptag, r->comm, r);
+	} else if (!(src = send_bytes(r->pbuf, r->pcount, r->ptype, &bytes, &r->tmp)) ||
+		   post_send(src, bytes, r->ppeer, r->ptag, r->comm, r, SEND_AUTO)) {
+		free(r->tmp);
+		r->tmp = NULL;
 		r->active = 0;
-		return mpi_error(r->comm, MPI_ERR_INTERN, "MPI_Start", "the DMA unit refused the message");
+		return mpi_error(r->comm, MPI_ERR_INTERN, "MPI_Start", "out of memory, or the DMA unit refused the message");
 	}
 	return MPI_SUCCESS;
 }

@@ -89,6 +89,11 @@ struct torus_mpi_request {
 	uint32_t node, trace, region, sregion, counter;
 	uint64_t sreq, got;
 	struct torus_mpi_request *rznext; /* the rendezvous list it is on */
+	/* a datatype that is not contiguous: the packed bytes (tmp); a
+	 * receive unpacks them to (ubuf, ucount, utype) when it completes */
+	void *tmp, *ubuf;
+	int ucount;
+	MPI_Datatype utype;
 };
 
 /* per source node: the message whose data comes next */
@@ -155,7 +160,22 @@ static inline struct mpi_comm *mpi_comm_of(MPI_Comm c)
 	return c > 0 && c < MPI_MAX_COMMS && mpi_g.comms[c].used ? &mpi_g.comms[c] : NULL;
 }
 
-int mpi_type_size(MPI_Datatype t);
+int mpi_type_size(MPI_Datatype t); /* a predefined type's, else 0 */
+/* Derived datatypes (mpi_type.c): handles from MPI_TYPE0 on. */
+#define MPI_TYPE0 1000
+#define MPI_MAX_TYPES 1024
+struct mpi_type_info {
+	uint64_t size;    /* data bytes of one element */
+	MPI_Aint extent;
+	int contig;       /* elements are contiguous bytes: no packing */
+	uint64_t nbasic;  /* predefined elements in one element */
+};
+/* Any type (committed, if asked): 0 and *out, or -1. */
+int mpi_type_info(MPI_Datatype t, int committed, struct mpi_type_info *out);
+/* count elements of t at buf to count * size packed bytes at out, and back
+ * (at most `bytes` of them: a truncated message) */
+void mpi_pack(const void *buf, int count, MPI_Datatype t, void *out);
+void mpi_unpack(const void *in, uint64_t bytes, void *buf, int count, MPI_Datatype t);
 int mpi_reduce_local(MPI_Datatype t, MPI_Op op, void *inout, const void *in, size_t n);
 /* op's user operation, or NULL (a predefined or unknown op). */
 const struct mpi_user_op *mpi_user_op(MPI_Op op);

@@ -24,6 +24,7 @@ extern "C" {
 #define MPI_SUBVERSION 3
 #define MPI_MAX_PROCESSOR_NAME 64
 #define MPI_MAX_ERROR_STRING 256
+#define MPI_MAX_OBJECT_NAME 64
 
 typedef int MPI_Comm;
 typedef int MPI_Group;
@@ -150,6 +151,27 @@ int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
 
 /* datatypes */
 int MPI_Type_size(MPI_Datatype datatype, int *size);
+/* derived datatypes: point-to-point and MPI_Pack/MPI_Unpack take them; the
+ * collectives take predefined types only (MPI_ERR_TYPE otherwise) */
+int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+			    MPI_Datatype *newtype);
+int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[], MPI_Datatype oldtype,
+		     MPI_Datatype *newtype);
+int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
+			   const MPI_Datatype types[], MPI_Datatype *newtype);
+int MPI_Type_commit(MPI_Datatype *datatype);
+int MPI_Type_free(MPI_Datatype *datatype);
+int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
+int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
+int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position,
+	     MPI_Comm comm);
+int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype,
+	       MPI_Comm comm);
+int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
 
 /* point-to-point */

@@ -5,6 +5,7 @@
  * references. Prints "mpi-check: rank R: all N checks passed" per rank.
  */
 #include <mpi.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,6 +447,143 @@ static void user_ops(void)
 	CHECK(cls == MPI_ERR_OP, "a freed operation: class %d", cls);
 }
 
+/* Derived datatypes in point-to-point, MPI_Pack and MPI_Unpack. */
+struct rec {
+	int a;
+	double b;
+	char c[3];
+};
+
+static void datatypes(void)
+{
+	int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+	/* a matrix column (vector), out as a column and in as a row of ints */
+	int m[4][5], col[4] = {0}, back[4][5];
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 5; j++)
+			m[i][j] = rank * 100 + i * 10 + j;
+	MPI_Datatype column, uncommitted;
+	MPI_Type_vector(4, 1, 5, MPI_INT, &column);
+	MPI_Type_vector(2, 1, 2, MPI_INT, &uncommitted);
+	MPI_Type_commit(&column);
+	int tsize = -1, len = 0;
+	MPI_Aint lb = -1, ext = -1;
+	char name[MPI_MAX_OBJECT_NAME];
+	MPI_Type_size(column, &tsize);
+	MPI_Type_get_extent(column, &lb, &ext);
+	MPI_Type_set_name(column, "column");
+	MPI_Type_get_name(column, name, &len);
+	CHECK(tsize == 16 && lb == 0 && ext == (MPI_Aint)(16 * sizeof(int)) && !strcmp(name, "column"),
+	      "vector: size %d lb %ld extent %ld name %s", tsize, (long)lb, (long)ext, name);
+	MPI_Type_get_name(MPI_DOUBLE, name, &len);
+	CHECK(!strcmp(name, "MPI_DOUBLE") && len == 10, "the name of MPI_DOUBLE: %s", name);
+	MPI_Status st;
+	MPI_Sendrecv(&m[0][2], 1, column, next, 80, col, 4, MPI_INT, prev, 80, MPI_COMM_WORLD, &st);
+	int ok = 1, cnt = -1;
+	for (int i = 0; i < 4; i++)
+		ok &= col[i] == prev * 100 + i * 10 + 2;
+	MPI_Get_count(&st, column, &cnt);
+	CHECK(ok && cnt == 1, "a column as ints: %d %d %d %d, count %d", col[0], col[1], col[2], col[3], cnt);
+	memset(back, 0, sizeof(back));
+	MPI_Sendrecv(col, 4, MPI_INT, next, 81, &back[0][4], 1, column, prev, 81, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	int pp = (prev + size - 1) % size;
+	ok = 1;
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 5; j++)
+			ok &= back[i][j] == (j == 4 ? pp * 100 + i * 10 + 2 : 0);
+	CHECK(ok, "ints into a column: %d %d", back[0][4], back[3][4]);
+	/* a struct of an int, a double and three chars, two at a time, nonblocking */
+	MPI_Datatype rt;
+	int bl[3] = {1, 1, 3};
+	MPI_Aint dp[3] = {offsetof(struct rec, a), offsetof(struct rec, b), offsetof(struct rec, c)};
+	MPI_Datatype ty[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
+	MPI_Type_create_struct(3, bl, dp, ty, &rt);
+	MPI_Type_commit(&rt);
+	struct rec out[2] = {{rank, rank + 0.25, {'a', 'b', 'c'}}, {-rank, rank * 2.0, {'x', 'y', 'z'}}}, in[2];
+	memset(in, 0, sizeof(in));
+	MPI_Request rq[2];
+	MPI_Irecv(in, 2, rt, prev, 82, MPI_COMM_WORLD, &rq[0]);
+	MPI_Isend(out, 2, rt, next, 82, MPI_COMM_WORLD, &rq[1]);
+	MPI_Status sts[2];
+	MPI_Waitall(2, rq, sts);
+	int elems = -1;
+	MPI_Get_elements(&sts[0], rt, &elems);
+	CHECK(in[0].a == prev && in[0].b == prev + 0.25 && in[0].c[2] == 'c' && in[1].a == -prev &&
+		      in[1].b == prev * 2.0 && in[1].c[0] == 'x' && elems == 10,
+	      "structs: %d %g %c, %d %g %c, %d elements", in[0].a, in[0].b, in[0].c[2], in[1].a, in[1].b, in[1].c[0], elems);
+	/* every other double of 5000 (40000 bytes: a rendezvous), into an indexed
+	 * layout of the same doubles in reverse pairs */
+	enum { ND = 5000 };
+	double *src = malloc(2 * ND * sizeof(double)), *dst = calloc(2 * ND, sizeof(double));
+	for (int i = 0; i < 2 * ND; i++)
+		src[i] = rank * 1e5 + i;
+	MPI_Datatype strided, hv, pairs;
+	MPI_Type_vector(ND, 1, 2, MPI_DOUBLE, &strided);
+	MPI_Type_create_hvector(ND, 1, 2 * sizeof(double), MPI_DOUBLE, &hv);
+	int ibl[2] = {ND / 2, ND / 2}, idp[2] = {ND, 0};
+	MPI_Type_indexed(2, ibl, idp, MPI_DOUBLE, &pairs);
+	MPI_Type_commit(&strided);
+	MPI_Type_commit(&hv);
+	MPI_Type_commit(&pairs);
+	MPI_Sendrecv(src, 1, strided, next, 83, dst, 1, pairs, prev, 83, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	ok = 1;
+	for (int k = 0; k < ND; k++) /* the k-th strided double lands at ND + k, then (k - ND/2) */
+		ok &= dst[k < ND / 2 ? ND + k : k - ND / 2] == prev * 1e5 + 2 * k;
+	memset(dst, 0, 2 * ND * sizeof(double));
+	MPI_Sendrecv(src, 1, hv, next, 84, dst, ND, MPI_DOUBLE, prev, 84, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	for (int k = 0; k < ND; k++)
+		ok &= dst[k] == prev * 1e5 + 2 * k;
+	CHECK(ok, "strided, hvector and indexed doubles: %g %g", dst[0], dst[ND - 1]);
+	/* a persistent receive of a contiguous type of the struct */
+	MPI_Datatype two;
+	MPI_Type_contiguous(2, rt, &two);
+	MPI_Type_commit(&two);
+	MPI_Request pr;
+	memset(in, 0, sizeof(in));
+	MPI_Recv_init(in, 1, two, prev, 85, MPI_COMM_WORLD, &pr);
+	MPI_Start(&pr);
+	MPI_Send(out, 1, two, next, 85, MPI_COMM_WORLD);
+	MPI_Wait(&pr, MPI_STATUS_IGNORE);
+	MPI_Request_free(&pr);
+	CHECK(in[1].a == -prev && in[1].c[1] == 'y', "persistent, contiguous structs: %d %c", in[1].a, in[1].c[1]);
+	/* pack an int and a column, send them packed, unpack them */
+	char packed[256];
+	int pos = 0, psize = 0, one = rank + 7;
+	MPI_Pack_size(1, column, MPI_COMM_WORLD, &psize);
+	MPI_Pack(&one, 1, MPI_INT, packed, sizeof(packed), &pos, MPI_COMM_WORLD);
+	MPI_Pack(&m[0][1], 1, column, packed, sizeof(packed), &pos, MPI_COMM_WORLD);
+	char got[256];
+	MPI_Sendrecv(packed, pos, MPI_PACKED, next, 86, got, sizeof(got), MPI_PACKED, prev, 86, MPI_COMM_WORLD, &st);
+	int gl = 0, upos = 0, u1 = 0, ucol[4] = {0};
+	MPI_Get_count(&st, MPI_PACKED, &gl);
+	MPI_Unpack(got, gl, &upos, &u1, 1, MPI_INT, MPI_COMM_WORLD);
+	MPI_Unpack(got, gl, &upos, ucol, 4, MPI_INT, MPI_COMM_WORLD);
+	CHECK(psize == 16 && pos == 20 && gl == 20 && upos == 20 && u1 == prev + 7 && ucol[3] == prev * 100 + 31,
+	      "pack: size %d, packed %d, got %d, unpacked %d: %d %d", psize, pos, gl, upos, u1, ucol[3]);
+	/* errors: an uncommitted type, a derived type in a collective, a freed type */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	int c1 = -1, c2 = -1, c3 = -1, c4 = -1;
+	MPI_Error_class(MPI_Send(m, 1, uncommitted, next, 87, MPI_COMM_WORLD), &c1);
+	MPI_Error_class(MPI_Bcast(m, 1, column, 0, MPI_COMM_WORLD), &c2);
+	pos = 200;
+	MPI_Error_class(MPI_Pack(&one, 20, MPI_INT, packed, sizeof(packed), &pos, MPI_COMM_WORLD), &c3);
+	MPI_Datatype gone = column;
+	MPI_Type_free(&column);
+	MPI_Error_class(MPI_Send(m, 1, gone, next, 87, MPI_COMM_WORLD), &c4);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	CHECK(c1 == MPI_ERR_TYPE && c2 == MPI_ERR_TYPE && c3 == MPI_ERR_TRUNCATE && c4 == MPI_ERR_TYPE &&
+		      column == MPI_DATATYPE_NULL,
+	      "datatype errors: %d %d %d %d", c1, c2, c3, c4);
+	MPI_Type_free(&uncommitted);
+	MPI_Type_free(&rt);
+	MPI_Type_free(&two);
+	MPI_Type_free(&strided);
+	MPI_Type_free(&hv);
+	MPI_Type_free(&pairs);
+	free(src);
+	free(dst);
+}
+
 static void collectives(void)
 {
 	/* Allreduce on the torus (int, double) and off it (short, max) */
@@ -742,6 +880,7 @@ int main(int argc, char **argv)
 	p2p();
 	rendezvous();
 	user_ops();
+	datatypes();
 	collectives();
 	comms();
 	double t1 = MPI_Wtime();
