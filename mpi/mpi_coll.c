@@ -100,8 +100,128 @@ static int bcast(void *buf, uint64_t bytes, int root, MPI_Comm comm, int size)
 	return 0;
 }
 
+/* ---------------------------------- derived datatypes in the block collectives
+ *
+ * MPI_Bcast, _Gather, _Scatter, _Allgather and _Alltoall take derived
+ * datatypes by packing: n blocks of count elements of t (block i at i
+ * times count extents) to n blocks of count * size bytes, the collective on
+ * MPI_BYTE, and back. */
+
+static int derived_type(MPI_Datatype t) { return t != MPI_DATATYPE_NULL && !mpi_type_size(t); }
+
+/* Check (count, t) for fn, and give its packed bytes (an int, as MPI_BYTE counts are). */
+static int packed_bytes(const char *fn, MPI_Comm comm, int count, MPI_Datatype t, int *bytes)
+{
+	struct mpi_type_info ti;
+	int size = 0;
+	CHECK(mpi_comm_check(comm, fn, &size));
+	if (count < 0)
+		return mpi_error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
+	if (mpi_type_info(t, 1, &ti))
+		return mpi_error(comm, MPI_ERR_TYPE, fn, "unknown or uncommitted datatype %d", t);
+	if ((uint64_t)count * ti.size > INT32_MAX)
+		return mpi_error(comm, MPI_ERR_COUNT, fn, "%d elements of %llu bytes: too many for one call", count,
+				 (unsigned long long)ti.size);
+	*bytes = (int)((uint64_t)count * ti.size);
+	return MPI_SUCCESS;
+}
+
+/* n blocks of (count, t) at buf, packed into a new buffer (NULL: out of memory) */
+static void *pack_blocks(const void *buf, int count, MPI_Datatype t, int n, int bytes)
+{
+	struct mpi_type_info ti;
+	mpi_type_info(t, 0, &ti);
+	char *p = malloc((size_t)bytes * (size_t)n + 1);
+	for (int i = 0; p && i < n; i++)
+		mpi_pack((const char *)buf + (MPI_Aint)i * count * ti.extent, count, t, p + (size_t)i * (size_t)bytes);
+	return p;
+}
+
+static void unpack_blocks(const void *p, void *buf, int count, MPI_Datatype t, int n, int bytes)
+{
+	struct mpi_type_info ti;
+	mpi_type_info(t, 0, &ti);
+	for (int i = 0; i < n; i++)
+		mpi_unpack((const char *)p + (size_t)i * (size_t)bytes, (uint64_t)bytes,
+			   (char *)buf + (MPI_Aint)i * count * ti.extent, count, t);
+}
+
+static int bcast_derived(void *buffer, int count, MPI_Datatype t, int root, MPI_Comm comm)
+{
+	int b = 0;
+	CHECK(packed_bytes("MPI_Bcast", comm, count, t, &b));
+	char *p = pack_blocks(buffer, count, t, 1, b);
+	if (!p)
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Bcast", "out of memory");
+	int rc = MPI_Bcast(p, b, MPI_BYTE, root, comm);
+	if (!rc && mpi_comm_of(comm)->rank != root)
+		unpack_blocks(p, buffer, count, t, 1, b);
+	free(p);
+	return rc;
+}
+
+/* MPI_Gather (gather), MPI_Allgather (all), MPI_Scatter (scatter) and
+ * MPI_Alltoall (both sides n blocks) with a derived type on either side. */
+enum blocks_kind { BK_GATHER, BK_ALLGATHER, BK_SCATTER, BK_ALLTOALL };
+static int blocks_derived(enum blocks_kind kind, const char *fn, const void *sendbuf, int scount, MPI_Datatype st,
+			  void *recvbuf, int rcount, MPI_Datatype rt, int root, MPI_Comm comm)
+{
+	int sb = 0, rb = 0, size = 0;
+	CHECK(mpi_comm_check(comm, fn, &size));
+	int me = mpi_comm_of(comm)->rank;
+	int rooted = kind == BK_GATHER || kind == BK_SCATTER;
+	if (rooted && (root < 0 || root >= size))
+		return mpi_error(comm, MPI_ERR_ROOT, fn, "root %d (size %d)", root, size);
+	int in_place = sendbuf == MPI_IN_PLACE || (kind == BK_SCATTER && recvbuf == MPI_IN_PLACE);
+	/* the blocks each side has: n of them, or one */
+	int sn = kind == BK_SCATTER || kind == BK_ALLTOALL ? size : 1, rn = kind == BK_SCATTER ? 1 : size;
+	int shas = kind != BK_SCATTER || me == root, rhas = kind != BK_GATHER || me == root;
+	if (shas && !(in_place && kind != BK_SCATTER))
+		CHECK(packed_bytes(fn, comm, scount, st, &sb));
+	if (rhas && !(in_place && kind == BK_SCATTER))
+		CHECK(packed_bytes(fn, comm, rcount, rt, &rb));
+	char *s = NULL, *r = NULL;
+	int rc = MPI_SUCCESS;
+	if (shas && !(in_place && kind != BK_SCATTER) && !(s = pack_blocks(sendbuf, scount, st, sn, sb)))
+		rc = MPI_ERR_INTERN;
+	if (!rc && rhas && !(in_place && kind == BK_SCATTER) && !(r = malloc((size_t)rb * (size_t)rn + 1)))
+		rc = MPI_ERR_INTERN;
+	if (!rc && in_place && kind != BK_SCATTER) {
+		/* my own blocks are in recvbuf already: pack them where they go */
+		if (kind == BK_ALLTOALL) {
+			free(r);
+			r = pack_blocks(recvbuf, rcount, rt, rn, rb);
+			rc = r ? 0 : MPI_ERR_INTERN;
+		} else {
+			struct mpi_type_info ti;
+			mpi_type_info(rt, 0, &ti);
+			mpi_pack((char *)recvbuf + (MPI_Aint)me * rcount * ti.extent, rcount, rt, r + (size_t)me * (size_t)rb);
+		}
+	}
+	if (rc) {
+		free(s);
+		free(r);
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	}
+	const void *sarg = in_place && kind != BK_SCATTER ? MPI_IN_PLACE : s;
+	void *rarg = in_place && kind == BK_SCATTER ? MPI_IN_PLACE : r;
+	switch (kind) {
+	case BK_GATHER: rc = MPI_Gather(sarg, sb, MPI_BYTE, rarg, rb, MPI_BYTE, root, comm); break;
+	case BK_SCATTER: rc = MPI_Scatter(sarg, sb, MPI_BYTE, rarg, rb, MPI_BYTE, root, comm); break;
+	case BK_ALLGATHER: rc = MPI_Allgather(sarg, sb, MPI_BYTE, rarg, rb, MPI_BYTE, comm); break;
+	case BK_ALLTOALL: rc = MPI_Alltoall(sarg, sb, MPI_BYTE, rarg, rb, MPI_BYTE, comm); break;
+	}
+	if (!rc && r)
+		unpack_blocks(r, recvbuf, rcount, rt, rn, rb);
+	free(s);
+	free(r);
+	return rc;
+}
+
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
+	if (derived_type(datatype))
+		return bcast_derived(buffer, count, datatype, root, comm);
 	int size = 0;
 	CHECK(common("MPI_Bcast", comm, count, datatype, &size));
 	CHECK(root_ok("MPI_Bcast", comm, root, size));
@@ -204,6 +324,9 @@ static int blocks_ok(const char *fn, MPI_Comm comm, int scount, MPI_Datatype st,
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 	       MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	if (derived_type(sendtype) || derived_type(recvtype))
+		return blocks_derived(BK_GATHER, "MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+				      root, comm);
 	int size = 0;
 	CHECK(blocks_ok("MPI_Gather", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	CHECK(root_ok("MPI_Gather", comm, root, size));
@@ -225,6 +348,9 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	if (derived_type(sendtype) || derived_type(recvtype))
+		return blocks_derived(BK_SCATTER, "MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+				      root, comm);
 	int size = 0;
 	CHECK(blocks_ok("MPI_Scatter", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	CHECK(root_ok("MPI_Scatter", comm, root, size));
@@ -246,6 +372,9 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		  MPI_Datatype recvtype, MPI_Comm comm)
 {
+	if (derived_type(sendtype) || derived_type(recvtype))
+		return blocks_derived(BK_ALLGATHER, "MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+				      recvtype, 0, comm);
 	int size = 0;
 	CHECK(blocks_ok("MPI_Allgather", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
@@ -275,6 +404,9 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		 MPI_Datatype recvtype, MPI_Comm comm)
 {
+	if (derived_type(sendtype) || derived_type(recvtype))
+		return blocks_derived(BK_ALLTOALL, "MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+				      recvtype, 0, comm);
 	int size = 0;
 	CHECK(blocks_ok("MPI_Alltoall", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype), all = rb * (uint64_t)size;

@@ -546,6 +546,53 @@ static void datatypes(void)
 	MPI_Wait(&pr, MPI_STATUS_IGNORE);
 	MPI_Request_free(&pr);
 	CHECK(in[1].a == -prev && in[1].c[1] == 'y', "persistent, contiguous structs: %d %c", in[1].a, in[1].c[1]);
+	/* the block collectives: a bcast of two structs, a gather of columns
+	 * into ints and back out by scatter, an allgather of structs in place,
+	 * an alltoall of strided pairs */
+	struct rec b2[2] = {{0, 0, {0}}, {0, 0, {0}}};
+	int broot = 1 % size;
+	if (rank == broot)
+		memcpy(b2, out, sizeof(b2));
+	MPI_Bcast(b2, 2, rt, broot, MPI_COMM_WORLD);
+	CHECK(b2[0].a == broot && b2[1].b == broot * 2.0 && b2[1].c[2] == 'z', "bcast of structs: %d %g", b2[0].a,
+	      b2[1].b);
+	int *cols = calloc(4 * (size_t)size, sizeof(int));
+	int groot = size - 1;
+	MPI_Gather(&m[0][3], 1, column, cols, 4, MPI_INT, groot, MPI_COMM_WORLD);
+	ok = 1;
+	for (int r = 0; rank == groot && r < size; r++)
+		for (int i = 0; i < 4; i++)
+			ok &= cols[4 * r + i] == r * 100 + i * 10 + 3;
+	int sc[4][5];
+	memset(sc, 0, sizeof(sc));
+	MPI_Scatter(cols, 4, MPI_INT, &sc[0][1], 1, column, groot, MPI_COMM_WORLD);
+	for (int i = 0; i < 4; i++)
+		ok &= sc[i][1] == rank * 100 + i * 10 + 3 && sc[i][0] == 0 && sc[i][2] == 0;
+	CHECK(ok, "gather of columns, scatter into columns: %d %d", cols[0], sc[3][1]);
+	struct rec *ag = calloc((size_t)size, sizeof(struct rec));
+	ag[rank] = out[0];
+	MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ag, 1, rt, MPI_COMM_WORLD);
+	ok = 1;
+	for (int r = 0; r < size; r++)
+		ok &= ag[r].a == r && ag[r].b == r + 0.25 && ag[r].c[1] == 'b';
+	CHECK(ok, "allgather of structs in place: %d %g", ag[size - 1].a, ag[size - 1].b);
+	MPI_Datatype spair;
+	MPI_Type_vector(2, 1, 3, MPI_INT, &spair);
+	MPI_Type_commit(&spair);
+	MPI_Aint splb, spext;
+	MPI_Type_get_extent(spair, &splb, &spext);
+	int *a2s = calloc((size_t)size * (size_t)spext, 1), *a2r = calloc(2 * (size_t)size, sizeof(int));
+	for (int r = 0; r < size; r++) {
+		int *blk = (int *)((char *)a2s + (size_t)r * (size_t)spext);
+		blk[0] = rank * 1000 + r, blk[3] = -(rank * 1000 + r);
+	}
+	MPI_Alltoall(a2s, 1, spair, a2r, 2, MPI_INT, MPI_COMM_WORLD);
+	ok = spext == (MPI_Aint)(4 * sizeof(int));
+	for (int r = 0; r < size; r++)
+		ok &= a2r[2 * r] == r * 1000 + rank && a2r[2 * r + 1] == -(r * 1000 + rank);
+	CHECK(ok, "alltoall of strided pairs: extent %ld, %d %d", (long)spext, a2r[0], a2r[1]);
+	free(cols), free(ag), free(a2s), free(a2r);
+	MPI_Type_free(&spair);
 	/* pack an int and a column, send them packed, unpack them */
 	char packed[256];
 	int pos = 0, psize = 0, one = rank + 7;
@@ -564,7 +611,7 @@ static void datatypes(void)
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	int c1 = -1, c2 = -1, c3 = -1, c4 = -1;
 	MPI_Error_class(MPI_Send(m, 1, uncommitted, next, 87, MPI_COMM_WORLD), &c1);
-	MPI_Error_class(MPI_Bcast(m, 1, column, 0, MPI_COMM_WORLD), &c2);
+	MPI_Error_class(MPI_Reduce(m, back, 1, column, MPI_SUM, 0, MPI_COMM_WORLD), &c2);
 	pos = 200;
 	MPI_Error_class(MPI_Pack(&one, 20, MPI_INT, packed, sizeof(packed), &pos, MPI_COMM_WORLD), &c3);
 	MPI_Datatype gone = column;
