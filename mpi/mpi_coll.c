@@ -218,6 +218,121 @@ static int blocks_derived(enum blocks_kind kind, const char *fn, const void *sen
 	return rc;
 }
 
+/* The v-forms' blocks of t (block i: counts[i] elements at displs[i]
+ * extents of buf), packed one after another: a new buffer (its block i at
+ * (*dsp)[i], (*cnt)[i] bytes; packed from buf if `pack`), or NULL with *rc
+ * the error. */
+struct vblocks {
+	char *p;
+	int *cnt, *dsp;
+};
+static int vpack(const char *fn, MPI_Comm comm, int n, const int counts[], const int displs[], MPI_Datatype t,
+		 const void *buf, int pack, struct vblocks *v)
+{
+	struct mpi_type_info ti;
+	*v = (struct vblocks){0};
+	if (!counts || !displs)
+		return mpi_error(comm, MPI_ERR_ARG, fn, "NULL count or displacement array");
+	if (mpi_type_info(t, 1, &ti))
+		return mpi_error(comm, MPI_ERR_TYPE, fn, "unknown or uncommitted datatype %d", t);
+	uint64_t total = 0;
+	for (int i = 0; i < n; i++) {
+		if (counts[i] < 0)
+			return mpi_error(comm, MPI_ERR_COUNT, fn, "negative count for rank %d", i);
+		total += (uint64_t)counts[i] * ti.size;
+	}
+	if (total > INT32_MAX)
+		return mpi_error(comm, MPI_ERR_COUNT, fn, "%llu packed bytes: too many for one call",
+				 (unsigned long long)total);
+	v->cnt = malloc(2 * (size_t)n * sizeof(int) + 1);
+	v->p = malloc(total + 1);
+	if (!v->cnt || !v->p) {
+		free(v->cnt);
+		free(v->p);
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	}
+	v->dsp = v->cnt + n;
+	for (int i = 0, at = 0; i < n; i++) {
+		v->cnt[i] = (int)((uint64_t)counts[i] * ti.size);
+		v->dsp[i] = at;
+		at += v->cnt[i];
+		if (pack)
+			mpi_pack((const char *)buf + (MPI_Aint)displs[i] * ti.extent, counts[i], t, v->p + v->dsp[i]);
+	}
+	return MPI_SUCCESS;
+}
+
+static void vunpack(int n, const int counts[], const int displs[], MPI_Datatype t, void *buf, const struct vblocks *v)
+{
+	struct mpi_type_info ti;
+	mpi_type_info(t, 0, &ti);
+	for (int i = 0; i < n; i++)
+		mpi_unpack(v->p + v->dsp[i], (uint64_t)v->cnt[i], (char *)buf + (MPI_Aint)displs[i] * ti.extent, counts[i],
+			   t);
+}
+
+static void vfree(struct vblocks *v)
+{
+	free(v->p);
+	free(v->cnt);
+}
+
+/* The v-forms with a derived type on either side (kind: BK_*, as above). */
+static int vforms_derived(enum blocks_kind kind, const char *fn, const void *sendbuf, const int scounts[],
+			  const int sdispls[], int scount, MPI_Datatype st, void *recvbuf, const int rcounts[],
+			  const int rdispls[], int rcount, MPI_Datatype rt, int root, MPI_Comm comm)
+{
+	int size = 0, sb = 0, rb = 0, rc;
+	CHECK(mpi_comm_check(comm, fn, &size));
+	int me = mpi_comm_of(comm)->rank;
+	if ((kind == BK_GATHER || kind == BK_SCATTER) && (root < 0 || root >= size))
+		return mpi_error(comm, MPI_ERR_ROOT, fn, "root %d (size %d)", root, size);
+	int sin = sendbuf == MPI_IN_PLACE, rin = kind == BK_SCATTER && recvbuf == MPI_IN_PLACE;
+	struct vblocks s = {0}, r = {0};
+	char *s1 = NULL, *r1 = NULL;
+	/* the blocked side, n blocks: gather's and allgather's receive,
+	 * scatter's send, both of alltoall's */
+	if ((kind == BK_GATHER && me == root) || kind == BK_ALLGATHER || kind == BK_ALLTOALL)
+		CHECK(vpack(fn, comm, size, rcounts, rdispls, rt, recvbuf, sin, &r));
+	if ((kind == BK_SCATTER && me == root) || (kind == BK_ALLTOALL && !sin)) {
+		if ((rc = vpack(fn, comm, size, scounts, sdispls, st, sendbuf, 1, &s))) {
+			vfree(&r);
+			return rc;
+		}
+	}
+	/* the single side */
+	rc = MPI_SUCCESS;
+	if ((kind == BK_GATHER || kind == BK_ALLGATHER) && !sin) {
+		if (!(rc = packed_bytes(fn, comm, scount, st, &sb)) && !(s1 = pack_blocks(sendbuf, scount, st, 1, sb)))
+			rc = mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	} else if (kind == BK_SCATTER && !rin) {
+		if (!(rc = packed_bytes(fn, comm, rcount, rt, &rb)) && !(r1 = malloc((size_t)rb + 1)))
+			rc = mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	}
+	if (!rc) {
+		const void *sarg = sin ? MPI_IN_PLACE : s1 ? (const void *)s1 : s.p;
+		switch (kind) {
+		case BK_GATHER: rc = MPI_Gatherv(sarg, sb, MPI_BYTE, r.p, r.cnt, r.dsp, MPI_BYTE, root, comm); break;
+		case BK_ALLGATHER: rc = MPI_Allgatherv(sarg, sb, MPI_BYTE, r.p, r.cnt, r.dsp, MPI_BYTE, comm); break;
+		case BK_SCATTER:
+			rc = MPI_Scatterv(s.p, s.cnt, s.dsp, MPI_BYTE, rin ? MPI_IN_PLACE : r1, rb, MPI_BYTE, root, comm);
+			break;
+		case BK_ALLTOALL:
+			rc = MPI_Alltoallv(sin ? MPI_IN_PLACE : s.p, s.cnt, s.dsp, MPI_BYTE, r.p, r.cnt, r.dsp, MPI_BYTE, comm);
+			break;
+		}
+	}
+	if (!rc && r.p)
+		vunpack(size, rcounts, rdispls, rt, recvbuf, &r);
+	if (!rc && r1)
+		mpi_unpack(r1, (uint64_t)rb, recvbuf, rcount, rt);
+	vfree(&s);
+	vfree(&r);
+	free(s1);
+	free(r1);
+	return rc;
+}
+
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
 	if (derived_type(datatype))
@@ -444,6 +559,9 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
 		  void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+	if (derived_type(sendbuf == MPI_IN_PLACE ? recvtype : sendtype) || derived_type(recvtype))
+		return vforms_derived(BK_ALLTOALL, "MPI_Alltoallv", sendbuf, sendcounts, sdispls, 0, sendtype, recvbuf,
+				      recvcounts, rdispls, 0, recvtype, 0, comm);
 	int size = 0;
 	CHECK(blocks_ok("MPI_Alltoallv", comm, 0, sendtype, 0, recvtype, &size));
 	int inplace = sendbuf == MPI_IN_PLACE;
@@ -602,6 +720,9 @@ static int vcounts_ok(const char *fn, MPI_Comm comm, const int counts[], const i
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	if (derived_type(sendtype) || derived_type(recvtype))
+		return vforms_derived(BK_GATHER, "MPI_Gatherv", sendbuf, NULL, NULL, sendcount, sendtype, recvbuf,
+				      recvcounts, displs, 0, recvtype, root, comm);
 	int size = 0;
 	CHECK(blocks_ok("MPI_Gatherv", comm, sendcount, sendtype, 0, recvtype, &size));
 	CHECK(root_ok("MPI_Gatherv", comm, root, size));
@@ -624,6 +745,9 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
 		 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	if (derived_type(sendtype) || derived_type(recvtype))
+		return vforms_derived(BK_SCATTER, "MPI_Scatterv", sendbuf, sendcounts, displs, 0, sendtype, recvbuf, NULL,
+				      NULL, recvcount, recvtype, root, comm);
 	int size = 0;
 	CHECK(blocks_ok("MPI_Scatterv", comm, 0, sendtype, recvcount, recvtype, &size));
 	CHECK(root_ok("MPI_Scatterv", comm, root, size));
@@ -646,6 +770,9 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		   const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+	if (derived_type(sendtype) || derived_type(recvtype))
+		return vforms_derived(BK_ALLGATHER, "MPI_Allgatherv", sendbuf, NULL, NULL, sendcount, sendtype, recvbuf,
+				      recvcounts, displs, 0, recvtype, 0, comm);
 	int size = 0;
 	CHECK(blocks_ok("MPI_Allgatherv", comm, sendcount, sendtype, 0, recvtype, &size));
 	CHECK(vcounts_ok("MPI_Allgatherv", comm, recvcounts, displs, size));

@@ -591,6 +591,40 @@ static void datatypes(void)
 	for (int r = 0; r < size; r++)
 		ok &= a2r[2 * r] == r * 1000 + rank && a2r[2 * r + 1] == -(r * 1000 + rank);
 	CHECK(ok, "alltoall of strided pairs: extent %ld, %d %d", (long)spext, a2r[0], a2r[1]);
+	/* the v-forms: gatherv of columns into spaced ints, scatterv back into
+	 * columns, allgatherv of structs with gaps, alltoallv of strided pairs */
+	int *vc = malloc(sizeof(int) * (size_t)size), *vd = malloc(sizeof(int) * (size_t)size);
+	int *spaced = malloc(sizeof(int) * 5 * (size_t)size);
+	for (int r = 0; r < size; r++)
+		vc[r] = 4, vd[r] = 5 * r;
+	for (int i = 0; i < 5 * size; i++)
+		spaced[i] = -1;
+	MPI_Gatherv(&m[0][4], 1, column, spaced, vc, vd, MPI_INT, 0, MPI_COMM_WORLD);
+	ok = 1;
+	for (int r = 0; rank == 0 && r < size; r++)
+		for (int i = 0; i < 5; i++)
+			ok &= spaced[5 * r + i] == (i < 4 ? r * 100 + i * 10 + 4 : -1);
+	memset(sc, 0, sizeof(sc));
+	MPI_Scatterv(spaced, vc, vd, MPI_INT, &sc[0][0], 1, column, 0, MPI_COMM_WORLD);
+	for (int i = 0; i < 4; i++)
+		ok &= sc[i][0] == rank * 100 + i * 10 + 4 && sc[i][1] == 0;
+	struct rec *agv = calloc(2 * (size_t)size, sizeof(struct rec));
+	for (int r = 0; r < size; r++)
+		vc[r] = 1, vd[r] = 2 * r;
+	MPI_Allgatherv(out, 1, rt, agv, vc, vd, rt, MPI_COMM_WORLD);
+	for (int r = 0; r < size; r++)
+		ok &= agv[2 * r].a == r && agv[2 * r].c[0] == 'a' && agv[2 * r + 1].a == 0;
+	for (int r = 0; r < size; r++)
+		vd[r] = r;
+	memset(a2r, 0, 2 * (size_t)size * sizeof(int));
+	int *vc2 = malloc(sizeof(int) * (size_t)size), *vd2 = malloc(sizeof(int) * (size_t)size);
+	for (int r = 0; r < size; r++)
+		vc2[r] = 2, vd2[r] = 2 * r;
+	MPI_Alltoallv(a2s, vc, vd, spair, a2r, vc2, vd2, MPI_INT, MPI_COMM_WORLD);
+	for (int r = 0; r < size; r++)
+		ok &= a2r[2 * r] == r * 1000 + rank && a2r[2 * r + 1] == -(r * 1000 + rank);
+	CHECK(ok, "v-forms with derived types: %d %d %d", spaced[0], sc[0][0], agv[0].a);
+	free(vc), free(vd), free(vc2), free(vd2), free(spaced), free(agv);
 	free(cols), free(ag), free(a2s), free(a2r);
 	MPI_Type_free(&spair);
 	/* pack an int and a column, send them packed, unpack them */
