@@ -34,7 +34,7 @@ static int common(const char *fn, MPI_Comm comm, int count, MPI_Datatype t, int 
 	if (!mpi_type_size(t))
 		return mpi_error(comm, MPI_ERR_TYPE, fn,
 				 mpi_type_info(t, 0, &ti) ? "unknown datatype %d"
-							  : "datatype %d is derived: the collectives take predefined types only, for now",
+							  : "datatype %d is derived: this call takes predefined types only, for now",
 				 t);
 	return MPI_SUCCESS;
 }
@@ -333,6 +333,61 @@ static int vforms_derived(enum blocks_kind kind, const char *fn, const void *sen
 	return rc;
 }
 
+/* ------------------------------------ derived datatypes in the reductions
+ *
+ * A predefined operation applies to a derived type whose parts are all
+ * one predefined type (a contiguous run or a vector of doubles, say): the
+ * reduction runs on those elements, packed, and the result is unpacked. A
+ * user operation on a derived type is refused for now. */
+
+struct red_pack {
+	MPI_Datatype basic;
+	uint64_t per;    /* basic elements per element */
+	int bytes;       /* packed bytes of the count elements */
+	char *s, *r;     /* packed send (NULL: in place) and receive buffers */
+};
+
+/* Set up p for count elements of t (per call's local part); nsend: the
+ * elements of t the send side holds (count, or count * size for the
+ * scatters); rin: the receive side's data are the input (in place). */
+static int red_derived(const char *fn, MPI_Comm comm, MPI_Datatype t, MPI_Op op, int count, const void *sendbuf,
+		       int nsend, void *recvbuf, int nrecv, int want_recv, struct red_pack *p)
+{
+	struct mpi_type_info ti;
+	int size = 0, sb = 0;
+	memset(p, 0, sizeof(*p));
+	CHECK(mpi_comm_check(comm, fn, &size));
+	CHECK(packed_bytes(fn, comm, count, t, &p->bytes));
+	mpi_type_info(t, 0, &ti);
+	if (mpi_user_op(op))
+		return mpi_error(comm, MPI_ERR_TYPE, fn, "a user operation on a derived datatype: not supported yet");
+	if (ti.basic == MPI_DATATYPE_NULL)
+		return mpi_error(comm, MPI_ERR_TYPE, fn,
+				 "datatype %d mixes predefined types: a predefined operation needs one", t);
+	p->basic = ti.basic;
+	p->per = ti.nbasic;
+	const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+	int rb = 0;
+	CHECK(packed_bytes(fn, comm, nsend, t, &sb));
+	CHECK(packed_bytes(fn, comm, nrecv, t, &rb));
+	if ((sb && !in) || (want_recv && rb && !recvbuf))
+		return mpi_error(comm, MPI_ERR_BUFFER, fn, "NULL buffer (or MPI_IN_PLACE where it is not allowed)");
+	if (!(p->s = pack_blocks(in, nsend, t, 1, sb)) || (want_recv && !(p->r = calloc((size_t)rb + 1, 1)))) {
+		free(p->s);
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	}
+	return MPI_SUCCESS;
+}
+
+static int red_finish(struct red_pack *p, int rc, void *recvbuf, int nrecv, MPI_Datatype t)
+{
+	if (!rc && p->r)
+		mpi_unpack(p->r, (uint64_t)-1, recvbuf, nrecv, t);
+	free(p->s);
+	free(p->r);
+	return rc;
+}
+
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
 	if (derived_type(datatype))
@@ -378,6 +433,17 @@ static int reduce(void *acc, int count, MPI_Datatype t, MPI_Op op, int root, MPI
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
 	       MPI_Comm comm)
 {
+	if (derived_type(datatype)) {
+		struct red_pack p;
+		int size = 0;
+		CHECK(mpi_comm_check(comm, "MPI_Reduce", &size));
+		CHECK(root_ok("MPI_Reduce", comm, root, size));
+		int me = mpi_comm_of(comm)->rank;
+		const void *in = me != root && sendbuf == MPI_IN_PLACE ? NULL : sendbuf; /* (in place: the root's only) */
+		CHECK(red_derived("MPI_Reduce", comm, datatype, op, count, in, count, recvbuf, count, me == root, &p));
+		int rc = MPI_Reduce(p.s, p.r, (int)((uint64_t)count * p.per), p.basic, op, root, comm);
+		return red_finish(&p, rc, recvbuf, count, datatype);
+	}
 	int size = 0;
 	CHECK(common("MPI_Reduce", comm, count, datatype, &size));
 	CHECK(root_ok("MPI_Reduce", comm, root, size));
@@ -408,6 +474,12 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+	if (derived_type(datatype)) {
+		struct red_pack p;
+		CHECK(red_derived("MPI_Allreduce", comm, datatype, op, count, sendbuf, count, recvbuf, count, 1, &p));
+		int rc = MPI_Allreduce(p.s, p.r, (int)((uint64_t)count * p.per), p.basic, op, comm);
+		return red_finish(&p, rc, recvbuf, count, datatype);
+	}
 	int size = 0;
 	CHECK(common("MPI_Allreduce", comm, count, datatype, &size));
 	CHECK(op_ok("MPI_Allreduce", comm, op, datatype));
@@ -626,6 +698,17 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
 			     MPI_Comm comm)
 {
+	if (derived_type(datatype)) {
+		struct red_pack p;
+		int size = 0;
+		CHECK(mpi_comm_check(comm, "MPI_Reduce_scatter_block", &size));
+		if ((uint64_t)recvcount * (uint64_t)size > INT32_MAX)
+			return mpi_error(comm, MPI_ERR_COUNT, "MPI_Reduce_scatter_block", "too many elements");
+		CHECK(red_derived("MPI_Reduce_scatter_block", comm, datatype, op, recvcount, sendbuf, recvcount * size,
+				  recvbuf, recvcount, 1, &p));
+		int rc = MPI_Reduce_scatter_block(p.s, p.r, (int)((uint64_t)recvcount * p.per), p.basic, op, comm);
+		return red_finish(&p, rc, recvbuf, recvcount, datatype);
+	}
 	int size = 0;
 	CHECK(common("MPI_Reduce_scatter_block", comm, recvcount, datatype, &size));
 	CHECK(op_ok("MPI_Reduce_scatter_block", comm, op, datatype));
@@ -850,12 +933,31 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 	return p2p_rc(comm, fn, rc);
 }
 
+/* Scan and Exscan with a derived type (rank 0's Exscan result stays undefined). */
+static int scan_derived(const char *fn, const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, MPI_Op op,
+			MPI_Comm comm, int exclusive)
+{
+	struct red_pack p;
+	CHECK(red_derived(fn, comm, t, op, count, sendbuf, count, recvbuf, count, 1, &p));
+	int n = (int)((uint64_t)count * p.per);
+	int rc = exclusive ? MPI_Exscan(p.s, p.r, n, p.basic, op, comm) : MPI_Scan(p.s, p.r, n, p.basic, op, comm);
+	if (exclusive && mpi_comm_of(comm)->rank == 0) {
+		free(p.r);
+		p.r = NULL; /* leave rank 0's buffer alone */
+	}
+	return red_finish(&p, rc, recvbuf, count, t);
+}
+
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+	if (derived_type(datatype))
+		return scan_derived("MPI_Scan", sendbuf, recvbuf, count, datatype, op, comm, 0);
 	return scan("MPI_Scan", sendbuf, recvbuf, count, datatype, op, comm, 0);
 }
 
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+	if (derived_type(datatype))
+		return scan_derived("MPI_Exscan", sendbuf, recvbuf, count, datatype, op, comm, 1);
 	return scan("MPI_Exscan", sendbuf, recvbuf, count, datatype, op, comm, 1);
 }

@@ -169,6 +169,7 @@ struct mpi_type_info {
 	MPI_Aint extent;
 	int contig;       /* elements are contiguous bytes: no packing */
 	uint64_t nbasic;  /* predefined elements in one element */
+	MPI_Datatype basic; /* the predefined type of all of them, or MPI_DATATYPE_NULL (mixed, or none) */
 };
 /* Any type (committed, if asked): 0 and *out, or -1. */
 int mpi_type_info(MPI_Datatype t, int committed, struct mpi_type_info *out);

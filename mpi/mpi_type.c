@@ -24,6 +24,8 @@ struct mpi_dtype {
 	int used, committed;
 	uint64_t size;       /* data bytes of one element */
 	uint64_t nbasic;     /* predefined elements in one element */
+	MPI_Datatype basic;  /* their predefined type if they share one, else MPI_DATATYPE_NULL */
+	int mixed;
 	MPI_Aint lb, extent;
 	MPI_Aint align;      /* the largest alignment of its predefined parts */
 	size_t nblk;
@@ -58,7 +60,7 @@ int mpi_type_info(MPI_Datatype t, int committed, struct mpi_type_info *out)
 {
 	int s = mpi_type_size(t);
 	if (s) {
-		*out = (struct mpi_type_info){(uint64_t)s, s, 1, 1};
+		*out = (struct mpi_type_info){(uint64_t)s, s, 1, 1, t};
 		return 0;
 	}
 	const struct mpi_dtype *d = derived(t);
@@ -66,7 +68,7 @@ int mpi_type_info(MPI_Datatype t, int committed, struct mpi_type_info *out)
 		return -1;
 	*out = (struct mpi_type_info){d->size, d->extent,
 				      d->nblk == 0 || (d->nblk == 1 && d->blk[0].off == 0 && (MPI_Aint)d->size == d->extent),
-				      d->nbasic};
+				      d->nbasic, d->mixed ? MPI_DATATYPE_NULL : d->basic};
 	return 0;
 }
 
@@ -135,6 +137,9 @@ static void add(struct builder *b, MPI_Aint disp, MPI_Datatype old)
 	b->any = 1;
 	b->d.size += oi.size;
 	b->d.nbasic += oi.nbasic;
+	if (oi.basic == MPI_DATATYPE_NULL || (b->d.basic && b->d.basic != oi.basic))
+		b->d.mixed = 1;
+	b->d.basic = oi.basic;
 	for (size_t i = 0; i < n; i++) {
 		MPI_Aint off = disp + blk[i].off;
 		struct mpi_blk *last = b->d.nblk ? &b->d.blk[b->d.nblk - 1] : NULL;

@@ -625,6 +625,36 @@ static void datatypes(void)
 		ok &= a2r[2 * r] == r * 1000 + rank && a2r[2 * r + 1] == -(r * 1000 + rank);
 	CHECK(ok, "v-forms with derived types: %d %d %d", spaced[0], sc[0][0], agv[0].a);
 	free(vc), free(vd), free(vc2), free(vd2), free(spaced), free(agv);
+	/* reductions on the parts of a derived type of one predefined type:
+	 * a contiguous run of doubles, a column of ints */
+	MPI_Datatype three;
+	MPI_Type_contiguous(3, MPI_DOUBLE, &three);
+	MPI_Type_commit(&three);
+	double d6[6], s6[6];
+	for (int i = 0; i < 6; i++)
+		d6[i] = rank + i * 0.5;
+	MPI_Allreduce(d6, s6, 2, three, MPI_SUM, MPI_COMM_WORLD);
+	ok = 1;
+	for (int i = 0; i < 6; i++)
+		ok &= s6[i] == size * (size - 1) / 2.0 + size * i * 0.5;
+	int mx[4][5];
+	memset(mx, 0, sizeof(mx));
+	MPI_Reduce(&m[0][0], &mx[0][0], 1, column, MPI_MAX, 0, MPI_COMM_WORLD);
+	for (int i = 0; rank == 0 && i < 4; i++)
+		ok &= mx[i][0] == (size - 1) * 100 + i * 10 && mx[i][1] == 0;
+	memcpy(mx, m, sizeof(mx));
+	MPI_Scan(MPI_IN_PLACE, &mx[0][1], 1, column, MPI_SUM, MPI_COMM_WORLD);
+	for (int i = 0; i < 4; i++)
+		ok &= mx[i][1] == 100 * rank * (rank + 1) / 2 + (rank + 1) * (i * 10 + 1) && mx[i][2] == m[i][2];
+	double *rsin = malloc(sizeof(double) * 3 * (size_t)size), rsout[3];
+	for (int i = 0; i < 3 * size; i++)
+		rsin[i] = i + rank;
+	MPI_Reduce_scatter_block(rsin, rsout, 1, three, MPI_SUM, MPI_COMM_WORLD);
+	for (int i = 0; i < 3; i++)
+		ok &= rsout[i] == size * (3.0 * rank + i) + size * (size - 1) / 2.0;
+	CHECK(ok, "reductions on derived types: %g %d %d %g", s6[5], mx[0][0], mx[3][1], rsout[2]);
+	free(rsin);
+	MPI_Type_free(&three);
 	free(cols), free(ag), free(a2s), free(a2r);
 	MPI_Type_free(&spair);
 	/* pack an int and a column, send them packed, unpack them */
@@ -645,7 +675,7 @@ static void datatypes(void)
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	int c1 = -1, c2 = -1, c3 = -1, c4 = -1;
 	MPI_Error_class(MPI_Send(m, 1, uncommitted, next, 87, MPI_COMM_WORLD), &c1);
-	MPI_Error_class(MPI_Reduce(m, back, 1, column, MPI_SUM, 0, MPI_COMM_WORLD), &c2);
+	MPI_Error_class(MPI_Allreduce(out, in, 1, rt, MPI_SUM, MPI_COMM_WORLD), &c2); /* mixed parts */
 	pos = 200;
 	MPI_Error_class(MPI_Pack(&one, 20, MPI_INT, packed, sizeof(packed), &pos, MPI_COMM_WORLD), &c3);
 	MPI_Datatype gone = column;
