@@ -74,6 +74,28 @@ static int p2p_rc(MPI_Comm comm, const char *fn, int rc)
 	return rc ? mpi_error(comm, rc, fn, "a message of the collective failed") : 0;
 }
 
+/* Large enough to share with the node's other cores (and can it)? */
+static int multicore(MPI_Comm comm, uint64_t bytes)
+{
+	return mpi_comm_of(comm)->nteam && bytes >= mpi_g.multicore_bytes;
+}
+
+/* A collective on comm's node team: the helpers take their part too. */
+static int node_coll(MPI_Comm comm, enum mpi_help_cmd cmd, const void *send, void *recv, size_t count,
+		     enum coll_dtype dt, enum coll_op op)
+{
+	coll_team_t *t = mpi_comm_of(comm)->nteam;
+	struct mpi_help job = {.h = comm, .send = send, .recv = recv, .count = count, .dt = dt, .op = op};
+	int rc = mpi_help(cmd, &job);
+	if (rc)
+		return rc;
+	switch (cmd) {
+	case MPI_HELP_ALLREDUCE: return coll_allreduce(t, send, recv, count, dt, op, NULL);
+	case MPI_HELP_ALLGATHER: return coll_allgather(t, send, recv, count, dt, NULL);
+	default: return coll_reduce_scatter(t, send, recv, count, dt, op, NULL);
+	}
+}
+
 int MPI_Barrier(MPI_Comm comm)
 {
 	int size = 0;
@@ -494,7 +516,9 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 	enum coll_op cop;
 	if (!mpi_coll_types(datatype, op, &dt, &cop))
 		return coll_rc(comm, "MPI_Allreduce",
-			       coll_allreduce(mpi_comm_of(comm)->team, recvbuf, recvbuf, (size_t)count, dt, cop, NULL));
+			       multicore(comm, bytes) ? node_coll(comm, MPI_HELP_ALLREDUCE, recvbuf, recvbuf, (size_t)count, dt, cop)
+						      : coll_allreduce(mpi_comm_of(comm)->team, recvbuf, recvbuf, (size_t)count, dt, cop,
+								       NULL));
 	int rc = reduce(recvbuf, count, datatype, op, 0, comm, size);
 	if (!rc)
 		rc = bcast(recvbuf, bytes, 0, comm, size);
@@ -579,7 +603,9 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		if (!mine)
 			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Allgather", "out of memory");
 		memcpy(mine, sendbuf == MPI_IN_PLACE ? (char *)recvbuf + (uint64_t)me * rb : sendbuf, rb);
-		int rc = coll_allgather(mpi_comm_of(comm)->team, mine, recvbuf, (size_t)(rb / 4), COLL_INT32, NULL);
+		int rc = multicore(comm, rb * (uint64_t)size)
+				 ? node_coll(comm, MPI_HELP_ALLGATHER, mine, recvbuf, (size_t)(rb / 4), COLL_INT32, COLL_SUM)
+				 : coll_allgather(mpi_comm_of(comm)->team, mine, recvbuf, (size_t)(rb / 4), COLL_INT32, NULL);
 		free(mine);
 		return coll_rc(comm, "MPI_Allgather", rc);
 	}
@@ -725,7 +751,8 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 		void *tmp = malloc(rb);
 		if (!tmp)
 			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Reduce_scatter_block", "out of memory");
-		int rc = coll_reduce_scatter(mpi_comm_of(comm)->team, src, tmp, (size_t)recvcount, dt, cop, NULL);
+		int rc = multicore(comm, all) ? node_coll(comm, MPI_HELP_REDUCE_SCATTER, src, tmp, (size_t)recvcount, dt, cop)
+					      : coll_reduce_scatter(mpi_comm_of(comm)->team, src, tmp, (size_t)recvcount, dt, cop, NULL);
 		if (!rc)
 			memcpy(recvbuf, tmp, rb);
 		free(tmp);

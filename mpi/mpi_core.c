@@ -377,6 +377,7 @@ int mpi_error(MPI_Comm comm, int code, const char *fn, const char *fmt, ...)
 /* ------------------------------------------------------------- environment */
 
 static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void *payload, void *arg);
+static int helper_main(emu_core_t *c, void *arg);
 static int send_done(void);
 static void request_free(struct torus_mpi_request *r);
 
@@ -385,7 +386,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	if (mpi_g.state)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Init", "MPI_Init called twice");
 	int status;
-	int rc = emu_node_join(argc ? *argc : 0, argv ? *argv : NULL, NULL, NULL, &mpi_g.c, &status);
+	int rc = emu_node_join(argc ? *argc : 0, argv ? *argv : NULL, helper_main, NULL, &mpi_g.c, &status);
 	if (rc)
 		exit(status); /* not under torusrun (the message is printed) */
 	emu_core_t *c = mpi_g.c;
@@ -393,17 +394,26 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	mpi_g.size = (int)emu_node_count(c);
 	const char *w = getenv("TORUS_MPI_WTIME");
 	mpi_g.wall = w && !strcmp(w, "wall");
-	mpi_g.eager_limit = MPI_EAGER_LIMIT;
-	const char *el = getenv("TORUS_MPI_EAGER_LIMIT");
-	if (el) {
+	mpi_g.ncores = emu_cores_of(c, (uint32_t)mpi_g.rank);
+	static const struct {
+		const char *name;
+		uint64_t *to, dflt;
+	} knobs[] = {{"TORUS_MPI_EAGER_LIMIT", &mpi_g.eager_limit, MPI_EAGER_LIMIT},
+		     {"TORUS_MPI_MULTICORE_BYTES", &mpi_g.multicore_bytes, MPI_MULTICORE_BYTES}};
+	for (size_t k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
+		const char *el = getenv(knobs[k].name);
+		*knobs[k].to = knobs[k].dflt;
+		if (!el)
+			continue;
 		char *end = NULL;
 		errno = 0;
 		unsigned long long v = strtoull(el, &end, 10);
 		if (errno || !*el || *end || *el == '-') {
-			fprintf(stderr, "MPI_Init: TORUS_MPI_EAGER_LIMIT=%s is not a number of bytes\n", el);
+			fprintf(stderr, "MPI_Init: %s=%s is not a number of bytes\n", knobs[k].name, el);
+			mpi_help(MPI_HELP_QUIT, NULL);
 			exit(emu_node_leave(c, 2));
 		}
-		mpi_g.eager_limit = v;
+		*knobs[k].to = v;
 	}
 	mpi_g.nsrc = (uint32_t)mpi_g.size;
 	mpi_g.cur = calloc(mpi_g.nsrc, sizeof(*mpi_g.cur));
@@ -418,6 +428,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	    mpi_comm_new(world, mpi_g.size, mpi_g.rank, 0, MPI_ERRORS_ARE_FATAL) != MPI_COMM_WORLD ||
 	    mpi_comm_new(&self, 1, 0, 1, MPI_ERRORS_ARE_FATAL) != MPI_COMM_SELF) {
 		fprintf(stderr, "MPI_Init: rank %d could not set up\n", mpi_g.rank);
+		mpi_help(MPI_HELP_QUIT, NULL);
 		exit(emu_node_leave(c, 1));
 	}
 	free(world);
@@ -426,6 +437,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	struct mpi_comm *wc = mpi_comm_of(MPI_COMM_WORLD);
 	if (dma_barrier_team(c, wc->members, (size_t)mpi_g.size)) {
 		fprintf(stderr, "MPI_Init: rank %d: the barrier failed\n", mpi_g.rank);
+		mpi_help(MPI_HELP_QUIT, NULL);
 		exit(emu_node_leave(c, 1));
 	}
 	mpi_g.state = 1;
@@ -488,6 +500,8 @@ int MPI_Finalize(void)
 	}
 	free(mpi_g.cur);
 	mpi_g.state = 2;
+	if (mpi_help(MPI_HELP_QUIT, NULL))
+		rc = 1;
 	int status = emu_node_leave(c, rc ? 1 : 0);
 	if (status)
 		exit(status); /* the job failed elsewhere: this rank's exit says so */
@@ -590,8 +604,8 @@ MPI_Comm mpi_comm_new(const uint32_t *world, int n, int rank, uint32_t ctx, MPI_
 		return MPI_COMM_NULL;
 	struct mpi_comm *cm = &mpi_g.comms[h];
 	memset(cm, 0, sizeof(*cm));
-	cm->world = malloc((size_t)n * sizeof(uint32_t));
-	cm->members = malloc((size_t)n * sizeof(uint32_t));
+	cm->world = calloc((size_t)n + 1, sizeof(uint32_t));
+	cm->members = calloc((size_t)n + 1, sizeof(uint32_t));
 	if (!cm->world || !cm->members) {
 		free(cm->world);
 		free(cm->members);
@@ -613,16 +627,107 @@ MPI_Comm mpi_comm_new(const uint32_t *world, int n, int rank, uint32_t ctx, MPI_
 		free(cm->members);
 		return MPI_COMM_NULL;
 	}
+	/* the node team, if every member node has cores to spare: the same
+	 * on every member, whose helpers make their own handles */
+	uint32_t cores = UINT32_MAX;
+	for (int i = 0; i < n; i++) {
+		uint32_t k = emu_cores_of(mpi_g.c, world[i]);
+		cores = k < cores ? k : cores;
+	}
 	cm->used = 1;
+	if (n > 1 && cores > 1) {
+		struct mpi_help job = {.h = h, .nodes = cm->world, .n = (size_t)n, .cores = cores};
+		if (mpi_help(MPI_HELP_TEAM, &job) || coll_team_create_nodes(mpi_g.c, cm->world, (size_t)n, cores, &cm->nteam)) {
+			mpi_comm_release(cm);
+			return MPI_COMM_NULL;
+		}
+		cm->ncores = cores;
+	}
 	return h;
 }
 
 void mpi_comm_release(struct mpi_comm *cm)
 {
+	if (cm->nteam || cm->ncores) {
+		struct mpi_help job = {.h = (MPI_Comm)(cm - mpi_g.comms)};
+		mpi_help(MPI_HELP_FREE, &job);
+		coll_team_free(cm->nteam);
+	}
 	coll_team_free(cm->team);
 	free(cm->world);
 	free(cm->members);
 	memset(cm, 0, sizeof(*cm));
+}
+
+/* ------------------------------------------------------------- helpers
+ *
+ * The node's other cores (MPI_THREAD_FUNNELED: they never call MPI) work
+ * for core 0 in the collectives that share a node team's work among its
+ * cores (the multicolor algorithms: a color per core). They wait in the
+ * node's lockbox barrier for a command; core 0 joins it with one when a
+ * collective is large enough to gain (mpi_g.multicore_bytes) and at the
+ * node team's creation and end. The barrier costs barrier_latency of
+ * emulated time, on every core of the node. */
+
+int mpi_help(enum mpi_help_cmd cmd, const struct mpi_help *job)
+{
+	if (mpi_g.ncores < 2)
+		return 0;
+	struct mpi_help none = {0};
+	mpi_g.help[mpi_g.help_seq++ % 2] = job ? *job : none;
+	uint32_t out = 0;
+	return dma_barrier_node(mpi_g.c, mpi_g.ncores, (uint32_t)cmd, &out);
+}
+
+static int helper_main(emu_core_t *c, void *arg)
+{
+	(void)arg;
+	coll_team_t **teams = calloc(MPI_MAX_COMMS, sizeof(*teams));
+	uint32_t me = emu_core_index(c), n = emu_cores_of(c, emu_node_rank(c));
+	int rc = teams ? 0 : -ENOMEM;
+	uint64_t seq = 0;
+	while (!rc) {
+		uint32_t cmd = MPI_HELP_NONE;
+		if ((rc = dma_barrier_node(c, n, 0, &cmd)))
+			break;
+		const struct mpi_help *j = &mpi_g.help[seq++ % 2]; /* written before the barrier */
+		if (cmd == MPI_HELP_QUIT)
+			break;
+		if (j->h <= 0 || j->h >= MPI_MAX_COMMS) {
+			rc = -EPROTO;
+			break;
+		}
+		coll_team_t **t = &teams[j->h];
+		switch (cmd) {
+		case MPI_HELP_TEAM:
+			if (me < j->cores)
+				rc = coll_team_create_nodes(c, j->nodes, j->n, j->cores, t);
+			break;
+		case MPI_HELP_FREE:
+			coll_team_free(*t);
+			*t = NULL;
+			break;
+		case MPI_HELP_ALLREDUCE:
+			if (*t)
+				rc = coll_allreduce(*t, j->send, j->recv, j->count, j->dt, j->op, NULL);
+			break;
+		case MPI_HELP_ALLGATHER:
+			if (*t)
+				rc = coll_allgather(*t, j->send, j->recv, j->count, j->dt, NULL);
+			break;
+		case MPI_HELP_REDUCE_SCATTER:
+			if (*t)
+				rc = coll_reduce_scatter(*t, j->send, j->recv, j->count, j->dt, j->op, NULL);
+			break;
+		default: rc = -EPROTO; break;
+		}
+	}
+	if (rc)
+		fprintf(stderr, "MPI: rank %u: helper core %u failed: %s\n", emu_node_rank(c), me, dma_strerror(rc));
+	for (int h = 0; teams && h < MPI_MAX_COMMS; h++)
+		coll_team_free(teams[h]);
+	free(teams);
+	return rc ? 1 : 0;
 }
 
 /* ------------------------------------------------------- point-to-point */

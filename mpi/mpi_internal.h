@@ -113,8 +113,31 @@ struct mpi_comm {
 	uint32_t *world;                 /* member i's world rank */
 	uint32_t *members;               /* member i's global core rank */
 	coll_team_t *team;
+	/* the node team (its members' cores 0 .. ncores-1 as one member each,
+	 * the helpers working with core 0) for large collectives with a
+	 * multi-core algorithm; NULL if a member has one core */
+	coll_team_t *nteam;
+	uint32_t ncores;
 	MPI_Errhandler eh;
 };
+
+/* What core 0 gives the node's other cores (mpi_help): the command goes
+ * through the node's lockbox barrier, the rest here. */
+enum mpi_help_cmd { MPI_HELP_NONE, MPI_HELP_QUIT, MPI_HELP_TEAM, MPI_HELP_FREE, MPI_HELP_ALLREDUCE,
+		    MPI_HELP_ALLGATHER, MPI_HELP_REDUCE_SCATTER };
+struct mpi_help {
+	MPI_Comm h;                      /* the communicator */
+	const uint32_t *nodes;           /* MPI_HELP_TEAM: its nodes */
+	size_t n;
+	uint32_t cores;
+	const void *send;                /* the collectives: core 0's arguments */
+	void *recv;
+	size_t count;
+	enum coll_dtype dt;
+	enum coll_op op;
+};
+/* Large collectives go to the node's cores from this many bytes on. */
+#define MPI_MULTICORE_BYTES 65536u
 struct mpi_group {
 	int used;
 	int n;
@@ -152,6 +175,13 @@ struct mpi_state {
 	struct torus_mpi_request *rz_wait, *rz_setup, *rz_recv;
 	struct mpi_ctl *ctl;             /* control messages not known to have left */
 	struct mpi_user_op ops[MPI_MAX_USER_OPS]; /* MPI_Op_create */
+	uint32_t ncores;                 /* this node's cores: 1 + its helpers */
+	uint64_t multicore_bytes;        /* TORUS_MPI_MULTICORE_BYTES */
+	/* command k's arguments in help[k % 2]: core 0 writes command k + 1's
+	 * while the helpers may still read command k's, and cannot write
+	 * k + 2's before every helper has come back for k + 1 */
+	struct mpi_help help[2];
+	uint64_t help_seq;
 };
 extern struct mpi_state mpi_g;
 
@@ -194,6 +224,8 @@ int mpi_comm_check(MPI_Comm comm, const char *fn, int *size);
 MPI_Comm mpi_comm_new(const uint32_t *world, int n, int rank, uint32_t ctx, MPI_Errhandler eh);
 void mpi_comm_release(struct mpi_comm *cm);
 int mpi_progress(int may_sleep);
+/* Core 0: give the helpers a command and its arguments (job: NULL for none). */
+int mpi_help(enum mpi_help_cmd cmd, const struct mpi_help *job);
 void mpi_take(struct mpi_msg *m);
 /* Blocking point-to-point for the collectives, any tag (theirs are < 0):
  * MPI_SUCCESS or an MPI error code, no handler called. */

@@ -57,6 +57,16 @@ static void test_mpi_check(void)
 		       "eager limit 16, %s: status %d\n%.2000s\n%.1000s", rzv[i], r.status, r.out, r.err);
 		result_free(&r);
 	}
+	/* the node's other cores in every collective that can use them (the
+	 * threshold at 0 bytes), uneven nodes included, and under --exact */
+	static const char *const mc[] = {"--torus 2x2 --cores 3", "--torus 2x2 --cores-map 2,3,3,4",
+					 "--exact --chaos 4 --torus 2x2 --cores 3"};
+	for (size_t i = 0; i < sizeof(mc) / sizeof(mc[0]); i++) {
+		struct result r = run("TORUS_MPI_MULTICORE_BYTES=0 $B/torusrun %s --timeout 60 -- $T/mpi_check", mc[i]);
+		EXPECT(r.status == 0 && strstr(r.out, "all passed:") && !strstr(r.out, "FAILED"),
+		       "multicore, %s: status %d\n%.2000s\n%.1000s", mc[i], r.status, r.out, r.err);
+		result_free(&r);
+	}
 	struct result bad = run("TORUS_MPI_EAGER_LIMIT=12k $B/torusrun --torus 2 --timeout 60 -- $T/mpi_check");
 	EXPECT(bad.status == 1 && strstr(bad.err, "TORUS_MPI_EAGER_LIMIT=12k is not a number of bytes"),
 	       "a bad eager limit: status %d\n%.1000s", bad.status, bad.err);
