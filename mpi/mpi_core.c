@@ -804,6 +804,16 @@ static void rzv_take(struct torus_mpi_request *r, const struct mpi_rts *h, uint3
 	rz_append(&mpi_g.rz_setup, r);
 }
 
+/* A message that no posted receive took, queued in arrival order. */
+static void unexp_append(struct mpi_msg *m)
+{
+	if (mpi_g.unexp_tail)
+		mpi_g.unexp_tail->next = m;
+	else
+		mpi_g.unexp_head = m;
+	mpi_g.unexp_tail = m;
+}
+
 /* A whole message at once: to the first posted receive that fits, or queued. */
 static int deliver_short(const struct mpi_env *e, const char *data)
 {
@@ -825,11 +835,7 @@ static int deliver_short(const struct mpi_env *e, const char *data)
 		memcpy(m->data, data, e->len);
 	m->got = e->len;
 	m->complete = 1;
-	if (mpi_g.unexp_tail)
-		mpi_g.unexp_tail->next = m;
-	else
-		mpi_g.unexp_head = m;
-	mpi_g.unexp_tail = m;
+	unexp_append(m);
 	return 0;
 }
 
@@ -858,11 +864,7 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 			return -ENOMEM;
 		*m = (struct mpi_msg){.env = h.env, .complete = 1, .rzv = 1, .node = from, .region = h.region,
 				      .trace = h.trace, .sreq = h.sreq};
-		if (mpi_g.unexp_tail)
-			mpi_g.unexp_tail->next = m;
-		else
-			mpi_g.unexp_head = m;
-		mpi_g.unexp_tail = m;
+		unexp_append(m);
 		return 0;
 	}
 	if (info->user == 5) {
@@ -917,11 +919,7 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 		}
 		if (!m->req) {
 			/* unexpected: queued in arrival order */
-			if (mpi_g.unexp_tail)
-				mpi_g.unexp_tail->next = m;
-			else
-				mpi_g.unexp_head = m;
-			mpi_g.unexp_tail = m;
+			unexp_append(m);
 		}
 		cur->m = m->env.len ? m : NULL;
 		return 0;
