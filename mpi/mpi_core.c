@@ -478,9 +478,13 @@ int MPI_Finalize(void)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Finalize", "MPI is not initialized");
 	emu_core_t *c = mpi_g.c;
 	/* this rank's own messages (the last rendezvous answers) leave first */
-	int rc = 0;
-	while (!rc && (rc = send_done()) == 0)
-		rc = mpi_progress(1);
+	int rc = 0, done = 0;
+	while (rc >= 0 && !done) {
+		if ((rc = send_done()) >= 0)
+			done = rc > 0 && !mpi_g.ctl_q;
+		if (rc >= 0 && !done)
+			rc = mpi_progress(1);
+	}
 	/* what others still send us must find us here: every rank stops together */
 	rc = dma_barrier_team(c, mpi_comm_of(MPI_COMM_WORLD)->members, (size_t)mpi_g.size) || rc < 0;
 	for (int k = 1; k < MPI_MAX_COMMS; k++)
@@ -982,27 +986,46 @@ static void sends_left(void)
 	}
 }
 
-/* Tell node that its send sreq is done (a control message: its bytes live
- * on mpi_g.ctl until every send has left). */
-static int post_fin(uint32_t node, uint64_t sreq)
+/* Tell node that its send sreq is done: queued, posted by post_fins. */
+static int queue_fin(uint32_t node, uint64_t sreq)
 {
 	struct mpi_ctl *k = malloc(sizeof(*k));
 	if (!k)
 		return -ENOMEM;
-	k->fin.sreq = sreq;
-	int rc = dma_counter_add(mpi_g.c, mpi_g.inj, (int64_t)sizeof(k->fin));
-	if (rc) {
-		free(k);
-		return rc;
+	*k = (struct mpi_ctl){{sreq}, node, NULL};
+	if (!mpi_g.ctl_q)
+		mpi_g.ctl_tail = &mpi_g.ctl_q;
+	*mpi_g.ctl_tail = k;
+	mpi_g.ctl_tail = &k->next;
+	return 0;
+}
+
+/* Post the queued control messages while the FIFO has room (never
+ * waiting: the progress engine calls this, and comes back); their bytes
+ * live on mpi_g.ctl until every send has left. The number posted, or a
+ * negative error. */
+static int post_fins(void)
+{
+	int n = 0;
+	while (mpi_g.ctl_q) {
+		struct mpi_ctl *k = mpi_g.ctl_q;
+		struct dma_desc d;
+		dma_desc_memfifo(&d, k->node, 0, TORUS_MPI_DISPATCH, 5, &k->fin, sizeof(k->fin), mpi_g.inj);
+		d.tag = TORUS_TAG(TORUS_TAG_P2P, 0, 0, 0, 0);
+		int rc = dma_counter_add(mpi_g.c, mpi_g.inj, (int64_t)sizeof(k->fin));
+		if (!rc && (rc = dma_injfifo_post(mpi_g.fifo, &d, 0)) != 0)
+			dma_counter_add(mpi_g.c, mpi_g.inj, -(int64_t)sizeof(k->fin)); /* not posted after all */
+		if (rc == -EAGAIN)
+			break;
+		if (rc)
+			return rc;
+		mpi_g.sends_out = 1;
+		mpi_g.ctl_q = k->next;
+		k->next = mpi_g.ctl;
+		mpi_g.ctl = k;
+		n++;
 	}
-	k->next = mpi_g.ctl;
-	mpi_g.ctl = k;
-	mpi_g.sends_out = 1;
-	struct dma_desc d;
-	dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 5, &k->fin, sizeof(k->fin), mpi_g.inj);
-	d.tag = TORUS_TAG(TORUS_TAG_P2P, 0, 0, 0, 0);
-	/* (the FIFO being full is back-pressure: wait, these are tiny) */
-	return dma_injfifo_post(mpi_g.fifo, &d, DMA_POST_WAIT);
+	return n;
 }
 
 /*
@@ -1066,7 +1089,7 @@ static int rz_service(void)
 			return rc;
 		if (!zero)
 			break;
-		if ((rc = post_fin(r->node, r->sreq)))
+		if ((rc = queue_fin(r->node, r->sreq)))
 			return rc;
 		mpi_g.rz_recv = r->rznext;
 		r->rznext = NULL;
@@ -1077,7 +1100,9 @@ static int rz_service(void)
 		complete(r, &r->env, r->got);
 		done++;
 	}
-	return done;
+	if ((rc = post_fins()) < 0)
+		return rc;
+	return done + rc;
 }
 
 /* Handle what has arrived and the rendezvous work; if nothing moved, sleep

@@ -49,9 +49,11 @@ struct mpi_rts {
 struct mpi_fin {
 	uint64_t sreq;
 };
-/* A control message on its way out: freed once every send has left. */
+/* A control message: to post (node), then on its way out, freed once
+ * every send has left. */
 struct mpi_ctl {
 	struct mpi_fin fin;
+	uint32_t node;
 	struct mpi_ctl *next;
 };
 #define MPI_EAGER_LIMIT 16384u          /* default; TORUS_MPI_EAGER_LIMIT sets it */
@@ -174,6 +176,7 @@ struct mpi_state {
 	 * set up (region, counter, get); receives waiting for their data */
 	struct torus_mpi_request *rz_wait, *rz_setup, *rz_recv;
 	struct mpi_ctl *ctl;             /* control messages not known to have left */
+	struct mpi_ctl *ctl_q, **ctl_tail; /* control messages to post, in order */
 	struct mpi_user_op ops[MPI_MAX_USER_OPS]; /* MPI_Op_create */
 	uint32_t ncores;                 /* this node's cores: 1 + its helpers */
 	uint64_t multicore_bytes;        /* TORUS_MPI_MULTICORE_BYTES */
