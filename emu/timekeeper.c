@@ -657,7 +657,13 @@ static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t de
 				c->cap = nc;
 			}
 		}
-		c->dec[c->n++] = (struct tk_dec){t, delta};
+		/* in time order: a packet that finishes leaving (on_left) can be
+		 * dated before one applied earlier, which left another link
+		 * later but was shorter; value_at and zero_after read in order */
+		uint32_t i = c->n++;
+		for (; i > c->head && c->dec[i - 1].t > t; i--)
+			c->dec[i] = c->dec[i - 1];
+		c->dec[i] = (struct tk_dec){t, delta};
 		if (c->crossed < c->nl && c->value <= c->level[c->crossed])
 			marks_crossed(tk, node, id, c, t, in_run);
 	}

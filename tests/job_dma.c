@@ -801,6 +801,58 @@ static int run_leftwait(emu_core_t *c)
 	return dma_barrier(c);
 }
 
+/*
+ * --exact: an injection counter whose packets finish leaving out of order.
+ * Node 0 puts a whole packet to its +x neighbour and, right after, 8 bytes
+ * to its +y neighbour from another FIFO, on the same injection counter: the
+ * small one finishes leaving first, though the timekeeper learns of it
+ * second. The wait for the counter
+ * returns when the big one has left, as when it is posted alone (round 0).
+ * (The timekeeper once kept such decrements in the order it applied them,
+ * and answered when the small one had left, or never.)
+ */
+static int run_injorder(emu_core_t *c)
+{
+	const struct torus_shape *s = emu_shape(c);
+	if (!CHECK(c, emu_exact(c) && s->ndims >= 2 && s->dims[0] > 1 && s->dims[1] > 1,
+		   "injorder needs torusrun --exact and two dimensions"))
+		return 1;
+	uint32_t node = emu_node_rank(c), inj, reg;
+	uint8_t src[TORUS_MAX_PAYLOAD] = {3}, dst[TORUS_MAX_PAYLOAD];
+	uint32_t xn = torus_neighbor(s, 0, 0, TORUS_PLUS), yn = torus_neighbor(s, 0, 1, TORUS_PLUS);
+	dma_injfifo_t *f, *g; /* two FIFOs: the two puts go out side by side */
+	CHECK(c, dma_counter_alloc(c, &inj) == 0 && dma_injfifo_open(c, 0, &f) == 0 && dma_injfifo_open(c, 1, &g) == 0,
+	      "set up");
+	if (emu_core_index(c) == 0)
+		CHECK(c, dma_mem_register(c, dst, sizeof(dst), &reg) == 0 && reg == region_id(c, 0), "register");
+	torus_vt_t took[2] = {0, 0};
+	for (int round = 0; round < 2; round++) {
+		if (dma_barrier(c))
+			return 1;
+		torus_vt_t t0 = emu_core_now(c);
+		if (node == 0 && emu_core_index(c) == 0) {
+			struct dma_desc d;
+			dma_counter_add(c, inj, sizeof(src) + (round ? 8 : 0));
+			dma_desc_put(&d, xn, src, sizeof(src), region_id(c, 0), 0, DMA_NO_COUNTER, inj);
+			post(c, f, &d);
+			if (round) {
+				dma_desc_put(&d, yn, src, 8, region_id(c, 0), 0, DMA_NO_COUNTER, inj);
+				post(c, g, &d);
+			}
+			CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
+			took[round] = emu_core_now(c) - t0;
+		}
+	}
+	if (node == 0 && emu_core_index(c) == 0) {
+		CHECK(c, took[0] == took[1] && took[0] > 0,
+		      "a whole packet left in %" PRIu64 " ps alone, %" PRIu64 " ps with a short one after it", took[0],
+		      took[1]);
+		printf("injorder: a whole packet left after %.3f us, alone and with a short one after it: %.3f us\n",
+		       took[0] * 1e-6, took[1] * 1e-6);
+	}
+	return dma_barrier(c);
+}
+
 /* A counter nobody will ever decrement: only the hang detector ends this. */
 static int run_hang(emu_core_t *c)
 {
@@ -833,6 +885,8 @@ static int core_main(emu_core_t *c, void *arg)
 		rc = run_markwait(c);
 	else if (!strcmp(scenario, "leftwait"))
 		rc = run_leftwait(c);
+	else if (!strcmp(scenario, "injorder"))
+		rc = run_injorder(c);
 	else if (!strcmp(scenario, "full"))
 		rc = run_full(c);
 	else if (!strcmp(scenario, "barrier"))
@@ -852,7 +906,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
 		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | bad | full | barrier | "
-		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait | leftwait (these three: --exact)\n");
+		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait | leftwait | injorder (these four: --exact)\n");
 		return argc < 2 ? 2 : 0;
 	}
 	scenario = argv[1];

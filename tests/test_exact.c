@@ -368,11 +368,14 @@ static void test_refusals(void)
 					 /* a packet arrives while the core's own packet
 					  * leaves, whose counter it waits for too */
 					 "--torus 2 --timeout 20 -- $B/dma-check leftwait",
-					 "--torus 2 --chaos 3 --timeout 20 -- $B/dma-check leftwait"};
+					 "--torus 2 --chaos 3 --timeout 20 -- $B/dma-check leftwait",
+					 /* an injection counter's packets finishing out of order */
+					 "--torus 2x2 --timeout 20 -- $B/dma-check injorder"};
 	for (size_t i = 0; i < sizeof(ft) / sizeof(ft[0]); i++) {
 		r = run("$B/torusrun --exact --quiet %s", ft[i]);
 		EXPECT(r.status == 0 &&
-			       (strstr(r.out, "faulttime: ") || strstr(r.out, "markwait: ") || strstr(r.out, "leftwait: ")),
+			       (strstr(r.out, "faulttime: ") || strstr(r.out, "markwait: ") || strstr(r.out, "leftwait: ") ||
+				strstr(r.out, "injorder: ")),
 		       "%s: %d\n%s%s",
 		       ft[i], r.status, r.out, r.err);
 		result_free(&r);
