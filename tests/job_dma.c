@@ -756,7 +756,8 @@ static int run_leftwait(emu_core_t *c)
 	if (!CHECK(c, emu_exact(c) && emu_core_total(c) >= 2, "leftwait needs torusrun --exact and two cores"))
 		return 1;
 	uint32_t me = emu_core_global(c), node0, core0, node1, core1, inj, reg;
-	uint8_t src[TORUS_MAX_PAYLOAD] = {1}, dst[TORUS_MAX_PAYLOAD];
+	uint8_t src[TORUS_MAX_PAYLOAD] = {1};
+	static uint8_t dst[TORUS_MAX_PAYLOAD]; /* not the stack: puts may land after this returns */
 	dma_injfifo_t *f;
 	emu_core_locate(c, 0, &node0, &core0);
 	emu_core_locate(c, 1, &node1, &core1);
@@ -818,7 +819,8 @@ static int run_injorder(emu_core_t *c)
 		   "injorder needs torusrun --exact and two dimensions"))
 		return 1;
 	uint32_t node = emu_node_rank(c), inj, reg;
-	uint8_t src[TORUS_MAX_PAYLOAD] = {3}, dst[TORUS_MAX_PAYLOAD];
+	uint8_t src[TORUS_MAX_PAYLOAD] = {3};
+	static uint8_t dst[TORUS_MAX_PAYLOAD]; /* not the stack: puts may land after this returns */
 	uint32_t xn = torus_neighbor(s, 0, 0, TORUS_PLUS), yn = torus_neighbor(s, 0, 1, TORUS_PLUS);
 	dma_injfifo_t *f, *g; /* two FIFOs: the two puts go out side by side */
 	CHECK(c, dma_counter_alloc(c, &inj) == 0 && dma_injfifo_open(c, 0, &f) == 0 && dma_injfifo_open(c, 1, &g) == 0,
