@@ -419,11 +419,13 @@ static void test_fault_external_kill(void)
 static void test_launcher_killed(void)
 {
 	/* torusrun dies (SIGKILL) while nodes run behind a wrapper script, out of
-	 * reach of PR_SET_PDEATHSIG: the nodes notice and leave by themselves */
+	 * reach of PR_SET_PDEATHSIG: the nodes notice and leave by themselves
+	 * (each loop waits up to 20 s: sanitized builds start and stop slowly
+	 * on a busy host; a clean-clone TSan run once found 5 s too short) */
 	struct result r = run("$B/torusrun --torus 2x2 --timeout 0 -- sh -c "
 			      "'$B/torus-stress --packets 77 --fault hang --fault-rank 1; true' & "
-			      "for i in $(seq 100); do [ $(pgrep -fc 'torus-stres[s] --packets 77') -ge 4 ] && break; sleep 0.05; done; "
-			      "kill -9 $!; for i in $(seq 100); do pgrep -f 'torus-stres[s] --packets 77' >/dev/null || break; sleep 0.05; done");
+			      "for i in $(seq 400); do [ $(pgrep -fc 'torus-stres[s] --packets 77') -ge 4 ] && break; sleep 0.05; done; "
+			      "kill -9 $!; for i in $(seq 400); do pgrep -f 'torus-stres[s] --packets 77' >/dev/null || break; sleep 0.05; done");
 	CU_ASSERT_EQUAL(survivors("torus-stress --packets 77"), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "torusrun is gone"));
 	result_free(&r);
