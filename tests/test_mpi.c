@@ -71,6 +71,10 @@ static void test_mpi_check(void)
 	EXPECT(bad.status == 1 && strstr(bad.err, "TORUS_MPI_EAGER_LIMIT=12k is not a number of bytes"),
 	       "a bad eager limit: status %d\n%.1000s", bad.status, bad.err);
 	result_free(&bad);
+	bad = run("TORUS_MPI_MULTICORE_BYTES=-1 $B/torusrun --torus 2 --cores 2 --timeout 60 -- $T/mpi_check");
+	EXPECT(bad.status == 1 && strstr(bad.err, "TORUS_MPI_MULTICORE_BYTES=-1 is not a number of bytes"),
+	       "a bad multicore threshold: status %d\n%.1000s", bad.status, bad.err);
+	result_free(&bad);
 	/* under --exact: everything passes, and every chaos seed gives rank 0
 	 * the same emulated time (a send completes when its counter is zero in
 	 * virtual time, not at the next arrival or 1 ms later) */
