@@ -26,6 +26,7 @@ struct options {
 	const char *fault;
 	uint32_t fault_rank;
 	int progress;
+	int no_expect;      /* --no-expect: do not promise a receive-only phase */
 };
 
 struct stress_hdr {
@@ -210,6 +211,13 @@ static int stress(emu_core_t *core, void *arg)
 			}
 		}
 	}
+	/* all sent: from here this core only receives, and says so (under
+	 * --exact the timekeeper then runs ahead of it; no time changes) */
+	if (!o->no_expect && (rc = emu_core_expect(core, st.want - st.got)) < 0) {
+		fprintf(stderr, "torus-stress: core %u: emu_core_expect: %s\n", me, strerror(-rc));
+		rc = 1;
+		goto out;
+	}
 	while (st.got < st.want) {
 		int s = drain(core, cx, &st);
 		if (s < 0 || (st.got < st.want && emu_core_wait(core, EMU_EV_RECV, -1, NULL) < 0)) {
@@ -238,14 +246,17 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: torusrun [torusrun options] -- torus-stress [--packets K] [--size B] [--progress]\n"
-		   "                 [--fault crash|fail|hang|exit|exit0|spin --fault-rank R]\n\n"
+		   "                 [--fault crash|fail|hang|exit|exit0|spin --fault-rank R] [--no-expect]\n\n"
 		   "Every core sends K packets (default 4) to every other core and verifies\n"
 		   "exactly-once, in-order, intact delivery of what it receives. --size fixes\n"
 		   "the payload (16..240 bytes; default: varying per packet).\n\n"
 		   "--fault makes core 0 of node R (default 0), before it sends anything: crash\n"
 		   "(SIGSEGV), fail (return 5), hang (sleep forever outside the API), exit (the\n"
 		   "process exits 7), exit0 (the process exits 0 early), spin (busy forever in\n"
-		   "its own code). The launcher's tests use them.\n");
+		   "its own code). The launcher's tests use them.\n\n"
+		   "Once it has sent everything, each core promises to only receive until it has\n"
+		   "all its packets (emu_core_expect), which lets torusrun --exact run ahead of\n"
+		   "it; --no-expect leaves that out (the emulated time is the same).\n");
 }
 
 static int parse_uint(const char *s, long lo, long hi, long *out)
@@ -260,7 +271,7 @@ static int parse_uint(const char *s, long lo, long hi, long *out)
 }
 
 /* static: every core thread of this process reads it */
-static struct options opt = {4, -1, NULL, 0, 0};
+static struct options opt = {4, -1, NULL, 0, 0, 0};
 
 int main(int argc, char **argv)
 {
@@ -286,9 +297,11 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--progress")) {
 			opt.progress = 1;
+		} else if (!strcmp(a, "--no-expect")) {
+			opt.no_expect = 1;
 		} else {
 			fprintf(stderr, "torus-stress: bad argument '%s'%s (see --help)\n", a,
-				next && a[0] == '-' && strcmp(a, "--progress") ? " or its value" : "");
+				next && a[0] == '-' && strcmp(a, "--progress") && strcmp(a, "--no-expect") ? " or its value" : "");
 			return 2;
 		}
 	}

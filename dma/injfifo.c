@@ -272,6 +272,8 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	emu_core_t *c = f->core;
 	if ((rc = validate(c, d)))
 		return rc;
+	if (emu_core_promised(c))
+		return -EBUSY; /* emu_core_expect */
 	emu_chaos(&c->chaos);
 	struct torus_packet *slot;
 	while (!(slot = torus_ring_reserve(&f->view, &side))) {

@@ -163,6 +163,8 @@ int dma_counter_alloc_n(emu_core_t *c, uint32_t n, uint32_t *first)
 {
 	if (!c || !first || n == 0)
 		return -EINVAL;
+	if (emu_core_promised(c))
+		return -EBUSY;
 	struct dma_core_shm *d = own(c);
 	for (uint32_t i = 0; i + n <= d->ncounters; i++) {
 		uint32_t k = 0;
@@ -218,6 +220,8 @@ int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_
 {
 	if (!c || (n && !levels))
 		return -EINVAL;
+	if (emu_core_promised(c))
+		return -EBUSY;
 	struct dma_counter_shm *k = counter_of(c->node, id);
 	if (!k || id / c->node->hdr->params.dma_counters != c->index)
 		return DMA_ERR_COUNTER;
@@ -432,6 +436,8 @@ int dma_counter_add(emu_core_t *c, uint32_t id, int64_t bytes)
 {
 	if (!c)
 		return -EINVAL;
+	if (emu_core_promised(c))
+		return -EBUSY;
 	struct dma_counter_shm *k = counter_of(c->node, id);
 	if (!k)
 		return DMA_ERR_COUNTER;

@@ -51,9 +51,10 @@ static void publish(emu_core_t *c)
 	/* read by torusrun: the hang detector and the report */
 	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
 	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
-	if (c->tk) {
-		/* --exact: the timekeeper may simulate up to here; pairs with
-		 * its acquire load in look() */
+	if (c->tk && !emu_core_promised(c)) {
+		/* --exact: the timekeeper may simulate up to here (a core bound
+		 * by emu_core_expect sets no bound); pairs with its acquire load
+		 * in look() */
 		atomic_store_explicit(&c->tk->clock, c->vt, memory_order_release);
 		emu_core_tk_poke(c);
 	}
@@ -254,6 +255,8 @@ static int tk_room(void *arg)
 int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 {
 	struct emu_tk_core *t = c->tk;
+	if (emu_core_promised(c) && ev->type != EMU_TK_EXPECT)
+		return -EBUSY; /* emu_core_expect: it promised not to */
 	uint32_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
 	if (head - atomic_load_explicit(&t->tail, memory_order_acquire) >= EMU_TK_SLOTS) {
 		emu_core_tk_poke(c);
@@ -344,6 +347,28 @@ int emu_core_set_clock(emu_core_t *c, torus_vt_t t)
 	return 0;
 }
 
+int emu_core_expect(emu_core_t *c, uint64_t packets)
+{
+	if (!c)
+		return -EINVAL;
+	if (c->received < c->expect)
+		return -EBUSY;
+	if (!packets)
+		return 0;
+	if (c->received > UINT64_MAX - packets)
+		return -EINVAL;
+	if (c->tk) {
+		/* the total the timekeeper counts: every raw packet this core
+		 * has taken arrived, so its count of arrivals is at least ours */
+		struct emu_tk_ev ev = {.type = EMU_TK_EXPECT, .len = c->received + packets, .ready = c->vt};
+		int r = emu_core_tk_event(c, &ev);
+		if (r)
+			return r;
+	}
+	c->expect = c->received + packets;
+	return 0;
+}
+
 int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, size_t len, uint16_t user,
 		 uint16_t hints)
 {
@@ -352,6 +377,8 @@ int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, s
 	if (!c || (len && !buf) || len > torus_params_payload(c->node->params) ||
 	    node >= c->node->hdr->nnodes || core >= emu_cores_of(c, node))
 		return -EINVAL;
+	if (c->received < c->expect)
+		return -EBUSY; /* emu_core_expect: it promised not to */
 	emu_chaos(&c->chaos);
 	for (uint32_t d = 0; d < TORUS_MAX_DIMS; d++) {
 		uint32_t h = (hints >> (2 * d)) & 3u;

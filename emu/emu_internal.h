@@ -131,6 +131,7 @@ enum emu_tk_ev_type {
 	EMU_TK_CTR_WATCH = 5,    /* counter rec gets id watermarks (0: none), levels to follow */
 	EMU_TK_CTR_LEVEL = 6,    /* watermark id of counter rec is level delta */
 	EMU_TK_REFUSE = 7,       /* the next EMU_TK_DMA (an unchecked post) is refused, in part or whole */
+	EMU_TK_EXPECT = 8,       /* emu_core_expect: no event until the core's raw arrivals total len */
 };
 /*
  * What the destination will refuse of an unchecked descriptor, worked out

@@ -36,6 +36,8 @@ extern uint32_t emu_spin_polls, emu_idle_polls;
  * threads, the one it waits for, could use). */
 extern uint32_t emu_engine_spin_polls, emu_engine_idle_polls;
 #define EMU_ENGINE_YIELD_POLLS_CROWDED 16u
+/* ... and none under --exact beyond this many threads (emu_node_attach) */
+#define EMU_ENGINE_EXACT_NO_YIELD 1024u
 
 static inline void emu_cpu_relax(void)
 {
@@ -127,6 +129,7 @@ struct emu_core {
 	struct torus_ring_view rx;  /* consumer side */
 	torus_vt_t vt;
 	uint64_t progress, sent, received;
+	uint64_t expect;            /* emu_core_expect: nothing posted until received reaches this */
 	emu_core_fn fn;
 	void *arg;
 	int status;
@@ -141,6 +144,14 @@ struct emu_core {
 	uint64_t tk_src, tk_id;     /* the arrival being taken */
 	struct emu_stash stash;   /* --exact: raw packets taken from rx, not yet received */
 };
+
+/* emu_core_expect's promise holds, under --exact: the core may tell the
+ * timekeeper nothing (posts and counter changes fail with -EBUSY, before
+ * they change anything) */
+static inline int emu_core_promised(const emu_core_t *c)
+{
+	return c->tk && c->received < c->expect;
+}
 
 struct emu_engine_in {
 	struct torus_link *link;

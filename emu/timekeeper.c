@@ -57,6 +57,10 @@ struct tk_core {
 	torus_vt_t zero_at, zero_xt;
 	uint32_t zero_which;
 	torus_vt_t clock;     /* running: lower bound on its next action */
+	/* emu_core_expect: it acts on nothing before its raw arrivals number
+	 * `expect`; until then a running core sets no bound, and a waiter
+	 * answered by an arrival does not stop the simulation */
+	uint64_t raw_arrived, expect;
 	int done;
 	torus_vt_t lim;       /* simulate only before this, for this core's sake */
 	uint32_t run;         /* 0: a query waits on the bound; 1: a running core */
@@ -123,6 +127,7 @@ struct emu_tk {
 	size_t nrf, caprf;
 	uint64_t events, queries, sleeps, rounds;
 	uint64_t sim_ns, sleep_ns; /* wall time simulating, and asleep (TORUS_TK_DEBUG) */
+	uint64_t cpu_ns;          /* the timekeeper thread's CPU time, at its end */
 };
 
 #define DMA_COOKIE (1ull << 63)
@@ -243,6 +248,9 @@ static void rebound(struct emu_tk *tk, struct tk_core *k)
 	if (k->done) {
 		k->lim = TIMESIM_NEVER;
 		k->run = 1;
+	} else if (!k->waiting && k->raw_arrived < k->expect) {
+		k->lim = TIMESIM_NEVER;
+		k->run = 1;
 	} else if (!k->waiting) {
 		/* its next post is ready no earlier than its clock plus
 		 * inj_overhead (counter changes: see struct tk_ctr) */
@@ -353,11 +361,23 @@ static void arrive(struct emu_tk *tk, struct tk_core *k, uint32_t qi, const stru
 	}
 	q->arr[q->narr++] = *a;
 	refill(k, qi);
+	int promised = 0, kept = 0;
+	if (qi == EMU_TK_Q_RAW && k->raw_arrived++ < k->expect) {
+		promised = 1;
+		kept = k->raw_arrived == k->expect;
+		if (kept && k->clock < a->t)
+			k->clock = a->t; /* it takes this one before it may act */
+	}
 	if (k->waiting && k->qkey == qi &&
 	    (k->qtype == EMU_TKQ_WAIT_RECV || (k->qtype == EMU_TKQ_CTR_OR_RECV && k->blocked))) {
-		/* it resumes at this arrival: nothing later is safe until it acts */
+		/* it resumes at this arrival: nothing later is safe until it acts,
+		 * unless it promised to wait for more */
 		k->sh->a_which = k->qn;
 		answer(tk, k, 1, a->t > k->qvt ? a->t : k->qvt);
+		if (in_run && (!promised || kept))
+			timesim_stop(tk->ts);
+	} else if (kept && !k->waiting) {
+		rebound(tk, k); /* it may act from here */
 		if (in_run)
 			timesim_stop(tk->ts);
 	}
@@ -888,6 +908,10 @@ static int post(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev
 	}
 	if (ev->type == EMU_TK_REFUSE)
 		return post_refuse(tk, k, ev);
+	if (ev->type == EMU_TK_EXPECT) {
+		k->expect = ev->len; /* its bound moves in round_once, after this look */
+		return 0;
+	}
 	if (ev->type >= EMU_TK_CTR_ALLOC && ev->type <= EMU_TK_CTR_LEVEL)
 		return counter_op(tk, k->node, ev);
 	if (ev->type != EMU_TK_RAW)
@@ -1277,6 +1301,9 @@ static void *tk_main(void *arg)
 		atomic_store(&tk->m->hdr->abort, 1);
 		tk->failed = err;
 	}
+	struct timespec cpu;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		tk->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 	return NULL;
 }
 
@@ -1407,11 +1434,11 @@ void emu_tk_stop(struct emu_tk *tk)
 			fprintf(stderr,
 				"torusrun: timekeeper: %llu events, %llu queries answered, %llu rounds, %llu sleeps; "
 				"%llu hops, %llu simulator events (%llu stale, heap of at most %llu); "
-				"wall time simulating %.3f s, asleep %.3f s\n",
+				"wall time simulating %.3f s, asleep %.3f s; thread CPU time %.3f s\n",
 				(unsigned long long)tk->events, (unsigned long long)tk->queries,
 				(unsigned long long)tk->rounds, (unsigned long long)tk->sleeps, (unsigned long long)st.hops,
 				(unsigned long long)st.events, (unsigned long long)st.stale, (unsigned long long)st.heap_max,
-				(double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9);
+				(double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9, (double)tk->cpu_ns / 1e9);
 		}
 		timesim_destroy(tk->ts);
 	}

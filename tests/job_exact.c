@@ -16,7 +16,9 @@
  *  2. meets the others at a barrier;
  *  3. posts its own transfers in file order, each at max(its clock, post)
  *     (the model's rule; a post costs inj_overhead), raw packets as raw
- *     sends, puts, gets and memory-FIFO messages on DMA FIFO `fifo`;
+ *     sends, puts, gets and memory-FIFO messages on DMA FIFO `fifo`; a core
+ *     of odd global rank then promises to post nothing more until its raw
+ *     packets are in (emu_core_expect), and checks that posts are refused;
  *  4. prints "start CORE_CLOCK", then waits for each of its counters in
  *     file order and prints "xfer INDEX CLOCK" after each (the clock is the
  *     later of the clock before and the counter's zero time);
@@ -276,6 +278,21 @@ static int core_main(emu_core_t *c, void *arg)
 		d.hints = (uint16_t)x->hints;
 		if ((rc = dma_injfifo_post(f, &d, DMA_POST_WAIT)))
 			return fail("post", rc);
+	}
+	/* cores of odd global rank promise to post nothing more until their
+	 * raw packets are in (emu_core_expect), so that every scenario checks
+	 * both ways against the reference; a post meanwhile is refused */
+	if (emu_core_global(c) % 2 && want_raw) {
+		if ((rc = emu_core_expect(NULL, 1)) != -EINVAL || (rc = emu_core_expect(c, 0)))
+			return fail("a bad or empty expect (not -EINVAL, 0)", rc ? rc : -EPROTO);
+		if ((rc = emu_core_expect(c, want_raw)))
+			return fail("expect", rc);
+		if ((rc = emu_core_expect(c, 1)) != -EBUSY)
+			return fail("a second expect (not -EBUSY)", rc ? rc : -EPROTO);
+		if ((rc = emu_pkt_send(c, node, core, buf, 1, 0, 0)) != -EBUSY)
+			return fail("a send while expecting (not -EBUSY)", rc ? rc : -EPROTO);
+		if ((rc = dma_counter_add(c, inj, 1)) != -EBUSY)
+			return fail("a counter add while expecting (not -EBUSY)", rc ? rc : -EPROTO);
 	}
 
 	struct report rep = {0};

@@ -196,7 +196,7 @@ static void test_classic_cases(void)
 
 /* torus-stress under --exact: the figure torus-timesim gives (its last
  * arrival, plus the one poll that finds nothing after it), the same in
- * every run. */
+ * every run, and without its receive-only promise (--no-expect). */
 static void test_stress_repeats(void)
 {
 	struct result t = run("$B/torus-timesim --torus 4x4x4 --cores 2 --packets 1 --quiet");
@@ -211,14 +211,15 @@ static void test_stress_repeats(void)
 	snprintf(want, sizeof(want), "emulated time %.3f us", core0 + prm.poll_cost_ps / 1e6);
 	static const char *opts[] = {"--chaos 1", "--chaos 2", "--chaos 3", "--chaos 4", "--chaos 5",
 				     "--param fifo_slots=1", "--param fifo_slots=64", "--param fifo_slots=256"};
+	static const char *prog[] = {"", "--no-expect", "", "", "--no-expect", "", "", ""};
 	const size_t nopts = light() ? 3 : sizeof(opts) / sizeof(opts[0]);
 	char *first = NULL;
 	for (size_t i = 0; i < nopts; i++) {
 		char rpt[512];
 		snprintf(rpt, sizeof(rpt), "%s/stress%zu.json", tmpdir, i);
 		struct result r = run("$B/torusrun --exact --quiet --torus 4x4x4 --cores 2 --report %s %s -- "
-				      "$B/torus-stress --packets 1",
-				      rpt, opts[i]);
+				      "$B/torus-stress --packets 1 %s",
+				      rpt, opts[i], prog[i]);
 		EXPECT(r.status == 0, "%s: torus-stress failed: %s", opts[i], r.err);
 		EXPECT(strstr(r.out, want) != NULL, "%s: '%s', want '%s'", opts[i], r.out, want);
 		/* the report: emulated time and every link's counters and busy time */

@@ -110,6 +110,22 @@ int emu_pkt_recv(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap
  */
 int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *holding);
 
+/*
+ * A promise, for speed under torusrun --exact: this core sends nothing and
+ * posts nothing to the DMA unit (no descriptor, no counter change) until
+ * it has received `packets` more raw packets. Receiving, waiting, computing
+ * and reading the clock stay allowed. The timekeeper then need not stop at
+ * each of this core's arrivals for fear of what it might send next, and
+ * runs ahead of it (a receive-only phase, such as torus-stress's). The
+ * promise changes no emulated time, only how fast the job runs.
+ *
+ * 0; -EINVAL for a bad core; -EBUSY if a promise still holds. While it
+ * holds, emu_pkt_send fails with -EBUSY, and so does any DMA post or
+ * counter change under --exact (without --exact nothing needs it, and the
+ * DMA unit does not check it). packets == 0 promises nothing.
+ */
+int emu_core_expect(emu_core_t *c, uint64_t packets);
+
 /* Counters of this node's outgoing link along (dim, dir) (dir 0: plus, 1:
  * minus), like a hardware performance counter: cumulative since the job
  * began. -EINVAL for a dimension without links. */
