@@ -382,13 +382,14 @@ int emu_job_run(struct emu_job_config *cfg)
 	const double check_every = CHECK_EVERY_S * (n > 512 ? n / 512.0 : 1.0);
 	while (j.alive) {
 		int st;
-		pid_t pid = 0;
-		if (child_exited || emu_wall_now() - last_reap >= REAP_EVERY_S) {
+		pid_t pid;
+		double now = emu_wall_now();
+		int reap = child_exited || now - last_reap >= REAP_EVERY_S;
+		if (reap) {
 			child_exited = 0; /* before the look: an exit after it sets it again */
-			last_reap = emu_wall_now();
-			pid = 1;
+			last_reap = now;
 		}
-		while (pid > 0 && (pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		while (reap && (pid = waitpid(-1, &st, WNOHANG)) > 0) {
 			long r = find_rank(&j, pid);
 			if (r < 0)
 				continue;
@@ -419,7 +420,6 @@ int emu_job_run(struct emu_job_config *cfg)
 			teardown(&j);
 			goto done;
 		}
-		double now = emu_wall_now();
 		if (now - last_check >= check_every) {
 			last_check = now;
 			uint64_t p = progress_sum(&j);
