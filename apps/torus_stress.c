@@ -211,9 +211,10 @@ static int stress(emu_core_t *core, void *arg)
 			}
 		}
 	}
-	/* all sent: from here this core only receives, and says so (under
-	 * --exact the timekeeper then runs ahead of it; no time changes) */
-	if (!o->no_expect && (rc = emu_core_expect(core, st.want - st.got)) < 0) {
+	/* all sent: from here this core only receives, to the end, and says
+	 * so (under --exact the timekeeper then runs ahead of it; no time
+	 * changes) */
+	if (!o->no_expect && st.got < st.want && (rc = emu_core_expect(core, EMU_EXPECT_EVER)) < 0) {
 		fprintf(stderr, "torus-stress: core %u: emu_core_expect: %s\n", me, strerror(-rc));
 		rc = 1;
 		goto out;
@@ -254,9 +255,9 @@ static void usage(FILE *f)
 		   "(SIGSEGV), fail (return 5), hang (sleep forever outside the API), exit (the\n"
 		   "process exits 7), exit0 (the process exits 0 early), spin (busy forever in\n"
 		   "its own code). The launcher's tests use them.\n\n"
-		   "Once it has sent everything, each core promises to only receive until it has\n"
-		   "all its packets (emu_core_expect), which lets torusrun --exact run ahead of\n"
-		   "it; --no-expect leaves that out (the emulated time is the same).\n");
+		   "Once it has sent everything, each core promises to only receive from then on\n"
+		   "(emu_core_expect), which lets torusrun --exact run ahead of it; --no-expect\n"
+		   "leaves that out (the emulated time is the same).\n");
 }
 
 static int parse_uint(const char *s, long lo, long hi, long *out)

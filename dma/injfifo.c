@@ -283,6 +283,8 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 		if ((rc = emu_core_block(c, &w, -1)) < 0)
 			return rc;
 	}
+	if (c->tk && (rc = emu_core_tk_pace(c)))
+		return rc;
 	c->vt += c->node->params->inj_overhead_ps;
 	if (c->tk) {
 		/* --exact: the timekeeper times it */

@@ -251,6 +251,25 @@ static int tk_room(void *arg)
 		       atomic_load_explicit(&c->tk->tail, memory_order_acquire) < EMU_TK_SLOTS;
 }
 
+/*
+ * --exact: a core whose clock runs more than exact_lead ahead of the
+ * simulation waits for it before it posts more. The cores the simulation
+ * waits for then have the host to themselves, and what the engines carry
+ * ahead of the simulation (the stashes) is bounded. Nothing virtual
+ * changes: the wait takes no emulated time. Called before a post moves
+ * the clock (its bound while it waits is the clock plus inj_overhead).
+ */
+int emu_core_tk_pace(emu_core_t *c)
+{
+	uint64_t lead = c->node->params->exact_lead_ps;
+	if (!lead || c->vt <= lead)
+		return 0;
+	torus_vt_t at = c->vt - lead;
+	if (atomic_load_explicit(&c->node->hdr->tk_now, memory_order_acquire) >= at)
+		return 0;
+	return tk_ask(c, EMU_TKQ_PACE, at);
+}
+
 /* Tell the timekeeper about something sent. */
 int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 {
@@ -355,17 +374,19 @@ int emu_core_expect(emu_core_t *c, uint64_t packets)
 		return -EBUSY;
 	if (!packets)
 		return 0;
-	if (c->received > UINT64_MAX - packets)
+	/* EMU_EXPECT_EVER: a total no count reaches */
+	uint64_t total = packets == EMU_EXPECT_EVER ? UINT64_MAX : c->received + packets;
+	if (packets != EMU_EXPECT_EVER && c->received >= UINT64_MAX - packets)
 		return -EINVAL;
 	if (c->tk) {
 		/* the total the timekeeper counts: every raw packet this core
 		 * has taken arrived, so its count of arrivals is at least ours */
-		struct emu_tk_ev ev = {.type = EMU_TK_EXPECT, .len = c->received + packets, .ready = c->vt};
+		struct emu_tk_ev ev = {.type = EMU_TK_EXPECT, .len = total, .ready = c->vt};
 		int r = emu_core_tk_event(c, &ev);
 		if (r)
 			return r;
 	}
-	c->expect = c->received + packets;
+	c->expect = total;
 	return 0;
 }
 
@@ -414,11 +435,14 @@ int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, s
 	if (c->tk) {
 		/* --exact: posting takes inj_overhead, as a descriptor does; the
 		 * packet is named by its send number */
+		int r = emu_core_tk_pace(c);
+		if (r)
+			return r;
 		side->aux = ++c->tk_sent;
 		c->vt += c->node->params->inj_overhead_ps;
 		struct emu_tk_ev ev = {.type = EMU_TK_RAW, .node = node, .core = core, .len = len, .ready = c->vt,
 				       .id = c->tk_sent, .hints = hints};
-		int r = emu_core_tk_event(c, &ev);
+		r = emu_core_tk_event(c, &ev);
 		if (r)
 			return r;
 	}
@@ -619,7 +643,7 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 			return r;
 		if (emu_job_aborting(c->node))
 			return -ECANCELED;
-		int slice = EMU_SLEEP_SLICE_MS;
+		int slice = emu_sleep_slice_ms;
 		if (deadline >= 0) {
 			long long left = deadline - now_ms();
 			if (left <= 0)

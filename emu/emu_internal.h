@@ -174,6 +174,8 @@ enum emu_tk_query {
 	EMU_TKQ_PENDING = 8,     /* descriptors of injection FIFO qkey not fully injected by vt */
 	EMU_TKQ_CTR_OR_RECV = 9, /* CTR_WAIT, or the first arrival in queue qkey (a_which = qn), or
 				  * deadline (afound 0), whichever comes first */
+	EMU_TKQ_PACE = 10,       /* answered once the simulation is at or past deadline (a core that
+				  * ran too far ahead: tk_now + exact_lead); it stays a running core */
 };
 /* Arrival queues (RECV and WAIT_RECV name one in qkey): raw packets, and
  * memory-FIFO packets (the DMA unit's) */

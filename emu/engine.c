@@ -280,7 +280,7 @@ void *emu_engine_main(void *arg)
 			if (moved)
 				emu_bell_cancel(&rt->me->bell);
 			else
-				emu_bell_sleep(&rt->me->bell, seq, EMU_SLEEP_SLICE_MS);
+				emu_bell_sleep(&rt->me->bell, seq, emu_sleep_slice_ms);
 		}
 		if (moved) {
 			/* busy for long stretches: look for torusrun now and then */

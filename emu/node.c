@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+int emu_sleep_slice_ms = EMU_SLEEP_SLICE_MS;
 uint32_t emu_spin_polls = EMU_SPIN_POLLS, emu_idle_polls = EMU_SPIN_POLLS + EMU_YIELD_POLLS;
 uint32_t emu_engine_spin_polls = EMU_SPIN_POLLS, emu_engine_idle_polls = EMU_SPIN_POLLS + EMU_YIELD_POLLS;
 
@@ -58,6 +59,10 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		emu_idle_polls = (EMU_SPIN_POLLS + EMU_YIELD_POLLS) / 8;
 		emu_engine_spin_polls = 0;
 		emu_engine_idle_polls = EMU_ENGINE_YIELD_POLLS_CROWDED;
+		/* 100 ms per 64 threads a CPU, up to 5 s */
+		uint64_t per_cpu = ((uint64_t)rt->hdr->total_cores + s->nnodes) / (uint64_t)cpus;
+		if (per_cpu > 64)
+			emu_sleep_slice_ms = per_cpu >= 64 * 50 ? 5000 : (int)(EMU_SLEEP_SLICE_MS * per_cpu / 64);
 	}
 	/* --exact with thousands of threads: engines only carry bytes (their
 	 * timing changes nothing), and a yielding engine takes the CPU from the
@@ -359,11 +364,9 @@ static int node_finish(uint32_t first)
 	while (rt->cores_finished < rt->ncores && rt->failed_core < 0 && !emu_job_aborting(rt)) {
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 200000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		long ns = until.tv_nsec + 2L * emu_sleep_slice_ms * 1000000L;
+		until.tv_sec += ns / 1000000000L;
+		until.tv_nsec = ns % 1000000000L;
 		pthread_cond_timedwait(&rt->cond, &rt->lock, &until);
 	}
 	int failed = rt->failed_core;

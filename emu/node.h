@@ -13,6 +13,12 @@
 #define EMU_PUBLISH_EVERY 8u   /* publish FIFO indices at least this often, so the
 				* two ends of a FIFO work in parallel (even small ones) */
 #define EMU_SLEEP_SLICE_MS 100 /* sleeps re-check abort/shutdown this often */
+/* The slice this process uses: EMU_SLEEP_SLICE_MS, longer in crowded jobs
+ * (emu_node_setup), where thousands of threads waking every 100 ms keep
+ * the host's run queue full (16x16x16: 80,000 context switches a second,
+ * 65% system time, with nothing to do). A wake-up never waits for the
+ * slice: bells and the teardown's ring_all wake sleepers at once. */
+extern int emu_sleep_slice_ms;
 #define EMU_LAUNCHER_CHECK_MS 10 /* an idle engine looks for torusrun's exit this often */
 /*
  * Polls before sleeping: a doorbell costs a futex wake (a syscall) plus the
@@ -31,6 +37,7 @@ static inline void emu_idle_poll(uint32_t i);
  * thread it waits for: the pauses and yields are cut to 1/8 (emu_node_attach
  * sets emu_idle_polls and emu_spin_polls once per process). */
 extern uint32_t emu_spin_polls, emu_idle_polls;
+
 /* The engine's own idle polls: oversubscribed, no pauses at all, only
  * yields (a pausing engine holds a CPU that one of the job's many other
  * threads, the one it waits for, could use). */
@@ -242,6 +249,9 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms);
 void emu_core_tk_poke(emu_core_t *c);
 /* --exact: tell the timekeeper what the core sends (0, or a negative errno). */
 int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev);
+/* --exact: wait while the core's clock is more than exact_lead ahead of
+ * the simulation (before a post moves the clock); 0 or a negative errno */
+int emu_core_tk_pace(emu_core_t *c);
 /* --exact: ask (fill c->tk's query fields qn, qids, qkey first; the query
  * is at the core's clock); returns its number. Then wait for the answer. */
 uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline);

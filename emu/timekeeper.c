@@ -61,7 +61,9 @@ struct tk_core {
 	 * `expect`; until then a running core sets no bound, and a waiter
 	 * answered by an arrival does not stop the simulation */
 	uint64_t raw_arrived, expect;
+	torus_vt_t kept_at;   /* the arrival that kept its last promise: it acts after it */
 	int done;
+	int in_pace;          /* EMU_TKQ_PACE: in tk->pace */
 	torus_vt_t lim;       /* simulate only before this, for this core's sake */
 	uint32_t run;         /* 0: a query waits on the bound; 1: a running core */
 	struct tk_queue q[EMU_TK_NQ];
@@ -125,7 +127,11 @@ struct emu_tk {
 	size_t nbar, capbar;
 	struct tk_refuse *rf;   /* refusals of unchecked descriptors (tk_xfer.rf) */
 	size_t nrf, caprf;
-	uint64_t events, queries, sleeps, rounds;
+	/* EMU_TKQ_PACE: the cores waiting for the simulation to reach their
+	 * qdeadline, a heap by it (core indices) */
+	uint32_t *pace;
+	uint32_t npace;
+	uint64_t events, queries, paced, sleeps, rounds;
 	uint64_t sim_ns, sleep_ns; /* wall time simulating, and asleep (TORUS_TK_DEBUG) */
 	uint64_t cpu_ns;          /* the timekeeper thread's CPU time, at its end */
 };
@@ -251,9 +257,10 @@ static void rebound(struct emu_tk *tk, struct tk_core *k)
 	} else if (!k->waiting && k->raw_arrived < k->expect) {
 		k->lim = TIMESIM_NEVER;
 		k->run = 1;
-	} else if (!k->waiting) {
+	} else if (!k->waiting || k->qtype == EMU_TKQ_PACE) {
 		/* its next post is ready no earlier than its clock plus
-		 * inj_overhead (counter changes: see struct tk_ctr) */
+		 * inj_overhead (counter changes: see struct tk_ctr); a core
+		 * that waits to be paced posts next */
 		k->lim = add_sat(k->clock, tk->m->hdr->params.inj_overhead_ps);
 		k->run = 1;
 	} else {
@@ -328,7 +335,9 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 	k->last_qtype = k->qtype;
 	k->last_vt = vt;
 	k->last_now = timesim_now(tk->ts);
-	k->clock = vt;
+	/* a query it asked under a promise the simulation has seen kept: it
+	 * takes that arrival before it acts */
+	k->clock = vt > k->kept_at ? vt : k->kept_at;
 	rebound(tk, k);
 	tk->queries++;
 	/* pairs with the core's acquire load of aseq */
@@ -365,8 +374,11 @@ static void arrive(struct emu_tk *tk, struct tk_core *k, uint32_t qi, const stru
 	if (qi == EMU_TK_Q_RAW && k->raw_arrived++ < k->expect) {
 		promised = 1;
 		kept = k->raw_arrived == k->expect;
-		if (kept && k->clock < a->t)
-			k->clock = a->t; /* it takes this one before it may act */
+		if (kept) {
+			k->kept_at = a->t;
+			if (k->clock < a->t)
+				k->clock = a->t; /* it takes this one before it may act */
+		}
 	}
 	if (k->waiting && k->qkey == qi &&
 	    (k->qtype == EMU_TKQ_WAIT_RECV || (k->qtype == EMU_TKQ_CTR_OR_RECV && k->blocked))) {
@@ -986,6 +998,8 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 			*err = -EPROTO;
 			return 1;
 		}
+		if (k->qtype == EMU_TKQ_PACE && k->qvt > k->clock)
+			k->clock = k->qvt; /* it posts next, at its clock */
 		k->blocked = 0;
 		k->arrived_bar = 0;
 		k->zero_at = TIMESIM_NEVER;
@@ -1000,6 +1014,18 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 		moved = 1;
 	}
 	return moved;
+}
+
+/* Core k waits until the simulation reaches its qdeadline (EMU_TKQ_PACE). */
+static void pace_push(struct emu_tk *tk, struct tk_core *k)
+{
+	uint32_t i = tk->npace++, g = (uint32_t)(k - tk->c);
+	while (i && tk->c[tk->pace[(i - 1) / 2]].qdeadline > k->qdeadline) {
+		tk->pace[i] = tk->pace[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	tk->pace[i] = g;
+	k->in_pace = 1;
 }
 
 /* Answer core k's query if it can be answered now: 1 if it was, 2 if it
@@ -1145,9 +1171,47 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 		rebound(tk, k);
 		return 2;
 	}
+	case EMU_TKQ_PACE:
+		/* the heap answers it once it is there (pace_answer) */
+		if (k->in_pace)
+			return 0;
+		if (k->qdeadline <= now) {
+			answer(tk, k, 1, k->qvt);
+			return 1;
+		}
+		pace_push(tk, k);
+		return 0;
 	default:
 		return 0; /* a barrier: answered when its last member arrives */
 	}
+}
+
+/* The cores the simulation has paced past: they may post again. */
+static int pace_answer(struct emu_tk *tk, torus_vt_t now)
+{
+	int moved = 0;
+	while (tk->npace && tk->c[tk->pace[0]].qdeadline <= now) {
+		struct tk_core *k = &tk->c[tk->pace[0]];
+		uint32_t x = tk->pace[--tk->npace], i = 0, n = tk->npace;
+		for (;;) {
+			uint32_t c = 2 * i + 1;
+			if (c >= n)
+				break;
+			if (c + 1 < n && tk->c[tk->pace[c + 1]].qdeadline < tk->c[tk->pace[c]].qdeadline)
+				c++;
+			if (tk->c[tk->pace[c]].qdeadline >= tk->c[x].qdeadline)
+				break;
+			tk->pace[i] = tk->pace[c];
+			i = c;
+		}
+		if (n)
+			tk->pace[i] = x;
+		k->in_pace = 0;
+		answer(tk, k, 1, k->qvt);
+		tk->paced++;
+		moved = 1;
+	}
+	return moved;
 }
 
 /* Core k arrived at a barrier (its query): when it is the last, every
@@ -1241,6 +1305,8 @@ static int round_once(struct emu_tk *tk, int *err)
 		/* pairs with the cores' acquire loads: their rings hold every
 		 * arrival before it */
 		atomic_store_explicit(&tk->m->hdr->tk_now, now, memory_order_release);
+		if (pace_answer(tk, now))
+			moved = 1;
 	}
 	/* the queries the simulation reached: waiters come first at ties */
 	for (;;) {
@@ -1296,6 +1362,12 @@ static void *tk_main(void *arg)
 		emu_bell_sleep(bell, seq, 20);
 		tk->sleep_ns += mono_ns() - t0;
 	}
+	/* a job that ended: what its cores' last news left to simulate (the
+	 * links' busy times are in the report) */
+	while (!err && !atomic_load(&tk->m->hdr->abort) && round_once(tk, &err))
+		;
+	if (err == -ECANCELED && atomic_load(&tk->m->hdr->abort))
+		err = 0; /* emu_tk_stop, for a job torn down */
 	if (err) {
 		fprintf(stderr, "torusrun: the timekeeper failed: %s; stopping the job\n", strerror(-err));
 		atomic_store(&tk->m->hdr->abort, 1);
@@ -1331,7 +1403,8 @@ int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err
 	tk->ncores = h->total_cores;
 	for (tk->P = 1; tk->P < tk->ncores; tk->P *= 2)
 		;
-	if (!(tk->tree = malloc(2 * (size_t)tk->P * sizeof(uint32_t)))) {
+	if (!(tk->tree = malloc(2 * (size_t)tk->P * sizeof(uint32_t))) ||
+	    !(tk->pace = malloc((size_t)tk->ncores * sizeof(uint32_t)))) {
 		emu_tk_stop(tk);
 		snprintf(err, errlen, "out of memory for the timekeeper");
 		return -ENOMEM;
@@ -1414,6 +1487,11 @@ void emu_tk_stop(struct emu_tk *tk)
 		return;
 	if (tk->ts) {
 		atomic_store_explicit(&tk->stop, 1, memory_order_release);
+		/* a job torn down leaves no simulation to finish: 16x16x16
+		 * torus-stress, stopped at 150 us, kept its timekeeper simulating
+		 * what the cores had posted for 20 more minutes */
+		if (atomic_load(&tk->m->hdr->abort))
+			timesim_cancel(tk->ts);
 		emu_bell_ring_slow(&tk->m->hdr->tk_bell);
 		pthread_join(tk->thread, NULL);
 		/* the links' busy time and free_at are the timekeeper's */
@@ -1432,11 +1510,11 @@ void emu_tk_stop(struct emu_tk *tk)
 			struct timesim_stats st;
 			timesim_stats(tk->ts, &st);
 			fprintf(stderr,
-				"torusrun: timekeeper: %llu events, %llu queries answered, %llu rounds, %llu sleeps; "
+				"torusrun: timekeeper: %llu events, %llu queries answered (%llu paces), %llu rounds, %llu sleeps; "
 				"%llu hops, %llu simulator events (%llu stale, heap of at most %llu); "
 				"wall time simulating %.3f s, asleep %.3f s; thread CPU time %.3f s\n",
 				(unsigned long long)tk->events, (unsigned long long)tk->queries,
-				(unsigned long long)tk->rounds, (unsigned long long)tk->sleeps, (unsigned long long)st.hops,
+				(unsigned long long)tk->paced, (unsigned long long)tk->rounds, (unsigned long long)tk->sleeps, (unsigned long long)st.hops,
 				(unsigned long long)st.events, (unsigned long long)st.stale, (unsigned long long)st.heap_max,
 				(double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9, (double)tk->cpu_ns / 1e9);
 		}
@@ -1477,6 +1555,7 @@ void emu_tk_stop(struct emu_tk *tk)
 	free(tk->rf);
 	free(tk->cores);
 	free(tk->tree);
+	free(tk->pace);
 	free(tk->busy);
 	free(tk->free_at);
 	free(tk->link_cost);

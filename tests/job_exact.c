@@ -18,7 +18,8 @@
  *     (the model's rule; a post costs inj_overhead), raw packets as raw
  *     sends, puts, gets and memory-FIFO messages on DMA FIFO `fifo`; a core
  *     of odd global rank then promises to post nothing more until its raw
- *     packets are in (emu_core_expect), and checks that posts are refused;
+ *     packets are in (emu_core_expect; of rank 3 mod 4: ever again), and
+ *     checks that posts are refused;
  *  4. prints "start CORE_CLOCK", then waits for each of its counters in
  *     file order and prints "xfer INDEX CLOCK" after each (the clock is the
  *     later of the clock before and the counter's zero time);
@@ -282,10 +283,12 @@ static int core_main(emu_core_t *c, void *arg)
 	/* cores of odd global rank promise to post nothing more until their
 	 * raw packets are in (emu_core_expect), so that every scenario checks
 	 * both ways against the reference; a post meanwhile is refused */
+	/* (those of rank 3 mod 4 promise never to post again: EMU_EXPECT_EVER) */
+	const int ever = emu_core_global(c) % 4 == 3 && want_raw;
 	if (emu_core_global(c) % 2 && want_raw) {
 		if ((rc = emu_core_expect(NULL, 1)) != -EINVAL || (rc = emu_core_expect(c, 0)))
 			return fail("a bad or empty expect (not -EINVAL, 0)", rc ? rc : -EPROTO);
-		if ((rc = emu_core_expect(c, want_raw)))
+		if ((rc = emu_core_expect(c, ever ? EMU_EXPECT_EVER : want_raw)))
 			return fail("expect", rc);
 		if ((rc = emu_core_expect(c, 1)) != -EBUSY)
 			return fail("a second expect (not -EBUSY)", rc ? rc : -EPROTO);
@@ -341,6 +344,9 @@ static int core_main(emu_core_t *c, void *arg)
 	}
 	if ((rc = receive_messages(c, want_mf, buf, &rep)))
 		return rc;
+	/* every raw packet is in: a lasting promise still holds */
+	if (ever && want_raw && (rc = emu_pkt_send(c, node, core, buf, 0, 0, 0)) != -EBUSY)
+		return fail("a send after EMU_EXPECT_EVER's packets came (not -EBUSY)", rc ? rc : -EPROTO);
 	/* one write: a core's lines stay together */
 	for (size_t off = 0; off < rep.len;) {
 		ssize_t w = write(1, rep.buf + off, rep.len - off);

@@ -1,11 +1,13 @@
 /*
  * torusrun --exact (issue 13) held to the reference simulator (refsim.h):
  * raw packets, puts and gets on random shapes and core counts, replayed by
- * exact-check under --exact with --chaos and at different ring depths.
- * Every raw packet arrives at the picosecond refsim gives, and every
- * core's counter waits return at the picosecond refsim's completion times
- * give. torus-stress gives torus-timesim's figure, the same under five
- * chaos seeds and at fifo_slots 1, 64 and 256.
+ * exact-check under --exact with --chaos, at different ring depths and
+ * with different exact_lead (how far cores may post ahead of the
+ * simulation). Every raw packet arrives at the picosecond refsim gives,
+ * and every core's counter waits return at the picosecond refsim's
+ * completion times give. torus-stress gives torus-timesim's figure, the
+ * same under five chaos seeds, at fifo_slots 1, 64 and 256, and at
+ * exact_lead 1 ps, 100 ns, the default and none.
  *
  * Each job carries 8 scenarios one after another, a virtual second apart
  * (nothing of one reaches into the next), so 25 jobs make 200 scenarios.
@@ -117,6 +119,9 @@ static void test_random_equals_refsim(void)
 {
 	static const char *depths[] = {"--param fifo_slots=1 --param rx_slots=1 --param inj_slots=1", "",
 				       "--param fifo_slots=256 --param rx_slots=256"};
+	/* how far cores may post ahead of the simulation: no bound, a wait
+	 * before nearly every post, some, the default */
+	static const char *leads[] = {"--param exact_lead=0ps", "--param exact_lead=1ps", "--param exact_lead=300ns", ""};
 	struct torus_params p;
 	torus_params_default(&p);
 	rng_state = 0x13e8ac7ull;
@@ -143,7 +148,7 @@ static void test_random_equals_refsim(void)
 		scenarios += per;
 		struct refsim_config rc = {&s, &p, cores, (uint32_t)sizeof(struct dma_getreq), NULL, NULL};
 		CU_ASSERT_FATAL(refsim_run(&rc, x, n) == 0);
-		snprintf(opts, sizeof(opts), "--chaos %d %s", j + 1, depths[j % 3]);
+		snprintf(opts, sizeof(opts), "--chaos %d %s %s", j + 1, depths[j % 3], leads[j % 4]);
 		snprintf(what, sizeof(what), "job %d (%s, cores %s, %s)", j, text, map, opts);
 		run_and_compare(text, map, x, n, opts, what);
 	}
@@ -209,7 +214,8 @@ static void test_stress_repeats(void)
 	torus_params_default(&prm);
 	char want[64];
 	snprintf(want, sizeof(want), "emulated time %.3f us", core0 + prm.poll_cost_ps / 1e6);
-	static const char *opts[] = {"--chaos 1", "--chaos 2", "--chaos 3", "--chaos 4", "--chaos 5",
+	static const char *opts[] = {"--chaos 1", "--chaos 2 --param exact_lead=100ns", "--chaos 3 --param exact_lead=0ps",
+				     "--chaos 4", "--chaos 5 --param exact_lead=1ps",
 				     "--param fifo_slots=1", "--param fifo_slots=64", "--param fifo_slots=256"};
 	static const char *prog[] = {"", "--no-expect", "", "", "--no-expect", "", "", ""};
 	const size_t nopts = light() ? 3 : sizeof(opts) / sizeof(opts[0]);
@@ -217,11 +223,22 @@ static void test_stress_repeats(void)
 	for (size_t i = 0; i < nopts; i++) {
 		char rpt[512];
 		snprintf(rpt, sizeof(rpt), "%s/stress%zu.json", tmpdir, i);
+		/* the timekeeper's account says how often cores waited for it */
+		setenv("TORUS_TK_DEBUG", "1", 1);
 		struct result r = run("$B/torusrun --exact --quiet --torus 4x4x4 --cores 2 --report %s %s -- "
 				      "$B/torus-stress --packets 1 %s",
 				      rpt, opts[i], prog[i]);
+		unsetenv("TORUS_TK_DEBUG");
 		EXPECT(r.status == 0, "%s: torus-stress failed: %s", opts[i], r.err);
 		EXPECT(strstr(r.out, want) != NULL, "%s: '%s', want '%s'", opts[i], r.out, want);
+		/* the sends take 12.7 us: a 20 us lead (the default) never holds a
+		 * core back, 100 ns and 1 ps do, and 0 is no bound */
+		const char *acct = strstr(r.err, "queries answered (");
+		unsigned long long paces = 0;
+		EXPECT(acct && sscanf(acct, "queries answered (%llu paces)", &paces) == 1, "%s: no account: %s", opts[i],
+		       r.err);
+		int paced = strstr(opts[i], "exact_lead=1ps") || strstr(opts[i], "exact_lead=100ns");
+		EXPECT(paced ? paces > 0 : paces == 0, "%s: %llu paces", opts[i], paces);
 		/* the report: emulated time and every link's counters and busy time */
 		char *rep = slurp(rpt);
 		char *links = section(rep, "\"links\"");
@@ -289,7 +306,8 @@ static void test_collectives(void)
 		free(row[0]);
 		free(row[1]);
 	}
-	static const char *opts[] = {"--chaos 1 --param fifo_slots=1 --param rx_slots=1", "--chaos 2",
+	static const char *opts[] = {"--chaos 1 --param fifo_slots=1 --param rx_slots=1",
+				     "--chaos 2 --param exact_lead=50ns",
 				     "--chaos 3 --param fifo_slots=256 --param inj_slots=256"};
 	char *first = NULL;
 	for (size_t i = 0; i < (light() ? 2u : 3u); i++) {

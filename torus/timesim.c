@@ -21,6 +21,7 @@
 #include "timesim.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,7 @@ struct timesim {
 	struct pkt *pool;          /* free packets */
 	torus_vt_t now;            /* everything before it is final */
 	int stop;                  /* timesim_stop: return after this event */
+	_Atomic int cancel;        /* timesim_cancel (any thread): return at once */
 	struct timesim_stats st;
 };
 
@@ -570,6 +572,8 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 		return -EINVAL;
 	torus_vt_t last = s->now;
 	for (;;) {
+		if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+			return -ECANCELED;
 		torus_vt_t t = timesim_next(s);
 		if (t == TIMESIM_NEVER || t >= limit)
 			break;
@@ -603,6 +607,12 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 }
 
 torus_vt_t timesim_now(const struct timesim *s) { return s ? s->now : 0; }
+
+void timesim_cancel(struct timesim *s)
+{
+	if (s)
+		atomic_store_explicit(&s->cancel, 1, memory_order_relaxed);
+}
 
 void timesim_stop(struct timesim *s)
 {

@@ -100,6 +100,9 @@ int timesim_run(struct timesim *s, torus_vt_t limit);
 /* From a hook: timesim_run returns after the event being processed (at
  * time t; events at t may remain, and timesim_now is t). */
 void timesim_stop(struct timesim *s);
+/* From any thread: timesim_run returns -ECANCELED before its next event,
+ * now and every time after (a job torn down mid-run). */
+void timesim_cancel(struct timesim *s);
 /* The time of the earliest pending event, TIMESIM_NEVER if there is none. */
 torus_vt_t timesim_next(struct timesim *s);
 /* Everything before this time is final. */

@@ -122,8 +122,12 @@ int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *hold
  * 0; -EINVAL for a bad core; -EBUSY if a promise still holds. While it
  * holds, emu_pkt_send fails with -EBUSY, and so does any DMA post or
  * counter change under --exact (without --exact nothing needs it, and the
- * DMA unit does not check it). packets == 0 promises nothing.
+ * DMA unit does not check it). packets == 0 promises nothing;
+ * EMU_EXPECT_EVER promises to post nothing ever again (the core only
+ * receives from here until it returns), which lets the timekeeper run on
+ * without waiting for this core to take its last packets.
  */
+#define EMU_EXPECT_EVER UINT64_MAX
 int emu_core_expect(emu_core_t *c, uint64_t packets);
 
 /* Counters of this node's outgoing link along (dim, dir) (dir 0: plus, 1:

@@ -126,6 +126,7 @@ struct torus_params {
 	uint64_t barrier_latency_ps; /* latency of the barrier network */
 	uint64_t reduce_bw;        /* bytes per second a core reduces (gamma) */
 	uint64_t poll_cost_ps;     /* core time one poll that finds nothing costs (exact time) */
+	uint64_t exact_lead_ps;    /* --exact: how far a core may post ahead of the simulation (host knob; 0: no bound) */
 };
 
 /* Blue Gene/P defaults (003_b0aac8c3d10c7733.txt, section 5.1). */
