@@ -44,7 +44,7 @@ def run(build, name, exact):
     if p.returncode != 0:
         sys.exit(f"exact_speed: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
     m = re.search(r"job finished: .* emulated time ([0-9.]+) us", p.stderr)
-    tk = re.search(r"(\d+) queries answered, .* wall time simulating ([0-9.]+) s, asleep ([0-9.]+) s", p.stderr)
+    tk = re.search(r"(\d+) queries answered(?: \(\d+ paces\))?, .* wall time simulating ([0-9.]+) s, asleep ([0-9.]+) s", p.stderr)
     return wall, m.group(1) if m else "?", (int(tk.group(1)), float(tk.group(2)), float(tk.group(3))) if tk else None
 
 
