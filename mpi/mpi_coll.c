@@ -3,9 +3,11 @@
  * Reduce_scatter_block run the catalogue's torus algorithms (coll/, its
  * default choice, or TORUS_COLL_<COLLECTIVE>=NAME) where the datatype and
  * operation map onto coll's (4- and 8-byte integers and floats; sizes in
- * multiples of 4 bytes for the data movers); otherwise, and for Bcast,
- * Reduce, Gather and Scatter, they run on point-to-point messages
- * (binomial trees, or direct exchanges) with the collectives' own tags.
+ * multiples of 4 bytes for the data movers); Bcast, Reduce, Gather and
+ * Scatter have a torus algorithm of their own (mpi_rooted.c, and
+ * bcast_torus and reduce_torus below); otherwise they run on
+ * point-to-point messages (binomial trees, or direct exchanges) with the
+ * collectives' own tags.
  * Every rank decides alike: the choice depends on arguments MPI requires
  * to match.
  */
@@ -74,6 +76,37 @@ static int p2p_rc(MPI_Comm comm, const char *fn, int rc)
 	return rc ? mpi_error(comm, rc, fn, "a message of the collective failed") : 0;
 }
 
+/*
+ * The rooted collectives' algorithm: TORUS_COLL_<NAME> names it ("torus",
+ * or the point-to-point one, `plain`), else the torus algorithm from
+ * `from` bytes on (bytes: what every rank knows alike). On teams of two or
+ * fewer the plain one runs whatever the choice: there is nothing to relay.
+ * 0 and *torus, or the error for a name that is neither.
+ */
+static int rooted_choice(const char *fn, MPI_Comm comm, const char *env, const char *plain, uint64_t bytes,
+			 uint64_t from, int size, int *torus)
+{
+	const char *v = getenv(env);
+	if (!v || !*v)
+		*torus = bytes >= from;
+	else if (!strcmp(v, "torus"))
+		*torus = 1;
+	else if (!strcmp(v, plain))
+		*torus = 0;
+	else
+		return mpi_error(comm, MPI_ERR_ARG, fn, "%s=%s: no such algorithm (torus or %s)", env, v, plain);
+	if (size <= 2 || !bytes)
+		*torus = 0;
+	return MPI_SUCCESS;
+}
+
+/* Where the rooted collectives' defaults switch to the torus algorithm:
+ * gather and scatter by the block, bcast and reduce by the message
+ * (BENCHMARKS.md, "The rooted collectives"). */
+#define GATHER_TORUS_FROM 128u
+#define BCAST_TORUS_FROM 4096u
+#define REDUCE_TORUS_FROM 2048u
+
 /* Large enough to share with the node's other cores (and can it)? */
 static int multicore(MPI_Comm comm, uint64_t bytes)
 {
@@ -94,6 +127,76 @@ static int node_coll(MPI_Comm comm, enum mpi_help_cmd cmd, const void *send, voi
 	case MPI_HELP_ALLGATHER: return coll_allgather(t, send, recv, count, dt, NULL);
 	default: return coll_reduce_scatter(t, send, recv, count, dt, op, NULL);
 	}
+}
+
+/*
+ * Bcast, the bucket way (003_b0aac8c3d10c7733.txt, section 2: scatter,
+ * then allgather): the root scatters the message in p blocks through the
+ * relays on its axes (mpi_rooted.c), then every rank gathers all of them
+ * with the catalogue's allgather (multicolor on the torus, its node's
+ * cores taking a color each from TORUS_MPI_MULTICORE_BYTES on). Blocks are
+ * rounded up to 4 bytes, the message padded to p blocks in a copy where it
+ * does not fill them.
+ */
+static int bcast_torus(void *buf, uint64_t bytes, int root, MPI_Comm comm, int size)
+{
+	int me = mpi_comm_of(comm)->rank;
+	uint64_t b = ((bytes + (uint64_t)size - 1) / (uint64_t)size + 3) & ~(uint64_t)3, all = b * (uint64_t)size;
+	char *v = all == bytes ? buf : malloc(all), *mine = malloc(b);
+	int rc = v && mine ? 0 : MPI_ERR_INTERN;
+	if (!rc && v != buf && me == root) {
+		memcpy(v, buf, bytes);
+		memset(v + bytes, 0, all - bytes);
+	}
+	if (!rc)
+		rc = mpi_scatter_torus(v, v + (uint64_t)me * b, b, root, TAG_BCAST, comm);
+	if (!rc) {
+		memcpy(mine, v + (uint64_t)me * b, b);
+		rc = coll_rc(comm, "MPI_Bcast",
+			     multicore(comm, bytes) ? node_coll(comm, MPI_HELP_ALLGATHER, mine, v, (size_t)(b / 4), COLL_INT32, COLL_SUM)
+						    : coll_allgather(mpi_comm_of(comm)->team, mine, v, (size_t)(b / 4), COLL_INT32, NULL));
+	}
+	if (!rc && v != buf && me != root)
+		memcpy(buf, v, bytes);
+	if (v != buf)
+		free(v);
+	free(mine);
+	return rc;
+}
+
+/*
+ * Reduce, the bucket way (the same section: reduce-scatter, then gather):
+ * the catalogue's reduce-scatter (multicolor) leaves every rank one block
+ * of the result, and the relays on the root's axes gather them. The vector
+ * is padded with zeros to p equal blocks, whose padding the root drops.
+ * For the operations the catalogue has (commutative), on its types.
+ */
+static int reduce_torus(const void *src, void *recvbuf, int count, int esize, enum coll_dtype dt, enum coll_op cop,
+			int root, MPI_Comm comm, int size)
+{
+	int me = mpi_comm_of(comm)->rank;
+	uint64_t per = ((uint64_t)count + (uint64_t)size - 1) / (uint64_t)size, b = per * (uint64_t)esize;
+	uint64_t bytes = (uint64_t)count * (uint64_t)esize, all = b * (uint64_t)size;
+	char *in = calloc(1, all), *part = malloc(b);
+	char *out = me != root ? NULL : all == bytes ? recvbuf : malloc(all);
+	int rc = in && part && (me != root || out) ? 0 : MPI_ERR_INTERN;
+	if (!rc) {
+		memcpy(in, src, bytes);
+		rc = coll_rc(comm, "MPI_Reduce",
+			     multicore(comm, bytes) ? node_coll(comm, MPI_HELP_REDUCE_SCATTER, in, part, (size_t)per, dt, cop)
+						    : coll_reduce_scatter(mpi_comm_of(comm)->team, in, part, (size_t)per, dt, cop, NULL));
+	}
+	if (!rc && me == root)
+		memcpy(out + (uint64_t)root * b, part, b);
+	if (!rc)
+		rc = p2p_rc(comm, "MPI_Reduce", mpi_gather_torus(part, out, b, root, TAG_REDUCE, comm));
+	if (!rc && me == root && out != recvbuf)
+		memcpy(recvbuf, out, bytes);
+	if (out != recvbuf)
+		free(out);
+	free(in);
+	free(part);
+	return rc;
 }
 
 int MPI_Barrier(MPI_Comm comm)
@@ -419,7 +522,12 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 	CHECK(root_ok("MPI_Bcast", comm, root, size));
 	if (count && !buffer)
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Bcast", "NULL buffer");
-	return p2p_rc(comm, "MPI_Bcast", bcast(buffer, (uint64_t)count * (uint64_t)mpi_type_size(datatype), root, comm, size));
+	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
+	int torus;
+	CHECK(rooted_choice("MPI_Bcast", comm, "TORUS_COLL_BCAST", "binomial", bytes, BCAST_TORUS_FROM, size, &torus));
+	if (torus)
+		return bcast_torus(buffer, bytes, root, comm, size);
+	return p2p_rc(comm, "MPI_Bcast", bcast(buffer, bytes, root, comm, size));
 }
 
 /* Binomial reduction to root: acc holds my contribution, then the result.
@@ -474,6 +582,13 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
 	if (count && ((!sendbuf) || (me == root && !recvbuf) || (sendbuf == MPI_IN_PLACE && me != root)))
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Reduce", "NULL buffer (or MPI_IN_PLACE off the root)");
+	enum coll_dtype dt;
+	enum coll_op cop;
+	int torus;
+	CHECK(rooted_choice("MPI_Reduce", comm, "TORUS_COLL_REDUCE", "binomial", bytes, REDUCE_TORUS_FROM, size, &torus));
+	if (torus && !mpi_coll_types(datatype, op, &dt, &cop))
+		return reduce_torus(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count, mpi_type_size(datatype), dt,
+				    cop, root, comm, size);
 	/* the rank that accumulates (the root, or rank 0 for an operation
 	 * that does not commute, which then sends the result to the root)
 	 * does it in recvbuf if it is the root, the others in a copy */
@@ -541,15 +656,22 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 	int size = 0;
 	CHECK(blocks_ok("MPI_Gather", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	CHECK(root_ok("MPI_Gather", comm, root, size));
-	int me = mpi_comm_of(comm)->rank;
+	int me = mpi_comm_of(comm)->rank, torus;
 	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
+	uint64_t block = me == root ? rb : sb; /* (MPI: the same on every rank) */
+	CHECK(rooted_choice("MPI_Gather", comm, "TORUS_COLL_GATHER", "linear", block,
+			    GATHER_TORUS_FROM, size, &torus));
 	if (me != root)
-		return p2p_rc(comm, "MPI_Gather", mpi_send_raw(sendbuf, sb, root, TAG_GATHER, comm));
+		return p2p_rc(comm, "MPI_Gather",
+			      torus ? mpi_gather_torus(sendbuf, NULL, sb, root, TAG_GATHER, comm)
+				    : mpi_send_raw(sendbuf, sb, root, TAG_GATHER, comm));
 	if (rb && !recvbuf)
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Gather", "NULL receive buffer at the root");
 	if (sendbuf != MPI_IN_PLACE && sb)
 		memmove((char *)recvbuf + (uint64_t)root * rb, sendbuf, sb < rb ? sb : rb);
+	if (torus)
+		return p2p_rc(comm, "MPI_Gather", mpi_gather_torus(NULL, recvbuf, rb, root, TAG_GATHER, comm));
 	for (int i = 0; i < size; i++)
 		if (i != root)
 			CHECK(p2p_rc(comm, "MPI_Gather", mpi_recv_raw((char *)recvbuf + (uint64_t)i * rb, rb, i, TAG_GATHER, comm)));
@@ -565,14 +687,21 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 	int size = 0;
 	CHECK(blocks_ok("MPI_Scatter", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	CHECK(root_ok("MPI_Scatter", comm, root, size));
-	int me = mpi_comm_of(comm)->rank;
+	int me = mpi_comm_of(comm)->rank, torus;
 	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
+	uint64_t block = me == root ? sb : rb; /* (MPI: the same on every rank) */
+	CHECK(rooted_choice("MPI_Scatter", comm, "TORUS_COLL_SCATTER", "linear", block,
+			    GATHER_TORUS_FROM, size, &torus));
 	if (me != root)
-		return p2p_rc(comm, "MPI_Scatter", mpi_recv_raw(recvbuf, rb, root, TAG_SCATTER, comm));
+		return p2p_rc(comm, "MPI_Scatter",
+			      torus ? mpi_scatter_torus(NULL, recvbuf, rb, root, TAG_SCATTER, comm)
+				    : mpi_recv_raw(recvbuf, rb, root, TAG_SCATTER, comm));
 	if (sb && !sendbuf)
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Scatter", "NULL send buffer at the root");
-	for (int i = 0; i < size; i++)
+	if (torus)
+		CHECK(p2p_rc(comm, "MPI_Scatter", mpi_scatter_torus(sendbuf, NULL, sb, root, TAG_SCATTER, comm)));
+	for (int i = 0; i < size && !torus; i++)
 		if (i != root)
 			CHECK(p2p_rc(comm, "MPI_Scatter", mpi_send_raw((const char *)sendbuf + (uint64_t)i * sb, sb, i, TAG_SCATTER, comm)));
 	if (recvbuf != MPI_IN_PLACE && rb)

@@ -1848,20 +1848,31 @@ static uint32_t coll_trace(int tag)
 	return TORUS_TAG(k >= 0 && k < 6 ? by[k] : TORUS_TAG_NONE, 0, 0, 0, 0);
 }
 
+int mpi_isend_raw(struct torus_mpi_request *r, const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm)
+{
+	memset(r, 0, sizeof(*r));
+	return post_send_tagged(buf, bytes, dest, tag, comm, r, coll_trace(tag), SEND_AUTO) ? MPI_ERR_INTERN : 0;
+}
+
+void mpi_irecv_raw(struct torus_mpi_request *r, void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm)
+{
+	memset(r, 0, sizeof(*r));
+	post_recv(buf, bytes, src, tag, comm, r);
+}
+
+int mpi_wait_raw(struct torus_mpi_request *r) { return wait_request(r, NULL); }
+
 int mpi_send_raw(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm)
 {
 	struct torus_mpi_request r;
-	memset(&r, 0, sizeof(r));
-	if (post_send_tagged(buf, bytes, dest, tag, comm, &r, coll_trace(tag), SEND_AUTO))
-		return MPI_ERR_INTERN;
-	return wait_request(&r, NULL);
+	int rc = mpi_isend_raw(&r, buf, bytes, dest, tag, comm);
+	return rc ? rc : wait_request(&r, NULL);
 }
 
 int mpi_recv_raw(void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm)
 {
 	struct torus_mpi_request r;
-	memset(&r, 0, sizeof(r));
-	post_recv(buf, bytes, src, tag, comm, &r);
+	mpi_irecv_raw(&r, buf, bytes, src, tag, comm);
 	return wait_request(&r, NULL);
 }
 

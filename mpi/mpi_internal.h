@@ -234,6 +234,22 @@ void mpi_take(struct mpi_msg *m);
  * MPI_SUCCESS or an MPI error code, no handler called. */
 int mpi_send_raw(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm);
 int mpi_recv_raw(void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm);
+/* The same, not blocking: r (the caller's, alive until mpi_wait_raw
+ * returns) is posted; mpi_wait_raw waits for it. Messages between two
+ * ranks with one tag match in the order they were posted. */
+int mpi_isend_raw(struct torus_mpi_request *r, const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm);
+void mpi_irecv_raw(struct torus_mpi_request *r, void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm);
+int mpi_wait_raw(struct torus_mpi_request *r);
+/* mpi_rooted.c: gather and scatter through relays on the root's axes.
+ * via[i] (p entries) gets the member that carries member i's block to the
+ * root (out = 0: a gather) or from it (out = 1: a scatter): i itself, or a
+ * relay. 0, or -1 out of memory. */
+int mpi_rooted_plan(MPI_Comm comm, int root, int out, int *via);
+/* Blocks of `block` bytes: the root's recv holds p of them, its own
+ * already in place, the others send `mine`; and the reverse (the root
+ * copies its own). MPI_SUCCESS or an MPI error code, no handler called. */
+int mpi_gather_torus(const void *mine, void *recv, uint64_t block, int root, int tag, MPI_Comm comm);
+int mpi_scatter_torus(const void *send, void *mine, uint64_t block, int root, int tag, MPI_Comm comm);
 int mpi_sendrecv_raw(const void *sbuf, uint64_t sbytes, int dest, void *rbuf, uint64_t rbytes, int src, int tag,
 		     MPI_Comm comm);
 

@@ -975,6 +975,119 @@ static void comms(void)
 	CHECK(dup == MPI_COMM_NULL && wg == MPI_GROUP_NULL, "freed");
 }
 
+/* The rooted collectives on one communicator under each algorithm
+ * (TORUS_COLL_<NAME>: the default, the torus one through relays on the
+ * root's axes, the point-to-point one), roots 0, the last and the middle,
+ * blocks from one int to several hundred packets, in place included,
+ * against references byte by byte. */
+static void rooted_on(MPI_Comm comm, const char *label)
+{
+	int me, n;
+	MPI_Comm_rank(comm, &me);
+	MPI_Comm_size(comm, &n);
+	static const char *const algos[][2] = {{"", ""}, {"torus", "torus"}, {"linear", "binomial"}};
+	static const int counts[] = {1, 100, 30001};
+	for (size_t a = 0; a < 3; a++) {
+		setenv("TORUS_COLL_GATHER", algos[a][0], 1);
+		setenv("TORUS_COLL_SCATTER", algos[a][0], 1);
+		setenv("TORUS_COLL_BCAST", algos[a][1], 1);
+		setenv("TORUS_COLL_REDUCE", algos[a][1], 1);
+		for (int root = 0; root < n; root += n > 2 ? (n - 1) / 2 : 1) {
+			for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+				int c = counts[k], bad = 0;
+				int *mine = malloc(sizeof(int) * (size_t)c), *all = malloc(sizeof(int) * (size_t)c * (size_t)n);
+				for (int i = 0; i < c; i++)
+					mine[i] = me * 100003 + i * 7 + (int)a;
+				int inplace = k == 1 && me == root;
+				if (inplace)
+					memcpy(all + (size_t)root * (size_t)c, mine, sizeof(int) * (size_t)c);
+				MPI_Gather(inplace ? MPI_IN_PLACE : mine, c, MPI_INT, all, c, MPI_INT, root, comm);
+				if (me == root)
+					for (int j = 0; j < n; j++)
+						for (int i = 0; i < c; i++)
+							bad += all[(size_t)j * (size_t)c + (size_t)i] != j * 100003 + i * 7 + (int)a;
+				CHECK(!bad, "%s: gather (%s) of %d ints to %d: %d bad", label, algos[a][0], c, root, bad);
+				if (me == root)
+					for (size_t i = 0; i < (size_t)c * (size_t)n; i++)
+						all[i] = (int)(i * 13 + a);
+				memset(mine, 0, sizeof(int) * (size_t)c);
+				MPI_Scatter(all, c, MPI_INT, inplace ? MPI_IN_PLACE : mine, c, MPI_INT, root, comm);
+				bad = 0;
+				const int *got = inplace ? all + (size_t)root * (size_t)c : mine;
+				for (int i = 0; i < c; i++)
+					bad += got[i] != (int)(((size_t)me * (size_t)c + (size_t)i) * 13 + a);
+				CHECK(!bad, "%s: scatter (%s) of %d ints from %d: %d bad", label, algos[a][0], c, root, bad);
+				/* bcast: chars, so the message fills no whole blocks */
+				int nb = c * 3 + 1;
+				char *b = malloc((size_t)nb);
+				for (int i = 0; i < nb; i++)
+					b[i] = me == root ? (char)(i * 5 + root) : 0;
+				MPI_Bcast(b, nb, MPI_CHAR, root, comm);
+				bad = 0;
+				for (int i = 0; i < nb; i++)
+					bad += b[i] != (char)(i * 5 + root);
+				CHECK(!bad, "%s: bcast (%s) of %d bytes from %d: %d bad", label, algos[a][1], nb, root, bad);
+				free(b);
+				/* reduce: int sum (in place at the root once) and double max */
+				int *sum = malloc(sizeof(int) * (size_t)c);
+				for (int i = 0; i < c; i++)
+					mine[i] = me + i;
+				if (inplace)
+					memcpy(sum, mine, sizeof(int) * (size_t)c);
+				MPI_Reduce(inplace ? MPI_IN_PLACE : mine, sum, c, MPI_INT, MPI_SUM, root, comm);
+				bad = 0;
+				if (me == root)
+					for (int i = 0; i < c; i++)
+						bad += sum[i] != n * i + n * (n - 1) / 2;
+				CHECK(!bad, "%s: reduce (%s) sum of %d ints to %d: %d bad", label, algos[a][1], c, root, bad);
+				double *dv = malloc(sizeof(double) * (size_t)c), *dm = malloc(sizeof(double) * (size_t)c);
+				for (int i = 0; i < c; i++)
+					dv[i] = (double)((me * 7 + i) % n) + 0.5;
+				MPI_Reduce(dv, dm, c, MPI_DOUBLE, MPI_MAX, root, comm);
+				bad = 0;
+				if (me == root)
+					for (int i = 0; i < c; i++) {
+						double want = 0;
+						for (int r = 0; r < n; r++)
+							want = (double)((r * 7 + i) % n) + 0.5 > want ? (double)((r * 7 + i) % n) + 0.5 : want;
+						bad += dm[i] != want;
+					}
+				CHECK(!bad, "%s: reduce (%s) max of %d doubles to %d: %d bad", label, algos[a][1], c, root, bad);
+				free(dv);
+				free(dm);
+				free(sum);
+				free(mine);
+				free(all);
+			}
+			if (n <= 1)
+				break;
+		}
+	}
+	/* a name that is neither: MPI_ERR_ARG, on every rank alike */
+	setenv("TORUS_COLL_BCAST", "flood", 1);
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+	int x = 1, cls = -1;
+	MPI_Error_class(MPI_Bcast(&x, 1, MPI_INT, 0, comm), &cls);
+	CHECK(cls == MPI_ERR_ARG, "%s: TORUS_COLL_BCAST=flood: class %d", label, cls);
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+	unsetenv("TORUS_COLL_GATHER");
+	unsetenv("TORUS_COLL_SCATTER");
+	unsetenv("TORUS_COLL_BCAST");
+	unsetenv("TORUS_COLL_REDUCE");
+}
+
+/* ... on the world, and on the even ranks (whose relays may not be
+ * members: those ways are not taken). */
+static void rooted(void)
+{
+	rooted_on(MPI_COMM_WORLD, "world");
+	MPI_Comm even;
+	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &even);
+	if (rank % 2 == 0)
+		rooted_on(even, "even ranks");
+	MPI_Comm_free(&even);
+}
+
 int main(int argc, char **argv)
 {
 	int provided = -1, flag = 0;
@@ -993,6 +1106,7 @@ int main(int argc, char **argv)
 	user_ops();
 	datatypes();
 	collectives();
+	rooted();
 	comms();
 	double t1 = MPI_Wtime();
 	CHECK(t1 > t0 && MPI_Wtick() > 0, "wtime %g .. %g", t0, t1);
