@@ -17,7 +17,7 @@
 #include <string.h>
 
 /* the collectives' own tags (negative: no user receive takes them; their
- * order gives the trace tag, mpi_core.c's coll_trace) */
+ * order gives the trace tag, mpi_coll_trace) */
 enum { TAG_BCAST = -10, TAG_REDUCE = -11, TAG_GATHER = -12, TAG_SCATTER = -13, TAG_ALLTOALL = -14, TAG_SCAN = -15 };
 
 #define CHECK(call)                                                                                          \

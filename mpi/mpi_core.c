@@ -1840,7 +1840,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 /* --------------------------------------------- for the collectives (tags < 0) */
 
 /* the trace tag of a collective's own tag (mpi_coll.c's TAG_*) */
-static uint32_t coll_trace(int tag)
+uint32_t mpi_coll_trace(int tag)
 {
 	static const uint32_t by[] = {TORUS_TAG_BCAST, TORUS_TAG_REDUCE, TORUS_TAG_GATHER, TORUS_TAG_SCATTER,
 				      TORUS_TAG_ALLTOALL, TORUS_TAG_SCAN};
@@ -1851,7 +1851,7 @@ static uint32_t coll_trace(int tag)
 int mpi_isend_raw(struct torus_mpi_request *r, const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm)
 {
 	memset(r, 0, sizeof(*r));
-	return post_send_tagged(buf, bytes, dest, tag, comm, r, coll_trace(tag), SEND_AUTO) ? MPI_ERR_INTERN : 0;
+	return post_send_tagged(buf, bytes, dest, tag, comm, r, mpi_coll_trace(tag), SEND_AUTO) ? MPI_ERR_INTERN : 0;
 }
 
 void mpi_irecv_raw(struct torus_mpi_request *r, void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm)
@@ -1883,7 +1883,7 @@ int mpi_sendrecv_raw(const void *sbuf, uint64_t sbytes, int dest, void *rbuf, ui
 	memset(&rr, 0, sizeof(rr));
 	memset(&sr, 0, sizeof(sr));
 	post_recv(rbuf, rbytes, src, tag, comm, &rr);
-	if (post_send_tagged(sbuf, sbytes, dest, tag, comm, &sr, coll_trace(tag), SEND_AUTO))
+	if (post_send_tagged(sbuf, sbytes, dest, tag, comm, &sr, mpi_coll_trace(tag), SEND_AUTO))
 		return MPI_ERR_INTERN;
 	int a = wait_request(&sr, NULL), b = wait_request(&rr, NULL);
 	return a ? a : b;

@@ -240,6 +240,8 @@ int mpi_recv_raw(void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm);
 int mpi_isend_raw(struct torus_mpi_request *r, const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm);
 void mpi_irecv_raw(struct torus_mpi_request *r, void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm);
 int mpi_wait_raw(struct torus_mpi_request *r);
+/* The trace tag (TORUS_TAG) of a collective's own message tag (mpi_coll.c's TAG_*). */
+uint32_t mpi_coll_trace(int tag);
 /* mpi_rooted.c: gather and scatter through relays on the root's axes.
  * via[i] (p entries) gets the member that carries member i's block to the
  * root (out = 0: a gather) or from it (out = 1: a scatter): i itself, or a

@@ -226,14 +226,6 @@ static int put(struct res *r, uint32_t node, const void *src, uint64_t len, uint
 	return dma_injfifo_post(r->fifo[f], &d, DMA_POST_WAIT);
 }
 
-/* The trace tag of the collective's puts (TORUS_TAG). */
-static uint32_t trace_tag(int tag)
-{
-	return TORUS_TAG(tag == -10 ? TORUS_TAG_BCAST : tag == -11 ? TORUS_TAG_REDUCE : tag == -13 ? TORUS_TAG_SCATTER
-												: TORUS_TAG_GATHER,
-			 0, 0, 0, 0);
-}
-
 /*
  * A relay puts its k carried blocks (tmp, B bytes each) on: block j to
  * dst[j] at doff[j], on the node of member to (>= 0: the root's, else
@@ -300,7 +292,7 @@ static int run(int gather, const void *rootsend, void *rootrecv, void *mine, uin
 	struct mpi_comm *cm = mpi_comm_of(comm);
 	emu_core_t *c = mpi_g.c;
 	int p = cm->size, me = cm->rank, rc = 0, k = 0;
-	uint32_t ttag = trace_tag(tag);
+	uint32_t ttag = mpi_coll_trace(tag);
 	int *via = malloc((size_t)p * 4 * sizeof(int));
 	struct where *w = calloc((size_t)p, sizeof(*w)); /* what each peer told me */
 	struct torus_mpi_request *rq = calloc((size_t)p + 1, sizeof(*rq));
