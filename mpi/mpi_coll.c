@@ -462,44 +462,61 @@ static int vforms_derived(enum blocks_kind kind, const char *fn, const void *sen
  *
  * A predefined operation applies to a derived type whose parts are all
  * one predefined type (a contiguous run or a vector of doubles, say): the
- * reduction runs on those elements, packed, and the result is unpacked. A
- * user operation on a derived type is refused for now. */
+ * reduction runs on those elements, packed, and the result is unpacked.
+ * A user operation runs on the packed elements as MPI_BYTE under the
+ * stand-in handle MPI_PACKED_OP, whose combine step unpacks both operands
+ * into the type's own layout for the user's function and packs the result
+ * (mpi_core.c); the algorithms only ever combine whole buffers of whole
+ * elements, in rank order where the operation does not commute. */
 
 struct red_pack {
 	MPI_Datatype basic;
 	uint64_t per;    /* basic elements per element */
-	int bytes;       /* packed bytes of the count elements */
+	MPI_Op op;       /* the operation to run on them */
+	struct mpi_user_op saved; /* MPI_PACKED_OP before this call */
 	char *s, *r;     /* packed send (NULL: in place) and receive buffers */
 };
 
-/* Set up p for count elements of t (per call's local part); nsend: the
+/* Set up p for a reduction of t (per call's local part); nsend: the
  * elements of t the send side holds (count, or count * size for the
- * scatters); rin: the receive side's data are the input (in place). */
-static int red_derived(const char *fn, MPI_Comm comm, MPI_Datatype t, MPI_Op op, int count, const void *sendbuf,
-		       int nsend, void *recvbuf, int nrecv, int want_recv, struct red_pack *p)
+ * scatters); nrecv: the receive side's; want_recv: this rank receives. */
+static int red_derived(const char *fn, MPI_Comm comm, MPI_Datatype t, MPI_Op op, const void *sendbuf, int nsend,
+		       void *recvbuf, int nrecv, int want_recv, struct red_pack *p)
 {
 	struct mpi_type_info ti;
-	int size = 0, sb = 0;
+	int size = 0, sb = 0, rb = 0;
 	memset(p, 0, sizeof(*p));
 	CHECK(mpi_comm_check(comm, fn, &size));
-	CHECK(packed_bytes(fn, comm, count, t, &p->bytes));
-	mpi_type_info(t, 0, &ti);
-	if (mpi_user_op(op))
-		return mpi_error(comm, MPI_ERR_TYPE, fn, "a user operation on a derived datatype: not supported yet");
-	if (ti.basic == MPI_DATATYPE_NULL)
-		return mpi_error(comm, MPI_ERR_TYPE, fn,
-				 "datatype %d mixes predefined types: a predefined operation needs one", t);
-	p->basic = ti.basic;
-	p->per = ti.nbasic;
-	const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-	int rb = 0;
 	CHECK(packed_bytes(fn, comm, nsend, t, &sb));
 	CHECK(packed_bytes(fn, comm, nrecv, t, &rb));
+	mpi_type_info(t, 0, &ti);
+	const struct mpi_user_op *u = mpi_user_op(op);
+	if (u) {
+		p->basic = MPI_BYTE;
+		p->per = ti.size;
+		p->op = MPI_PACKED_OP;
+	} else {
+		if (op <= MPI_OP_NULL || op >= TORUS_MPI_NOPS_)
+			return mpi_error(comm, MPI_ERR_OP, fn, "unknown operation %d", op);
+		if (ti.basic == MPI_DATATYPE_NULL)
+			return mpi_error(comm, MPI_ERR_TYPE, fn,
+					 "datatype %d mixes predefined types: a predefined operation needs one", t);
+		p->basic = ti.basic;
+		p->per = ti.nbasic;
+		p->op = op;
+	}
+	if ((uint64_t)nsend * p->per > INT32_MAX)
+		return mpi_error(comm, MPI_ERR_COUNT, fn, "%d elements of datatype %d: too many for one call", nsend, t);
+	const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
 	if ((sb && !in) || (want_recv && rb && !recvbuf))
 		return mpi_error(comm, MPI_ERR_BUFFER, fn, "NULL buffer (or MPI_IN_PLACE where it is not allowed)");
 	if (!(p->s = pack_blocks(in, nsend, t, 1, sb)) || (want_recv && !(p->r = calloc((size_t)rb + 1, 1)))) {
 		free(p->s);
 		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	}
+	if (u) {
+		p->saved = mpi_g.packed_op;
+		mpi_g.packed_op = (struct mpi_user_op){u->fn, u->commute, t};
 	}
 	return MPI_SUCCESS;
 }
@@ -508,6 +525,8 @@ static int red_finish(struct red_pack *p, int rc, void *recvbuf, int nrecv, MPI_
 {
 	if (!rc && p->r)
 		mpi_unpack(p->r, (uint64_t)-1, recvbuf, nrecv, t);
+	if (p->op == MPI_PACKED_OP)
+		mpi_g.packed_op = p->saved;
 	free(p->s);
 	free(p->r);
 	return rc;
@@ -547,12 +566,14 @@ static int reduce(void *acc, int count, MPI_Datatype t, MPI_Op op, int root, MPI
 			break;
 		}
 		if (rel + mask < size && !(rc = mpi_recv_raw(tmp, bytes, (rel + mask + root) % size, TAG_REDUCE, comm))) {
+			int bad;
 			if (mpi_op_commutes(op)) {
-				mpi_combine(t, op, tmp, acc, (size_t)count);
+				bad = mpi_combine(t, op, tmp, acc, (size_t)count);
 			} else {
-				mpi_combine(t, op, acc, tmp, (size_t)count); /* acc's ranks come first */
+				bad = mpi_combine(t, op, acc, tmp, (size_t)count); /* acc's ranks come first */
 				memcpy(acc, tmp, bytes);
 			}
+			rc = bad ? MPI_ERR_INTERN : 0;
 			charge_reduce(bytes);
 		}
 	}
@@ -570,8 +591,8 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 		CHECK(root_ok("MPI_Reduce", comm, root, size));
 		int me = mpi_comm_of(comm)->rank;
 		const void *in = me != root && sendbuf == MPI_IN_PLACE ? NULL : sendbuf; /* (in place: the root's only) */
-		CHECK(red_derived("MPI_Reduce", comm, datatype, op, count, in, count, recvbuf, count, me == root, &p));
-		int rc = MPI_Reduce(p.s, p.r, (int)((uint64_t)count * p.per), p.basic, op, root, comm);
+		CHECK(red_derived("MPI_Reduce", comm, datatype, op, in, count, recvbuf, count, me == root, &p));
+		int rc = MPI_Reduce(p.s, p.r, (int)((uint64_t)count * p.per), p.basic, p.op, root, comm);
 		return red_finish(&p, rc, recvbuf, count, datatype);
 	}
 	int size = 0;
@@ -613,8 +634,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 {
 	if (derived_type(datatype)) {
 		struct red_pack p;
-		CHECK(red_derived("MPI_Allreduce", comm, datatype, op, count, sendbuf, count, recvbuf, count, 1, &p));
-		int rc = MPI_Allreduce(p.s, p.r, (int)((uint64_t)count * p.per), p.basic, op, comm);
+		CHECK(red_derived("MPI_Allreduce", comm, datatype, op, sendbuf, count, recvbuf, count, 1, &p));
+		int rc = MPI_Allreduce(p.s, p.r, (int)((uint64_t)count * p.per), p.basic, p.op, comm);
 		return red_finish(&p, rc, recvbuf, count, datatype);
 	}
 	int size = 0;
@@ -850,6 +871,74 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 	return rc;
 }
 
+/* Alltoallw: every block with its own type, at byte displacements. The
+ * blocks are packed one after another and exchanged by Alltoallv, in
+ * 4-byte units (the catalogue's algorithm) when every block allows it. */
+int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+		  void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+		  MPI_Comm comm)
+{
+	const char *fn = "MPI_Alltoallw";
+	int size = 0;
+	CHECK(mpi_comm_check(comm, fn, &size));
+	int inplace = sendbuf == MPI_IN_PLACE;
+	if (!recvcounts || !rdispls || !recvtypes || (!inplace && (!sendcounts || !sdispls || !sendtypes)))
+		return mpi_error(comm, MPI_ERR_ARG, fn, "NULL count, displacement or datatype array");
+	if (inplace) {
+		sendcounts = recvcounts;
+		sdispls = rdispls;
+		sendtypes = recvtypes;
+	}
+	/* c: packed bytes and offsets of the send blocks, then the receive blocks */
+	int *c = malloc(4 * (size_t)size * sizeof(int));
+	if (!c)
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	int *sc = c, *sd = c + size, *rc_ = c + 2 * size, *rd = c + 3 * size, units = 4, rc = 0;
+	uint64_t st = 0, rt = 0;
+	for (int j = 0; j < size && !rc; j++) {
+		struct mpi_type_info si, ri;
+		if (mpi_type_info(sendtypes[j], 1, &si) || mpi_type_info(recvtypes[j], 1, &ri))
+			rc = mpi_error(comm, MPI_ERR_TYPE, fn, "block %d: unknown or uncommitted datatype", j);
+		else if (sendcounts[j] < 0 || recvcounts[j] < 0 || sdispls[j] < 0 || rdispls[j] < 0)
+			rc = mpi_error(comm, MPI_ERR_COUNT, fn, "negative count or displacement for rank %d", j);
+		else if ((sendcounts[j] && !sendbuf) || (recvcounts[j] && !recvbuf))
+			rc = mpi_error(comm, MPI_ERR_BUFFER, fn, "NULL buffer");
+		if (rc)
+			break;
+		uint64_t sb = (uint64_t)sendcounts[j] * si.size, rb = (uint64_t)recvcounts[j] * ri.size;
+		sd[j] = (int)st;
+		rd[j] = (int)rt;
+		st += sb;
+		rt += rb;
+		if (st > INT32_MAX || rt > INT32_MAX)
+			rc = mpi_error(comm, MPI_ERR_COUNT, fn, "more than 2 GiB of packed blocks");
+		sc[j] = (int)sb;
+		rc_[j] = (int)rb;
+		if (sb % 4 || rb % 4)
+			units = 1;
+	}
+	char *s = rc ? NULL : malloc(st + 1), *r = rc ? NULL : malloc(rt + 1);
+	if (!rc && (!s || !r))
+		rc = mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	if (!rc) {
+		for (int j = 0; j < size; j++)
+			mpi_pack((const char *)(inplace ? recvbuf : sendbuf) + sdispls[j], sendcounts[j], sendtypes[j],
+				 s + sd[j]);
+		for (int j = 0; j < 4 * size; j++)
+			c[j] /= units;
+		rc = MPI_Alltoallv(s, sc, sd, units == 4 ? MPI_INT32_T : MPI_BYTE, r, rc_, rd,
+				   units == 4 ? MPI_INT32_T : MPI_BYTE, comm);
+	}
+	if (!rc)
+		for (int j = 0; j < size; j++)
+			mpi_unpack(r + (uint64_t)rd[j] * (uint64_t)units, (uint64_t)rc_[j] * (uint64_t)units,
+				   (char *)recvbuf + rdispls[j], recvcounts[j], recvtypes[j]);
+	free(s);
+	free(r);
+	free(c);
+	return rc;
+}
+
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
 			     MPI_Comm comm)
 {
@@ -859,9 +948,9 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 		CHECK(mpi_comm_check(comm, "MPI_Reduce_scatter_block", &size));
 		if ((uint64_t)recvcount * (uint64_t)size > INT32_MAX)
 			return mpi_error(comm, MPI_ERR_COUNT, "MPI_Reduce_scatter_block", "too many elements");
-		CHECK(red_derived("MPI_Reduce_scatter_block", comm, datatype, op, recvcount, sendbuf, recvcount * size,
+		CHECK(red_derived("MPI_Reduce_scatter_block", comm, datatype, op, sendbuf, recvcount * size,
 				  recvbuf, recvcount, 1, &p));
-		int rc = MPI_Reduce_scatter_block(p.s, p.r, (int)((uint64_t)recvcount * p.per), p.basic, op, comm);
+		int rc = MPI_Reduce_scatter_block(p.s, p.r, (int)((uint64_t)recvcount * p.per), p.basic, p.op, comm);
 		return red_finish(&p, rc, recvbuf, recvcount, datatype);
 	}
 	int size = 0;
@@ -903,9 +992,45 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 	return p2p_rc(comm, "MPI_Reduce_scatter_block", rc);
 }
 
+/* Reduce_scatter with a derived type: on its packed parts, with counts
+ * scaled to them. */
+static int reduce_scatter_derived(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype t,
+				  MPI_Op op, MPI_Comm comm)
+{
+	const char *fn = "MPI_Reduce_scatter";
+	int size = 0;
+	CHECK(mpi_comm_check(comm, fn, &size));
+	if (!recvcounts)
+		return mpi_error(comm, MPI_ERR_ARG, fn, "NULL recvcounts");
+	uint64_t total = 0;
+	for (int j = 0; j < size; j++) {
+		if (recvcounts[j] < 0)
+			return mpi_error(comm, MPI_ERR_COUNT, fn, "negative count for rank %d", j);
+		total += (uint64_t)recvcounts[j];
+	}
+	if (total > INT32_MAX)
+		return mpi_error(comm, MPI_ERR_COUNT, fn, "%llu elements: too many for one call", (unsigned long long)total);
+	int me = mpi_comm_of(comm)->rank, *scaled = malloc((size_t)size * sizeof(int));
+	if (!scaled)
+		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
+	struct red_pack p;
+	int rc = red_derived(fn, comm, t, op, sendbuf, (int)total, recvbuf, recvcounts[me], 1, &p);
+	if (rc) {
+		free(scaled);
+		return rc;
+	}
+	for (int j = 0; j < size; j++) /* (red_derived checked total * per) */
+		scaled[j] = (int)((uint64_t)recvcounts[j] * p.per);
+	rc = MPI_Reduce_scatter(p.s, p.r, scaled, p.basic, p.op, comm);
+	free(scaled);
+	return red_finish(&p, rc, recvbuf, recvcounts[me], t);
+}
+
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
 		       MPI_Comm comm)
 {
+	if (derived_type(datatype))
+		return reduce_scatter_derived(sendbuf, recvbuf, recvcounts, datatype, op, comm);
 	int size = 0;
 	CHECK(common("MPI_Reduce_scatter", comm, 0, datatype, &size));
 	CHECK(op_ok("MPI_Reduce_scatter", comm, op, datatype));
@@ -1065,10 +1190,11 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 		} else {
 			memcpy(next, mine, bytes);
 			if (me > 0) {
-				mpi_combine(t, op, acc, next, (size_t)count);
+				rc = mpi_combine(t, op, acc, next, (size_t)count) ? MPI_ERR_INTERN : 0;
 				charge_reduce(bytes);
 			}
-			rc = mpi_send_raw(next, bytes, me + 1, TAG_SCAN, comm);
+			if (!rc)
+				rc = mpi_send_raw(next, bytes, me + 1, TAG_SCAN, comm);
 			free(next);
 		}
 	}
@@ -1078,10 +1204,11 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 				memcpy(recvbuf, acc, bytes);
 		} else {
 			if (me > 0) {
-				mpi_combine(t, op, acc, mine, (size_t)count);
+				rc = mpi_combine(t, op, acc, mine, (size_t)count) ? MPI_ERR_INTERN : 0;
 				charge_reduce(bytes);
 			}
-			memcpy(recvbuf, mine, bytes);
+			if (!rc)
+				memcpy(recvbuf, mine, bytes);
 		}
 	}
 	free(mine);
@@ -1094,9 +1221,9 @@ static int scan_derived(const char *fn, const void *sendbuf, void *recvbuf, int 
 			MPI_Comm comm, int exclusive)
 {
 	struct red_pack p;
-	CHECK(red_derived(fn, comm, t, op, count, sendbuf, count, recvbuf, count, 1, &p));
+	CHECK(red_derived(fn, comm, t, op, sendbuf, count, recvbuf, count, 1, &p));
 	int n = (int)((uint64_t)count * p.per);
-	int rc = exclusive ? MPI_Exscan(p.s, p.r, n, p.basic, op, comm) : MPI_Scan(p.s, p.r, n, p.basic, op, comm);
+	int rc = exclusive ? MPI_Exscan(p.s, p.r, n, p.basic, p.op, comm) : MPI_Scan(p.s, p.r, n, p.basic, p.op, comm);
 	if (exclusive && mpi_comm_of(comm)->rank == 0) {
 		free(p.r);
 		p.r = NULL; /* leave rank 0's buffer alone */

@@ -201,6 +201,8 @@ int mpi_reduce_local(MPI_Datatype t, MPI_Op op, void *inout, const void *in, siz
 
 const struct mpi_user_op *mpi_user_op(MPI_Op op)
 {
+	if (op == MPI_PACKED_OP)
+		return mpi_g.packed_op.fn ? &mpi_g.packed_op : NULL;
 	if (op < MPI_USER_OP0 || op >= MPI_USER_OP0 + MPI_MAX_USER_OPS)
 		return NULL;
 	const struct mpi_user_op *u = &mpi_g.ops[op - MPI_USER_OP0];
@@ -213,11 +215,41 @@ int mpi_op_commutes(MPI_Op op)
 	return u ? u->commute : 1;
 }
 
+/* A user operation on n packed bytes of u->packed elements: unpacked into
+ * buffers of the type's own layout for the function, and the result packed
+ * back into right. */
+static int combine_packed(const struct mpi_user_op *u, const void *left, void *right, size_t n)
+{
+	struct mpi_type_info ti;
+	MPI_Aint lo, hi;
+	if (mpi_type_info(u->packed, 0, &ti))
+		return -1;
+	if (!ti.size || !n)
+		return 0;
+	size_t count = n / ti.size;
+	if (n % ti.size || count > INT32_MAX || mpi_type_span(u->packed, (int)count, &lo, &hi))
+		return -1;
+	char *a = calloc(2, (size_t)(hi - lo) + 1);
+	if (!a)
+		return -1;
+	char *la = a - lo, *ra = a + (hi - lo) + 1 - lo; /* element 0 of each */
+	mpi_unpack(left, n, la, (int)count, u->packed);
+	mpi_unpack(right, n, ra, (int)count, u->packed);
+	int len = (int)count;
+	MPI_Datatype dt = u->packed;
+	u->fn(la, ra, &len, &dt);
+	mpi_pack(ra, (int)count, u->packed, right);
+	free(a);
+	return 0;
+}
+
 int mpi_combine(MPI_Datatype t, MPI_Op op, const void *left, void *right, size_t n)
 {
 	const struct mpi_user_op *u = mpi_user_op(op);
 	if (!u)
 		return mpi_reduce_local(t, op, right, left, n);
+	if (u->packed != MPI_DATATYPE_NULL)
+		return t == MPI_BYTE ? combine_packed(u, left, right, n) : -1;
 	if (!mpi_type_size(t) || n > INT32_MAX)
 		return -1;
 	int len = (int)n;
@@ -232,7 +264,7 @@ int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Op_create", "NULL function or op");
 	for (int i = 0; i < MPI_MAX_USER_OPS; i++)
 		if (!mpi_g.ops[i].fn) {
-			mpi_g.ops[i] = (struct mpi_user_op){user_fn, commute != 0};
+			mpi_g.ops[i] = (struct mpi_user_op){user_fn, commute != 0, MPI_DATATYPE_NULL};
 			*op = MPI_USER_OP0 + i;
 			return MPI_SUCCESS;
 		}
@@ -242,7 +274,7 @@ int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 
 int MPI_Op_free(MPI_Op *op)
 {
-	if (!op || !mpi_user_op(*op))
+	if (!op || *op == MPI_PACKED_OP || !mpi_user_op(*op))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OP, "MPI_Op_free", "not a user operation");
 	mpi_g.ops[*op - MPI_USER_OP0].fn = NULL;
 	*op = MPI_OP_NULL;

@@ -152,7 +152,13 @@ struct mpi_group {
 struct mpi_user_op {
 	MPI_User_function *fn; /* NULL: a free slot */
 	int commute;
+	/* MPI_PACKED_OP only: the data are packed elements of this derived
+	 * type, carried as MPI_BYTE (mpi_combine unpacks them for fn) */
+	MPI_Datatype packed;
 };
+/* The handle of a user operation on a derived type while a reduction runs
+ * it on packed bytes (mpi_coll.c's red_derived); not the program's. */
+#define MPI_PACKED_OP (MPI_USER_OP0 + MPI_MAX_USER_OPS)
 
 struct mpi_state {
 	int state;                       /* 0 before MPI_Init, 1 running, 2 finalized */
@@ -178,6 +184,7 @@ struct mpi_state {
 	struct mpi_ctl *ctl;             /* control messages not known to have left */
 	struct mpi_ctl *ctl_q, **ctl_tail; /* control messages to post, in order */
 	struct mpi_user_op ops[MPI_MAX_USER_OPS]; /* MPI_Op_create */
+	struct mpi_user_op packed_op;    /* MPI_PACKED_OP */
 	uint32_t ncores;                 /* this node's cores: 1 + its helpers */
 	uint64_t multicore_bytes;        /* TORUS_MPI_MULTICORE_BYTES */
 	/* command k's arguments in help[k % 2]: core 0 writes command k + 1's
@@ -210,6 +217,8 @@ int mpi_type_info(MPI_Datatype t, int committed, struct mpi_type_info *out);
  * (at most `bytes` of them: a truncated message) */
 void mpi_pack(const void *buf, int count, MPI_Datatype t, void *out);
 void mpi_unpack(const void *in, uint64_t bytes, void *buf, int count, MPI_Datatype t);
+/* The bytes count elements of t at buf touch: [buf + *lo, buf + *hi). 0, or -1. */
+int mpi_type_span(MPI_Datatype t, int count, MPI_Aint *lo, MPI_Aint *hi);
 int mpi_reduce_local(MPI_Datatype t, MPI_Op op, void *inout, const void *in, size_t n);
 /* op's user operation, or NULL (a predefined or unknown op). */
 const struct mpi_user_op *mpi_user_op(MPI_Op op);

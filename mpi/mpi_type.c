@@ -105,6 +105,46 @@ void mpi_unpack(const void *in, uint64_t bytes, void *buf, int count, MPI_Dataty
 		}
 }
 
+/* The bytes count elements of t touch, [*lo, *hi) from the buffer's start
+ * (a derived type's true extent, repeated at its extent). 0, or -1 for an
+ * unknown type. */
+int mpi_type_span(MPI_Datatype t, int count, MPI_Aint *lo, MPI_Aint *hi)
+{
+	const struct mpi_dtype *d = derived(t);
+	MPI_Aint tlb = 0, tub = mpi_type_size(t), ext = tub;
+	if (!d && !tub)
+		return -1;
+	if (d) {
+		ext = d->extent;
+		for (size_t b = 0; b < d->nblk; b++) {
+			MPI_Aint end = d->blk[b].off + (MPI_Aint)d->blk[b].len;
+			tlb = b == 0 || d->blk[b].off < tlb ? d->blk[b].off : tlb;
+			tub = b == 0 || end > tub ? end : tub;
+		}
+	}
+	if (count <= 0 || tub <= tlb) {
+		*lo = *hi = 0;
+		return 0;
+	}
+	MPI_Aint last = (MPI_Aint)(count - 1) * ext;
+	*lo = last < 0 ? tlb + last : tlb;
+	*hi = last > 0 ? tub + last : tub;
+	return 0;
+}
+
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent)
+{
+	MPI_Aint lo, hi;
+	if (!true_lb || !true_extent)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Type_get_true_extent", "NULL true_lb or true_extent");
+	if (mpi_type_span(datatype, 1, &lo, &hi))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_get_true_extent", "unknown datatype %d",
+				 datatype);
+	*true_lb = lo;
+	*true_extent = hi - lo;
+	return MPI_SUCCESS;
+}
+
 /* ------------------------------------------------------------ building */
 
 struct builder {

@@ -165,6 +165,7 @@ int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint d
 int MPI_Type_commit(MPI_Datatype *datatype);
 int MPI_Type_free(MPI_Datatype *datatype);
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent);
 int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
 int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
 int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position,
@@ -235,6 +236,9 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 		 MPI_Datatype recvtype, MPI_Comm comm);
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
 		  void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+		  void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+		  MPI_Comm comm);
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm);
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,

@@ -447,6 +447,206 @@ static void user_ops(void)
 	CHECK(cls == MPI_ERR_OP, "a freed operation: class %d", cls);
 }
 
+/* User operations on derived types. A matrix is four ints two apart
+ * (MPI_Type_vector(4, 1, 2): the ints between them are not its own); the
+ * user's function sees that layout and that type. A record of an int and
+ * a double (mixed parts) takes a user operation too. */
+static MPI_Datatype smat;
+static void matmul_strided(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+	MPI_Aint lb, ext;
+	if (*t != smat)
+		return; /* the wrong type given: the results show it */
+	MPI_Type_get_extent(smat, &lb, &ext);
+	for (int k = 0; k < *len; k++) {
+		const int *a = (const int *)((const char *)in + k * ext);
+		int *b = (int *)((char *)inout + k * ext);
+		int x[4] = {a[0], a[2], a[4], a[6]}, y[4] = {b[0], b[2], b[4], b[6]}, n = 4;
+		MPI_Datatype it = MPI_INT;
+		matmul(x, y, &n, &it);
+		for (int i = 0; i < 4; i++)
+			b[2 * i] = y[i];
+	}
+}
+struct irec {
+	int n;
+	double top;
+};
+static MPI_Datatype irec_t;
+static void irec_op(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+	if (*t != irec_t)
+		return;
+	for (int k = 0; k < *len; k++) {
+		const struct irec *a = (const struct irec *)in + k;
+		struct irec *b = (struct irec *)inout + k;
+		b->n += a->n;
+		b->top = a->top > b->top ? a->top : b->top;
+	}
+}
+/* n strided matrices, the k-th rank r's (mat_of(r, first + k)), with the
+ * ints between them set to `gap` */
+static void smat_fill(int *b, int n, int r, int first, int gap)
+{
+	for (int k = 0; k < n; k++) {
+		int m[4];
+		mat_of(r, first + k, m);
+		for (int i = 0; i < 7; i++)
+			b[7 * k + i] = i % 2 ? gap : m[i / 2];
+	}
+}
+/* do n strided matrices at b hold the products of ranks lo..hi's
+ * (matrices first ..), with the gaps still `gap`? */
+static int smat_is(const int *b, int n, int lo, int hi, int first, int gap)
+{
+	int ok = 1;
+	for (int k = 0; k < n; k++) {
+		int w[4];
+		product(lo, hi, first + k, w);
+		for (int i = 0; i < 7; i++)
+			ok &= b[7 * k + i] == (i % 2 ? gap : w[i / 2]);
+	}
+	return ok;
+}
+
+static void user_ops_derived(void)
+{
+	enum { K = 3 };
+	MPI_Op mm, rop;
+	MPI_Op_create(matmul_strided, 0, &mm);
+	MPI_Op_create(irec_op, 1, &rop);
+	MPI_Type_vector(4, 1, 2, MPI_INT, &smat);
+	MPI_Type_commit(&smat);
+	int bl[2] = {1, 1};
+	MPI_Aint dp[2] = {offsetof(struct irec, n), offsetof(struct irec, top)};
+	MPI_Datatype tp[2] = {MPI_INT, MPI_DOUBLE};
+	MPI_Type_create_struct(2, bl, dp, tp, &irec_t);
+	MPI_Type_commit(&irec_t);
+	MPI_Aint lb = -1, ext = -1, tlb = -1, text = -1;
+	MPI_Type_get_extent(smat, &lb, &ext);
+	MPI_Type_get_true_extent(smat, &tlb, &text);
+	CHECK(lb == 0 && ext == 7 * (MPI_Aint)sizeof(int) && tlb == 0 && text == ext, "strided matrix extents");
+	/* buffers of K + 1 elements (7 ints each): the last is never written */
+	int mine[7 * (K + 1)], out[7 * (K + 1)];
+	smat_fill(mine, K, rank, 0, -5);
+	for (int root = size - 1, n = 0; n < 2; root = 0, n++) {
+		for (int i = 0; i < 7 * (K + 1); i++)
+			out[i] = -1;
+		MPI_Reduce(mine, out, K, smat, mm, root, MPI_COMM_WORLD);
+		CHECK(rank != root || (smat_is(out, K, 0, size - 1, 0, -1) && out[7 * K] == -1),
+		      "reduce to %d, a user operation on a derived type: %d %d %d", root, out[0], out[1], out[2]);
+	}
+	for (int i = 0; i < 7 * (K + 1); i++)
+		out[i] = -1;
+	MPI_Allreduce(mine, out, K, smat, mm, MPI_COMM_WORLD);
+	CHECK(smat_is(out, K, 0, size - 1, 0, -1) && out[7 * K] == -1, "allreduce, derived type, user op: %d %d", out[0],
+	      out[2]);
+	memcpy(out, mine, sizeof(mine));
+	MPI_Allreduce(MPI_IN_PLACE, out, K, smat, mm, MPI_COMM_WORLD);
+	CHECK(smat_is(out, K, 0, size - 1, 0, -5), "allreduce in place, derived type, user op: %d %d", out[0], out[1]);
+	for (int i = 0; i < 7 * (K + 1); i++)
+		out[i] = -1;
+	MPI_Scan(mine, out, K, smat, mm, MPI_COMM_WORLD);
+	CHECK(smat_is(out, K, 0, rank, 0, -1), "scan, derived type, user op: %d %d", out[0], out[2]);
+	for (int i = 0; i < 7 * (K + 1); i++)
+		out[i] = -1;
+	MPI_Exscan(mine, out, K, smat, mm, MPI_COMM_WORLD);
+	CHECK(rank == 0 || smat_is(out, K, 0, rank - 1, 0, -1), "exscan, derived type, user op: %d %d", out[0], out[2]);
+	/* reduce_scatter_block and reduce_scatter: rank j gets j + 1 matrices
+	 * (the v-form), or one */
+	int total = size * (size + 1) / 2, *counts = malloc(sizeof(int) * (size_t)size);
+	int *all = malloc(sizeof(int) * 7 * (size_t)total), *got = malloc(sizeof(int) * 7 * (size_t)(size + 1));
+	for (int j = 0; j < size; j++)
+		counts[j] = j + 1;
+	smat_fill(all, total, rank, 0, -5);
+	for (int i = 0; i < 7 * (size + 1); i++)
+		got[i] = -1;
+	MPI_Reduce_scatter(all, got, counts, smat, mm, MPI_COMM_WORLD);
+	int first = rank * (rank + 1) / 2; /* rank's first matrix */
+	CHECK(smat_is(got, rank + 1, 0, size - 1, first, -1) && got[7 * (rank + 1)] == -1,
+	      "reduce_scatter, derived type, user op: %d %d", got[0], got[2]);
+	MPI_Reduce_scatter(MPI_IN_PLACE, all, counts, smat, mm, MPI_COMM_WORLD);
+	CHECK(smat_is(all, rank + 1, 0, size - 1, first, -5), "reduce_scatter in place, derived type, user op: %d %d",
+	      all[0], all[2]);
+	smat_fill(all, size, rank, 0, -5);
+	MPI_Reduce_scatter_block(all, got, 1, smat, mm, MPI_COMM_WORLD);
+	CHECK(smat_is(got, 1, 0, size - 1, rank, -1), "reduce_scatter_block, derived type, user op: %d", got[0]);
+	/* a predefined operation on a derived type, the v-form: a column of
+	 * ints summed */
+	for (int i = 0; i < 7 * total; i++)
+		all[i] = i % 7 % 2 ? -5 : rank + i;
+	for (int i = 0; i < 7 * (size + 1); i++)
+		got[i] = -1;
+	MPI_Reduce_scatter(all, got, counts, smat, MPI_SUM, MPI_COMM_WORLD);
+	int ok = got[7 * (rank + 1)] == -1;
+	for (int i = 0; i < 7 * (rank + 1); i++)
+		ok &= got[i] == (i % 7 % 2 ? -1 : size * (7 * first + i) + size * (size - 1) / 2);
+	CHECK(ok, "reduce_scatter, derived type, MPI_SUM: %d %d", got[0], got[1]);
+	free(counts), free(all), free(got);
+	/* a record of mixed parts: an int summed, a double's maximum */
+	struct irec r[2] = {{rank, rank * 0.5}, {1, -rank}}, ro[2] = {{0, 0}, {0, 0}};
+	MPI_Allreduce(r, ro, 2, irec_t, rop, MPI_COMM_WORLD);
+	CHECK(ro[0].n == size * (size - 1) / 2 && ro[0].top == (size - 1) * 0.5 && ro[1].n == size && ro[1].top == 0,
+	      "allreduce of records, a user op: %d %g %d %g", ro[0].n, ro[0].top, ro[1].n, ro[1].top);
+	MPI_Op_free(&mm);
+	MPI_Op_free(&rop);
+	MPI_Type_free(&smat);
+	MPI_Type_free(&irec_t);
+}
+
+/* Alltoallw: rank i sends j i + j + 1 ints, as every other int of its
+ * block (one vector) to even ranks and as ints to odd ones; receives them
+ * as ints from even ranks and as every other int from odd ones; the
+ * displacements are in bytes. */
+static void alltoallw(void)
+{
+	int *sc = malloc(sizeof(int) * 4 * (size_t)size), *sd = sc + size, *rc = sc + 2 * size, *rd = sc + 3 * size;
+	MPI_Datatype *stypes = malloc(sizeof(MPI_Datatype) * 2 * (size_t)size), *rtypes = stypes + size;
+	MPI_Datatype *made = malloc(sizeof(MPI_Datatype) * 2 * (size_t)size);
+	int sbytes = 0, rbytes = 0;
+	for (int j = 0; j < size; j++) {
+		int ns = rank + j + 1, nr = j + rank + 1;
+		MPI_Type_vector(ns, 1, 2, MPI_INT, &made[j]);
+		MPI_Type_commit(&made[j]);
+		MPI_Type_vector(nr, 1, 2, MPI_INT, &made[size + j]);
+		MPI_Type_commit(&made[size + j]);
+		stypes[j] = j % 2 ? MPI_INT : made[j];
+		sc[j] = j % 2 ? ns : 1;
+		sd[j] = sbytes;
+		sbytes += (int)sizeof(int) * 2 * ns;
+		rtypes[j] = j % 2 ? made[size + j] : MPI_INT;
+		rc[j] = j % 2 ? 1 : nr;
+		rd[j] = rbytes;
+		rbytes += (int)sizeof(int) * 2 * nr;
+	}
+	int *sb = malloc((size_t)sbytes), *rb = malloc((size_t)rbytes);
+	for (int j = 0; j < size; j++) {
+		int ns = rank + j + 1, *b = sb + sd[j] / (int)sizeof(int);
+		for (int k = 0; k < 2 * ns; k++)
+			b[k] = j % 2 ? (k < ns ? 1000 * rank + 10 * j + k : -7) : (k % 2 ? -7 : 1000 * rank + 10 * j + k / 2);
+	}
+	for (int k = 0; k < rbytes / (int)sizeof(int); k++)
+		rb[k] = -1;
+	MPI_Alltoallw(sb, sc, sd, stypes, rb, rc, rd, rtypes, MPI_COMM_WORLD);
+	int ok = 1;
+	for (int i = 0; i < size; i++) {
+		int nr = i + rank + 1, *b = rb + rd[i] / (int)sizeof(int);
+		for (int k = 0; k < 2 * nr; k++)
+			ok &= b[k] == (i % 2 ? (k % 2 ? -1 : 1000 * i + 10 * rank + k / 2)
+					     : (k < nr ? 1000 * i + 10 * rank + k : -1));
+	}
+	CHECK(ok, "alltoallw with derived and predefined types: %d %d", rb[0], rb[1]);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	int cls = -1;
+	stypes[0] = MPI_DATATYPE_NULL;
+	MPI_Error_class(MPI_Alltoallw(sb, sc, sd, stypes, rb, rc, rd, rtypes, MPI_COMM_WORLD), &cls);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	CHECK(cls == MPI_ERR_TYPE, "alltoallw, a bad type: class %d", cls);
+	for (int j = 0; j < 2 * size; j++)
+		MPI_Type_free(&made[j]);
+	free(made), free(stypes), free(sc), free(sb), free(rb);
+}
+
 /* Derived datatypes in point-to-point, MPI_Pack and MPI_Unpack. */
 struct rec {
 	int a;
@@ -1104,6 +1304,8 @@ int main(int argc, char **argv)
 	p2p();
 	rendezvous();
 	user_ops();
+	user_ops_derived();
+	alltoallw();
 	datatypes();
 	collectives();
 	rooted();
