@@ -18,7 +18,8 @@
 
 /* the collectives' own tags (negative: no user receive takes them; their
  * order gives the trace tag, mpi_coll_trace) */
-enum { TAG_BCAST = -10, TAG_REDUCE = -11, TAG_GATHER = -12, TAG_SCATTER = -13, TAG_ALLTOALL = -14, TAG_SCAN = -15 };
+enum { TAG_BCAST = -10, TAG_REDUCE = -11, TAG_GATHER = -12, TAG_SCATTER = -13, TAG_ALLTOALL = -14, TAG_SCAN = -15,
+       TAG_ALLREDUCE = -16 };
 
 #define CHECK(call)                                                                                          \
 	do {                                                                                                  \
@@ -630,6 +631,68 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	return p2p_rc(comm, "MPI_Reduce", rc);
 }
 
+/*
+ * Recursive doubling for short vectors (Thakur, Rabenseifner and Gropp,
+ * "Optimization of collective communication operations in MPICH", 2005):
+ * log2 p rounds of one exchange each, every rank ending with the whole
+ * result. With p not a power of two, the first 2r ranks (r = p - 2^k)
+ * fold in pairs first, the odd one of each pair standing for both, and get
+ * the result back at the end. A rank's accumulator always covers a run of
+ * consecutive ranks, so an operation that does not commute is applied in
+ * rank order: the partner's run comes first when the partner is lower.
+ * buf holds this rank's contribution, then the result.
+ */
+static int allreduce_rd(void *buf, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm, int size)
+{
+	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(t);
+	int me = mpi_comm_of(comm)->rank, pof2 = 1, rc = 0;
+	while (pof2 * 2 <= size)
+		pof2 *= 2;
+	int rem = size - pof2, newrank;
+	char *tmp = malloc(bytes + 1);
+	if (!tmp)
+		return MPI_ERR_INTERN;
+	/* combine tmp (from rank `from`) into buf, in rank order */
+#define RD_COMBINE(from)                                                                                       \
+	do {                                                                                                  \
+		if ((from) < me || mpi_op_commutes(op)) {                                                    \
+			rc = mpi_combine(t, op, tmp, buf, (size_t)count) ? MPI_ERR_INTERN : 0;                \
+		} else {                                                                                      \
+			rc = mpi_combine(t, op, buf, tmp, (size_t)count) ? MPI_ERR_INTERN : 0;                \
+			memcpy(buf, tmp, bytes);                                                              \
+		}                                                                                             \
+		charge_reduce(bytes);                                                                         \
+	} while (0)
+	if (me < 2 * rem) {
+		if (me % 2 == 0) {
+			rc = mpi_send_raw(buf, bytes, me + 1, TAG_ALLREDUCE, comm);
+			newrank = -1;
+		} else {
+			if (!(rc = mpi_recv_raw(tmp, bytes, me - 1, TAG_ALLREDUCE, comm)))
+				RD_COMBINE(me - 1);
+			newrank = me / 2;
+		}
+	} else {
+		newrank = me - rem;
+	}
+	for (int mask = 1; !rc && newrank >= 0 && mask < pof2; mask <<= 1) {
+		int nd = newrank ^ mask, dst = nd < rem ? nd * 2 + 1 : nd + rem;
+		if (!(rc = mpi_sendrecv_raw(buf, bytes, dst, tmp, bytes, dst, TAG_ALLREDUCE, comm)))
+			RD_COMBINE(dst);
+	}
+#undef RD_COMBINE
+	if (!rc && me < 2 * rem)
+		rc = me % 2 ? mpi_send_raw(buf, bytes, me - 1, TAG_ALLREDUCE, comm)
+			    : mpi_recv_raw(buf, bytes, me + 1, TAG_ALLREDUCE, comm);
+	free(tmp);
+	return rc;
+}
+
+/* Allreduce runs recursive doubling up to this many bytes by default (the
+ * catalogue's multicolor algorithm from there: BENCHMARKS.md, "Short
+ * allreduces"). */
+#define ALLREDUCE_RD_UPTO 2048u
+
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
 	if (derived_type(datatype)) {
@@ -646,10 +709,27 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
 	if (sendbuf != MPI_IN_PLACE && bytes)
 		memmove(recvbuf, sendbuf, bytes);
+	/* TORUS_COLL_ALLREDUCE: recursive_doubling, or a catalogue algorithm
+	 * (a name that is neither is an error on any communicator); unset, by
+	 * the size */
+	const char *want = getenv("TORUS_COLL_ALLREDUCE");
+	int rd = want && *want ? !strcmp(want, "recursive_doubling") : bytes <= ALLREDUCE_RD_UPTO;
+	if (want && *want && !rd) {
+		size_t n = 0, i;
+		const struct coll_algorithm *list = coll_catalogue(COLL_ALLREDUCE, &n);
+		for (i = 0; i < n && strcmp(list[i].name, want); i++)
+			;
+		if (i == n)
+			return mpi_error(comm, MPI_ERR_ARG, "MPI_Allreduce",
+					 "TORUS_COLL_ALLREDUCE=%s: no such algorithm (recursive_doubling or the catalogue's)",
+					 want);
+	}
 	if (size == 1 || !count)
 		return MPI_SUCCESS;
 	enum coll_dtype dt;
 	enum coll_op cop;
+	if (rd)
+		return p2p_rc(comm, "MPI_Allreduce", allreduce_rd(recvbuf, count, datatype, op, comm, size));
 	if (!mpi_coll_types(datatype, op, &dt, &cop))
 		return coll_rc(comm, "MPI_Allreduce",
 			       multicore(comm, bytes) ? node_coll(comm, MPI_HELP_ALLREDUCE, recvbuf, recvbuf, (size_t)count, dt, cop)

@@ -50,6 +50,13 @@
 
 struct mpi_state mpi_g;
 
+/* A rendezvous send's region, given back (post_send_tagged counts them). */
+static void send_region_release(uint32_t region)
+{
+	dma_mem_deregister(mpi_g.c, region);
+	mpi_g.rz_send_regions--;
+}
+
 /* ------------------------------------------------------------- datatypes */
 
 static const int type_size[TORUS_MPI_NTYPES_] = {
@@ -916,7 +923,7 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 			return -EPROTO;
 		rz_remove(&mpi_g.rz_wait, r);
 		if (r->region != DMA_NO_COUNTER)
-			dma_mem_deregister(mpi_g.c, r->region);
+			send_region_release(r->region);
 		r->fin = 1;
 		if (r->freed)
 			request_free(r); /* MPI_Request_free'd while it went on */
@@ -1273,12 +1280,22 @@ static int post_send_tagged(const void *buf, uint64_t bytes, int dest, int tag, 
 	uint32_t region = DMA_NO_COUNTER;
 	int rzv = mode == SEND_RZV || (mode == SEND_AUTO && bytes > mpi_g.eager_limit);
 	if (rzv && bytes) {
-		/* the receiver gets the data from here (the get only reads) */
-		int rc = dma_mem_register(c, (void *)(uintptr_t)buf, bytes, &region);
+		/* the receiver gets the data from here (the get only reads).
+		 * Sends hold at most half the core's regions: the rest stay for
+		 * the receives, else two ranks that each post many large sends
+		 * before their receives (osu_bibw's window of 64) hold every
+		 * region in sends that wait for the other's gets, and neither can
+		 * set up a get */
+		uint32_t cap = emu_params(c)->dma_regions / 2;
+		int rc = mpi_g.rz_send_regions >= (cap ? cap : 1)
+				 ? DMA_ERR_NOSPACE
+				 : dma_mem_register(c, (void *)(uintptr_t)buf, bytes, &region);
 		if (rc == DMA_ERR_NOSPACE)
-			rzv = 0; /* no region free: eager after all */
+			rzv = 0; /* no region for it: eager after all */
 		else if (rc)
 			return rc;
+		else
+			mpi_g.rz_send_regions++;
 	}
 	if (rzv) {
 		/* the request to send lives in the request, which lives until
@@ -1292,7 +1309,7 @@ static int post_send_tagged(const void *buf, uint64_t bytes, int dest, int tag, 
 		int rc = dma_counter_add(c, mpi_g.inj, (int64_t)sizeof(h));
 		if (rc) {
 			if (region != DMA_NO_COUNTER)
-				dma_mem_deregister(c, region);
+				send_region_release(region);
 			return rc;
 		}
 		mpi_g.sends_out = 1;
@@ -1300,7 +1317,7 @@ static int post_send_tagged(const void *buf, uint64_t bytes, int dest, int tag, 
 		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 4, r->shortbuf, sizeof(h), mpi_g.inj);
 		d.tag = trace;
 		if ((rc = post_desc(&d)) && rz_remove(&mpi_g.rz_wait, r) && region != DMA_NO_COUNTER)
-			dma_mem_deregister(c, region);
+			send_region_release(region);
 		return rc;
 	}
 	r->send = 1;
@@ -1875,9 +1892,9 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 uint32_t mpi_coll_trace(int tag)
 {
 	static const uint32_t by[] = {TORUS_TAG_BCAST, TORUS_TAG_REDUCE, TORUS_TAG_GATHER, TORUS_TAG_SCATTER,
-				      TORUS_TAG_ALLTOALL, TORUS_TAG_SCAN};
+				      TORUS_TAG_ALLTOALL, TORUS_TAG_SCAN, TORUS_TAG_ALLREDUCE};
 	int k = -10 - tag; /* -10, -11, ... */
-	return TORUS_TAG(k >= 0 && k < 6 ? by[k] : TORUS_TAG_NONE, 0, 0, 0, 0);
+	return TORUS_TAG(k >= 0 && k < (int)(sizeof(by) / sizeof(by[0])) ? by[k] : TORUS_TAG_NONE, 0, 0, 0, 0);
 }
 
 int mpi_isend_raw(struct torus_mpi_request *r, const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm)

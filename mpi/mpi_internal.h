@@ -178,6 +178,7 @@ struct mpi_state {
 	int bsend_size;
 	uint64_t bsend_used;             /* bytes of it holding messages not known to have left */
 	uint64_t eager_limit;            /* larger messages go by rendezvous */
+	uint32_t rz_send_regions;        /* regions rendezvous sends hold (at most half) */
 	/* rendezvous lists, in order: sends waiting to be done; receives to
 	 * set up (region, counter, get); receives waiting for their data */
 	struct torus_mpi_request *rz_wait, *rz_setup, *rz_recv;

@@ -327,6 +327,27 @@ static void rendezvous(void)
 	} else {
 		MPI_Barrier(MPI_COMM_WORLD);
 	}
+	/* both ways at once, osu_bibw's pattern: each of a pair posts 48 large
+	 * sends before its 48 receives, more than a core's DMA regions (32);
+	 * the sends must leave regions for the receives' gets */
+	if (size >= 2 && rank < 2) {
+		enum { BW = 48, BB = 20000 };
+		int peer = 1 - rank, bad = 0;
+		char *o = malloc((size_t)BW * BB), *in = calloc((size_t)BW, BB);
+		MPI_Request rq[2 * BW];
+		for (int i = 0; i < BW; i++) {
+			fill(o + (size_t)i * BB, BB, 200 + 50 * rank + i);
+			MPI_Isend(o + (size_t)i * BB, BB, MPI_CHAR, peer, 80, MPI_COMM_WORLD, &rq[i]);
+		}
+		for (int i = 0; i < BW; i++)
+			MPI_Irecv(in + (size_t)i * BB, BB, MPI_CHAR, peer, 80, MPI_COMM_WORLD, &rq[BW + i]);
+		int rc = MPI_Waitall(2 * BW, rq, MPI_STATUSES_IGNORE);
+		for (int i = 0; i < BW; i++)
+			bad += bad_bytes(in + (size_t)i * BB, BB, 200 + 50 * peer + i);
+		CHECK(rc == MPI_SUCCESS && !bad, "%d large sends each way before the receives: rc %d, %d bad bytes", BW, rc,
+		      bad);
+		free(o), free(in);
+	}
 	/* a large buffered send completes before its receive is posted */
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 1) {
@@ -1175,6 +1196,74 @@ static void comms(void)
 	CHECK(dup == MPI_COMM_NULL && wg == MPI_GROUP_NULL, "freed");
 }
 
+/* Allreduce under each algorithm (TORUS_COLL_ALLREDUCE: the default,
+ * recursive doubling, the catalogue's multicolor on the world): int sums
+ * of 1 to 30001 elements, in place and not, on the world and the odd
+ * ranks; the
+ * matrix products (which do not commute) by recursive doubling; a bad
+ * name refused. */
+static void allreduce_algos_on(MPI_Comm comm, const char *label)
+{
+	int me, n;
+	MPI_Comm_rank(comm, &me);
+	MPI_Comm_size(comm, &n);
+	static const char *const algos[] = {"", "recursive_doubling", "multicolor"};
+	static const int counts[] = {1, 3, 100, 30001};
+	/* (multicolor runs on teams that are tori: the world here) */
+	for (size_t a = 0; a < (comm == MPI_COMM_WORLD ? 3u : 2u); a++) {
+		if (*algos[a])
+			setenv("TORUS_COLL_ALLREDUCE", algos[a], 1);
+		else
+			unsetenv("TORUS_COLL_ALLREDUCE"); /* (the catalogue reads it too) */
+		for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+			int c = counts[k], bad = 0;
+			int *x = malloc(sizeof(int) * (size_t)c), *y = malloc(sizeof(int) * (size_t)c);
+			for (int i = 0; i < c; i++)
+				x[i] = me * 1000 + i;
+			MPI_Allreduce(x, y, c, MPI_INT, MPI_SUM, comm);
+			for (int i = 0; i < c; i++)
+				bad += y[i] != n * (n - 1) / 2 * 1000 + n * i;
+			MPI_Allreduce(MPI_IN_PLACE, x, c, MPI_INT, MPI_MAX, comm);
+			for (int i = 0; i < c; i++)
+				bad += x[i] != (n - 1) * 1000 + i;
+			CHECK(!bad, "%s: allreduce '%s' of %d ints: %d wrong", label, algos[a], c, bad);
+			free(x), free(y);
+		}
+	}
+	/* the products of 2x2 matrices in rank order */
+	MPI_Op mm;
+	MPI_Op_create(matmul, 0, &mm);
+	setenv("TORUS_COLL_ALLREDUCE", "recursive_doubling", 1);
+	int m[8], w[8];
+	MPI_Comm_rank(MPI_COMM_WORLD, &m[0]); /* (the world rank orders the reference below) */
+	int wr = m[0], ok = 1;
+	mat_of(me, 0, m), mat_of(me, 1, m + 4);
+	MPI_Allreduce(MPI_IN_PLACE, m, 8, MPI_INT, mm, comm);
+	product(0, n - 1, 0, w), product(0, n - 1, 1, w + 4);
+	for (int i = 0; i < 8; i++)
+		ok &= m[i] == w[i];
+	CHECK(ok, "%s: recursive doubling of matrices (rank %d): %d %d %d %d", label, wr, m[0], m[1], m[2], m[3]);
+	MPI_Op_free(&mm);
+	setenv("TORUS_COLL_ALLREDUCE", "flood", 1);
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+	int cls = -1, v = 1, r = 0;
+	MPI_Error_class(MPI_Allreduce(&v, &r, 1, MPI_INT, MPI_SUM, comm), &cls);
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+	CHECK(cls == MPI_ERR_ARG, "%s: TORUS_COLL_ALLREDUCE=flood: class %d", label, cls);
+	unsetenv("TORUS_COLL_ALLREDUCE");
+}
+
+static void allreduce_algos(void)
+{
+	allreduce_algos_on(MPI_COMM_WORLD, "world");
+	MPI_Comm odd;
+	MPI_Comm_split(MPI_COMM_WORLD, rank % 2 ? 1 : MPI_UNDEFINED, rank, &odd);
+	if (odd != MPI_COMM_NULL) {
+		allreduce_algos_on(odd, "odd ranks");
+		MPI_Comm_free(&odd);
+	}
+}
+
 /* The rooted collectives on one communicator under each algorithm
  * (TORUS_COLL_<NAME>: the default, the torus one through relays on the
  * root's axes, the point-to-point one), roots 0, the last and the middle,
@@ -1309,6 +1398,7 @@ int main(int argc, char **argv)
 	datatypes();
 	collectives();
 	rooted();
+	allreduce_algos();
 	comms();
 	double t1 = MPI_Wtime();
 	CHECK(t1 > t0 && MPI_Wtick() > 0, "wtime %g .. %g", t0, t1);
