@@ -1160,7 +1160,7 @@ int mpi_progress(int may_sleep)
 		if (mpi_g.rz_recv && mpi_g.rz_recv->got) {
 			int zero = 0;
 			rc = dma_recfifo_wait_counter(mpi_g.c, mpi_g.rz_recv->counter, 1, &zero);
-		} else if (mpi_g.sends_out) {
+		} else if (mpi_g.sends_out && may_sleep != MPI_PROGRESS_RECV) {
 			/* wake when the sends are done too: under --exact a 1 ms
 			 * timeout is 1 ms of emulated time */
 			int zero = 0;
@@ -1443,7 +1443,9 @@ static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 		} else if (r->done) {
 			break;
 		}
-		if ((rc = mpi_progress(1)))
+		/* a receive needs what arrives, not the sends' leaving: waking
+		 * for that too cost a second sleep per exchange */
+		if ((rc = mpi_progress(r->send ? 1 : MPI_PROGRESS_RECV)))
 			break;
 	}
 	if (rc)
@@ -1934,7 +1936,9 @@ int mpi_sendrecv_raw(const void *sbuf, uint64_t sbytes, int dest, void *rbuf, ui
 	post_recv(rbuf, rbytes, src, tag, comm, &rr);
 	if (post_send_tagged(sbuf, sbytes, dest, tag, comm, &sr, mpi_coll_trace(tag), SEND_AUTO))
 		return MPI_ERR_INTERN;
-	int a = wait_request(&sr, NULL), b = wait_request(&rr, NULL);
+	/* the receive first: by the time it is in, the send has nearly
+	 * always left */
+	int b = wait_request(&rr, NULL), a = wait_request(&sr, NULL);
 	return a ? a : b;
 }
 

@@ -236,6 +236,9 @@ int mpi_comm_check(MPI_Comm comm, const char *fn, int *size);
  * them), with the context id ctx: its handle, or MPI_COMM_NULL. */
 MPI_Comm mpi_comm_new(const uint32_t *world, int n, int rank, uint32_t ctx, MPI_Errhandler eh);
 void mpi_comm_release(struct mpi_comm *cm);
+/* Handle what has arrived; may_sleep: 0 never, 1 until something arrives
+ * or the sends have left, MPI_PROGRESS_RECV until something arrives. */
+#define MPI_PROGRESS_RECV 2
 int mpi_progress(int may_sleep);
 /* Core 0: give the helpers a command and its arguments (job: NULL for none). */
 int mpi_help(enum mpi_help_cmd cmd, const struct mpi_help *job);
