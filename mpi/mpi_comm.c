@@ -343,7 +343,13 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 	uint32_t ctx;
 	if (agree_ctx(comm, &ctx))
 		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Comm_dup", "no context id");
-	return make(comm, mpi_comm_of(comm)->world, size, ctx, newcomm, "MPI_Comm_dup");
+	if ((rc = make(comm, mpi_comm_of(comm)->world, size, ctx, newcomm, "MPI_Comm_dup")))
+		return rc;
+	if (mpi_topo_copy(comm, *newcomm)) {
+		MPI_Comm_free(newcomm);
+		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Comm_dup", "out of memory");
+	}
+	return MPI_SUCCESS;
 }
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)

@@ -699,6 +699,7 @@ void mpi_comm_release(struct mpi_comm *cm)
 	coll_team_free(cm->team);
 	free(cm->world);
 	free(cm->members);
+	free(cm->tdims);
 	memset(cm, 0, sizeof(*cm));
 }
 

@@ -121,6 +121,10 @@ struct mpi_comm {
 	coll_team_t *nteam;
 	uint32_t ncores;
 	MPI_Errhandler eh;
+	/* its topology (mpi_topo.c): MPI_CART (tdims: tn dims, then tn
+	 * periods), MPI_GRAPH (tn nodes' index, then tnb edges), or 0 */
+	int topo, tn, tnb;
+	int *tdims;
 };
 
 /* What core 0 gives the node's other cores (mpi_help): the command goes
@@ -236,6 +240,8 @@ int mpi_comm_check(MPI_Comm comm, const char *fn, int *size);
  * them), with the context id ctx: its handle, or MPI_COMM_NULL. */
 MPI_Comm mpi_comm_new(const uint32_t *world, int n, int rank, uint32_t ctx, MPI_Errhandler eh);
 void mpi_comm_release(struct mpi_comm *cm);
+/* Give `to` a copy of from's topology (MPI_Comm_dup). 0, or -1. */
+int mpi_topo_copy(MPI_Comm from, MPI_Comm to);
 /* Handle what has arrived; may_sleep: 0 never, 1 until something arrives
  * or the sends have left, MPI_PROGRESS_RECV until something arrives. */
 #define MPI_PROGRESS_RECV 2

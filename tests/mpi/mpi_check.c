@@ -1196,6 +1196,152 @@ static void comms(void)
 	CHECK(dup == MPI_COMM_NULL && wg == MPI_GROUP_NULL, "freed");
 }
 
+/* Process topologies: Dims_create; a 2-D grid of every rank, periodic in
+ * its first dimension, against coordinates computed here (coords and rank
+ * inverse, shifts with MPI_PROC_NULL at the open edges, a message along
+ * each shift, rows by Cart_sub summed); a grid of the torus's own
+ * dimensions with reorder, whose coordinates are the node's torus
+ * coordinates; a ring as a graph; Topo_test and the errors. */
+static int node_coords(int *x)
+{
+	char name[MPI_MAX_PROCESSOR_NAME];
+	int len = 0, n = 0;
+	MPI_Get_processor_name(name, &len);
+	const char *p = strchr(name, '(');
+	while (p && *p && *p != ')') {
+		x[n++] = atoi(p + 1);
+		p = strchr(p + 1, ',');
+	}
+	return n;
+}
+
+static void topologies(void)
+{
+	int d2[2] = {0, 0}, d3[3] = {0, 3, 0}, d1[1] = {0};
+	MPI_Dims_create(12, 2, d2);
+	MPI_Dims_create(12, 3, d3);
+	MPI_Dims_create(7, 1, d1);
+	int d64[3] = {0, 0, 0}, d6[2] = {0, 0};
+	MPI_Dims_create(64, 3, d64);
+	MPI_Dims_create(6, 2, d6);
+	CHECK(d2[0] == 4 && d2[1] == 3 && d3[0] == 2 && d3[1] == 3 && d3[2] == 2 && d1[0] == 7 && d64[0] == 4 &&
+		      d64[1] == 4 && d64[2] == 4 && d6[0] == 3 && d6[1] == 2,
+	      "dims_create: %dx%d, %dx%dx%d, %d, %dx%dx%d, %dx%d", d2[0], d2[1], d3[0], d3[1], d3[2], d1[0], d64[0],
+	      d64[1], d64[2], d6[0], d6[1]);
+	/* every rank in a 2-D grid, periodic in dimension 0 */
+	int dims[2] = {0, 0}, periods[2] = {1, 0};
+	MPI_Dims_create(size, 2, dims);
+	MPI_Comm grid;
+	MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid);
+	int gr = -1, gs = -1, st = -1, nd = -1, gd[2], gp[2], gc[2];
+	MPI_Comm_rank(grid, &gr);
+	MPI_Comm_size(grid, &gs);
+	MPI_Topo_test(grid, &st);
+	MPI_Cartdim_get(grid, &nd);
+	MPI_Cart_get(grid, 2, gd, gp, gc);
+	int want[2] = {gr / dims[1], gr % dims[1]};
+	CHECK(gs == size && gr == rank && st == MPI_CART && nd == 2 && gd[0] == dims[0] && gd[1] == dims[1] && gp[0] == 1 &&
+		      gp[1] == 0 && gc[0] == want[0] && gc[1] == want[1],
+	      "cart_create %dx%d: rank %d, topo %d, coords %d,%d", dims[0], dims[1], gr, st, gc[0], gc[1]);
+	int ok = 1;
+	for (int r = 0; r < size; r++) {
+		int c[2], back = -1;
+		MPI_Cart_coords(grid, r, 2, c);
+		MPI_Cart_rank(grid, c, &back);
+		ok &= back == r && c[0] == r / dims[1] && c[1] == r % dims[1];
+	}
+	int wrap[2] = {want[0] - dims[0], want[1]}, wr = -1; /* periodic: wraps */
+	MPI_Cart_rank(grid, wrap, &wr);
+	CHECK(ok && wr == gr, "cart_coords and cart_rank inverse, a periodic coordinate wraps: %d", wr);
+	for (int d = 0; d < 2; d++) {
+		int src = -9, dst = -9;
+		MPI_Cart_shift(grid, d, 1, &src, &dst);
+		int c[2] = {want[0], want[1]}, esrc, edst;
+		if (d == 0) {
+			c[0] = (want[0] + dims[0] - 1) % dims[0];
+			esrc = c[0] * dims[1] + c[1];
+			c[0] = (want[0] + 1) % dims[0];
+			edst = c[0] * dims[1] + c[1];
+		} else {
+			esrc = want[1] > 0 ? gr - 1 : MPI_PROC_NULL;
+			edst = want[1] + 1 < dims[1] ? gr + 1 : MPI_PROC_NULL;
+		}
+		int got = -1, mine = 1000 + gr;
+		MPI_Sendrecv(&mine, 1, MPI_INT, dst, 90 + d, &got, 1, MPI_INT, src, 90 + d, grid, MPI_STATUS_IGNORE);
+		CHECK(src == esrc && dst == edst && got == (src == MPI_PROC_NULL ? -1 : 1000 + src),
+		      "cart_shift in dimension %d: %d %d (want %d %d), got %d", d, src, dst, esrc, edst, got);
+	}
+	/* the rows (dimension 1 kept): a sum over each */
+	int keep[2] = {0, 1}, rsum = 0, rs = -1, rn = -1;
+	MPI_Comm row;
+	MPI_Cart_sub(grid, keep, &row);
+	MPI_Comm_rank(row, &rs);
+	MPI_Cartdim_get(row, &rn);
+	MPI_Allreduce(&gr, &rsum, 1, MPI_INT, MPI_SUM, row);
+	int first = want[0] * dims[1];
+	CHECK(rs == want[1] && rn == 1 && rsum == dims[1] * first + dims[1] * (dims[1] - 1) / 2,
+	      "cart_sub rows: rank %d, %d dims, sum %d", rs, rn, rsum);
+	MPI_Comm dup;
+	MPI_Comm_dup(grid, &dup);
+	int dt = -1;
+	MPI_Topo_test(dup, &dt);
+	CHECK(dt == MPI_CART, "a duplicate keeps the topology: %d", dt);
+	MPI_Comm_free(&dup);
+	MPI_Comm_free(&row);
+	MPI_Comm_free(&grid);
+	/* the torus's own dimensions, reordered: grid coordinates are the
+	 * node's torus coordinates */
+	int x[8], n = node_coords(x), tdims[8], tper[8], tc[8];
+	for (int d = 0; d < n; d++)
+		tper[d] = 1;
+	int tcount = 1, mx[8];
+	for (int d = 0; d < n; d++) {
+		MPI_Allreduce(&x[d], &mx[d], 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+		tdims[d] = mx[d] + 1;
+		tcount *= tdims[d];
+	}
+	if (tcount == size) {
+		MPI_Comm tg;
+		MPI_Cart_create(MPI_COMM_WORLD, n, tdims, tper, 1, &tg);
+		MPI_Cart_get(tg, n, tdims, tper, tc);
+		ok = 1;
+		for (int d = 0; d < n; d++)
+			ok &= tc[d] == x[d];
+		CHECK(ok, "a grid of the torus's dimensions, reordered: coordinates %d.. are the node's %d..", tc[0], x[0]);
+		MPI_Comm_free(&tg);
+	}
+	/* a ring as a graph */
+	int *index = malloc(sizeof(int) * (size_t)size), *edges = malloc(sizeof(int) * 2 * (size_t)size);
+	for (int r = 0; r < size; r++) {
+		index[r] = 2 * (r + 1);
+		edges[2 * r] = (r + size - 1) % size;
+		edges[2 * r + 1] = (r + 1) % size;
+	}
+	MPI_Comm ring;
+	MPI_Graph_create(MPI_COMM_WORLD, size, index, edges, 0, &ring);
+	int nn = -1, ne = -1, nc = -1, nb[2] = {-1, -1}, tt = -1;
+	MPI_Graphdims_get(ring, &nn, &ne);
+	MPI_Graph_neighbors_count(ring, rank, &nc);
+	MPI_Graph_neighbors(ring, rank, 2, nb);
+	MPI_Topo_test(ring, &tt);
+	CHECK(nn == size && ne == 2 * size && nc == 2 && nb[0] == (rank + size - 1) % size && nb[1] == (rank + 1) % size &&
+		      tt == MPI_GRAPH,
+	      "graph ring: %d nodes %d edges, neighbours %d %d", nn, ne, nb[0], nb[1]);
+	MPI_Comm_free(&ring);
+	free(index), free(edges);
+	/* errors: no topology, a bad dimension, a grid larger than the world */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	int e1 = -1, e2 = -1, e3 = -1, t0 = -1, bad[1] = {size + 1}, p0[1] = {0}, z[2] = {5, 0};
+	MPI_Comm nc2;
+	MPI_Error_class(MPI_Cartdim_get(MPI_COMM_WORLD, &nd), &e1);
+	MPI_Error_class(MPI_Cart_create(MPI_COMM_WORLD, 1, bad, p0, 0, &nc2), &e2);
+	MPI_Error_class(MPI_Dims_create(12, 2, z), &e3);
+	MPI_Topo_test(MPI_COMM_WORLD, &t0);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	CHECK(e1 == MPI_ERR_TOPOLOGY && e2 == MPI_ERR_DIMS && e3 == MPI_ERR_DIMS && t0 == MPI_UNDEFINED,
+	      "topology errors: %d %d %d, world %d", e1, e2, e3, t0);
+}
+
 /* Allreduce under each algorithm (TORUS_COLL_ALLREDUCE: the default,
  * recursive doubling, the catalogue's multicolor on the world): int sums
  * of 1 to 30001 elements, in place and not, on the world and the odd
@@ -1399,6 +1545,7 @@ int main(int argc, char **argv)
 	collectives();
 	rooted();
 	allreduce_algos();
+	topologies();
 	comms();
 	double t1 = MPI_Wtime();
 	CHECK(t1 > t0 && MPI_Wtick() > 0, "wtime %g .. %g", t0, t1);
