@@ -41,8 +41,8 @@ static void test_mpi_check(void)
 	/* sanitized builds (ten times slower) run the runs marked 1 only */
 	const int light = getenv("TORUS_TEST_LIGHT") != NULL;
 	static const char *const shapes[] = {"--torus 1", "--torus 2x2", "--torus 3x3", "--torus 2x2x2 --cores 2",
-					     "--torus 3 --cores-map 1,3,2", "--torus 4x4"};
-	static const int shapes_light[] = {1, 1, 0, 1, 1, 0};
+					     "--torus 3 --cores-map 1,3,2", "--torus 4x4", "--torus 4x4x4"};
+	static const int shapes_light[] = {1, 1, 0, 1, 1, 0, 0};
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
 		if (light && !shapes_light[i])
 			continue;
