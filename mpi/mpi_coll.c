@@ -533,6 +533,49 @@ static int red_finish(struct red_pack *p, int rc, void *recvbuf, int nrecv, MPI_
 	return rc;
 }
 
+/* inoutbuf = inbuf op inoutbuf, here: a user function sees the buffers
+ * as they are; a predefined operation on a derived type of one predefined
+ * type works on its parts. */
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)
+{
+	const char *fn = "MPI_Reduce_local";
+	struct mpi_type_info ti;
+	if (count < 0)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COUNT, fn, "negative count %d", count);
+	if (mpi_type_info(datatype, 1, &ti))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "unknown or uncommitted datatype %d", datatype);
+	if (count && ti.size && (!inbuf || !inoutbuf))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_BUFFER, fn, "NULL buffer");
+	const struct mpi_user_op *u = op == MPI_PACKED_OP ? NULL : mpi_user_op(op);
+	if (u) {
+		int len = count;
+		MPI_Datatype dt = datatype;
+		u->fn((void *)(uintptr_t)inbuf, inoutbuf, &len, &dt);
+		return MPI_SUCCESS;
+	}
+	if (!derived_type(datatype)) {
+		CHECK(op_ok(fn, MPI_COMM_WORLD, op, datatype));
+		mpi_combine(datatype, op, inbuf, inoutbuf, (size_t)count);
+		return MPI_SUCCESS;
+	}
+	if (ti.basic == MPI_DATATYPE_NULL)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn,
+				 "datatype %d mixes predefined types: a predefined operation needs one", datatype);
+	CHECK(op_ok(fn, MPI_COMM_WORLD, op, ti.basic));
+	uint64_t bytes = (uint64_t)count * ti.size;
+	char *a = malloc(bytes + 1), *b = malloc(bytes + 1);
+	if (!a || !b) {
+		free(a), free(b);
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_INTERN, fn, "out of memory");
+	}
+	mpi_pack(inbuf, count, datatype, a);
+	mpi_pack(inoutbuf, count, datatype, b);
+	mpi_combine(ti.basic, op, a, b, (size_t)((uint64_t)count * ti.nbasic));
+	mpi_unpack(b, bytes, inoutbuf, count, datatype);
+	free(a), free(b);
+	return MPI_SUCCESS;
+}
+
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
 	if (derived_type(datatype))

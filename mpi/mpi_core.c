@@ -372,15 +372,63 @@ int MPI_Error_class(int errorcode, int *errorclass)
 	return MPI_SUCCESS;
 }
 
+/* eh's user function, or NULL */
+static MPI_Comm_errhandler_function *user_eh(MPI_Errhandler eh)
+{
+	return eh >= MPI_USER_EH0 && eh < MPI_USER_EH0 + MPI_MAX_USER_EHS ? mpi_g.ehs[eh - MPI_USER_EH0] : NULL;
+}
+
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
 	struct mpi_comm *cm = mpi_comm_of(comm);
 	if (!cm)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_set_errhandler", "invalid communicator %d", comm);
-	if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN)
+	if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN && !user_eh(errhandler))
 		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_set_errhandler", "unknown error handler %d", errhandler);
 	cm->eh = errhandler;
 	return MPI_SUCCESS;
+}
+
+/* User error handlers (MPI_Comm_create_errhandler): handles from
+ * MPI_USER_EH0 on; mpi_error calls one with the communicator and the
+ * code, and returns the code when it returns. */
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler)
+{
+	if (!fn || !errhandler)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Comm_create_errhandler", "NULL function or handler");
+	for (int i = 0; i < MPI_MAX_USER_EHS; i++)
+		if (!mpi_g.ehs[i]) {
+			mpi_g.ehs[i] = fn;
+			*errhandler = MPI_USER_EH0 + i;
+			return MPI_SUCCESS;
+		}
+	return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Comm_create_errhandler", "all %d user error handlers are in use",
+			 MPI_MAX_USER_EHS);
+}
+
+int MPI_Errhandler_create(MPI_Handler_function *fn, MPI_Errhandler *errhandler)
+{
+	return MPI_Comm_create_errhandler(fn, errhandler);
+}
+
+/* A user handler stays usable by the communicators that have it (MPI
+ * frees it once none does): freeing only gives the handle back. */
+int MPI_Errhandler_free(MPI_Errhandler *errhandler)
+{
+	if (!errhandler || (*errhandler != MPI_ERRORS_ARE_FATAL && *errhandler != MPI_ERRORS_RETURN && !user_eh(*errhandler)))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Errhandler_free", "not an error handler");
+	*errhandler = MPI_ERRHANDLER_NULL;
+	return MPI_SUCCESS;
+}
+
+int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler)
+{
+	return MPI_Comm_set_errhandler(comm, errhandler);
+}
+
+int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler)
+{
+	return MPI_Comm_get_errhandler(comm, errhandler);
 }
 
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
@@ -407,6 +455,13 @@ int mpi_error(MPI_Comm comm, int code, const char *fn, const char *fmt, ...)
 	va_end(ap);
 	if (eh == MPI_ERRORS_RETURN)
 		return code;
+	MPI_Comm_errhandler_function *u = user_eh(eh);
+	if (u) {
+		MPI_Comm h = cm ? (MPI_Comm)(cm - mpi_g.comms) : comm;
+		int c = code;
+		u(&h, &c, fn, msg);
+		return code;
+	}
 	fprintf(stderr, "MPI error on rank %d: %s: %s (%s)\n", mpi_g.rank, fn, msg, err_text[code]);
 	fflush(stderr);
 	MPI_Abort(comm, code);
@@ -798,6 +853,7 @@ static void complete(struct torus_mpi_request *r, const struct mpi_env *e, uint6
 	r->st.count_lo_ = (int)(uint32_t)got;
 	r->st.count_hi_ = (int)(uint32_t)(got >> 32);
 	r->st.MPI_ERROR = e->len > r->cap ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+	r->st.cancelled_ = 0;
 	r->done = 1;
 }
 
@@ -1465,6 +1521,7 @@ static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 			status->MPI_TAG = MPI_ANY_TAG;
 			status->MPI_ERROR = MPI_SUCCESS;
 			status->count_lo_ = status->count_hi_ = 0;
+			status->cancelled_ = 0;
 		} else {
 			*status = r->st;
 		}
@@ -1767,6 +1824,102 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
 	return MPI_Waitall(count, requests, statuses);
 }
 
+/* A receive not yet matched leaves the queue and completes as cancelled;
+ * anything else (a send, a matched receive) completes as it would, which
+ * MPI allows: MPI_Test_cancelled then says it was not cancelled. */
+int MPI_Cancel(MPI_Request *request)
+{
+	if (!request || *request == MPI_REQUEST_NULL)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel", "no request");
+	struct torus_mpi_request *r = *request;
+	if (r->send || r->done || r->proc_null || (r->persistent && !r->active))
+		return MPI_SUCCESS;
+	struct torus_mpi_request **pp = &mpi_g.posted;
+	while (*pp && *pp != r)
+		pp = &(*pp)->next;
+	if (*pp) {
+		*pp = r->next;
+		r->next = NULL;
+		r->st = (MPI_Status){.MPI_SOURCE = MPI_ANY_SOURCE, .MPI_TAG = MPI_ANY_TAG, .cancelled_ = 1};
+		r->done = 1;
+	}
+	return MPI_SUCCESS;
+}
+
+int MPI_Test_cancelled(const MPI_Status *status, int *flag)
+{
+	if (!status || !flag)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test_cancelled", "NULL status or flag");
+	*flag = status->cancelled_ != 0;
+	return MPI_SUCCESS;
+}
+
+/* The predefined attributes (user keyvals are not there: MPI_Keyval_create
+ * and MPI_Comm_create_keyval do not link). */
+int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+{
+	static const int tag_ub = MPI_TAG_UB_VALUE, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0;
+	int size = 0;
+	int rc = mpi_comm_check(comm, "MPI_Comm_get_attr", &size);
+	if (rc)
+		return rc;
+	if (!attribute_val || !flag)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_get_attr", "NULL attribute_val or flag");
+	const int *v = keyval == MPI_TAG_UB ? &tag_ub
+		       : keyval == MPI_HOST ? &host
+		       : keyval == MPI_IO ? &io
+		       : keyval == MPI_WTIME_IS_GLOBAL ? &wtime_global
+						       : NULL;
+	if (!v)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_get_attr", "keyval %d: only the predefined ones are there",
+				 keyval);
+	*(const int **)attribute_val = v;
+	*flag = 1;
+	return MPI_SUCCESS;
+}
+
+int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+{
+	return MPI_Comm_get_attr(comm, keyval, attribute_val, flag);
+}
+
+int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
+{
+	int size = 0;
+	int rc = mpi_comm_check(comm, "MPI_Comm_set_name", &size);
+	if (rc)
+		return rc;
+	if (!comm_name)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_set_name", "NULL name");
+	struct mpi_comm *cm = mpi_comm_of(comm);
+	snprintf(cm->name, sizeof(cm->name), "%s", comm_name);
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
+{
+	int size = 0;
+	int rc = mpi_comm_check(comm, "MPI_Comm_get_name", &size);
+	if (rc)
+		return rc;
+	if (!comm_name || !resultlen)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_get_name", "NULL name or length");
+	const struct mpi_comm *cm = mpi_comm_of(comm);
+	const char *n = cm->name[0] ? cm->name
+			: comm == MPI_COMM_WORLD ? "MPI_COMM_WORLD"
+			: comm == MPI_COMM_SELF	 ? "MPI_COMM_SELF"
+						 : "";
+	*resultlen = snprintf(comm_name, MPI_MAX_OBJECT_NAME, "%s", n);
+	return MPI_SUCCESS;
+}
+
+/* Profiling control: there is no profiling layer to tell anything. */
+int MPI_Pcontrol(const int level, ...)
+{
+	(void)level;
+	return MPI_SUCCESS;
+}
+
 /* A request freed: a receive still posted leaves the queue; a send goes on. */
 int MPI_Request_free(MPI_Request *request)
 {
@@ -1864,6 +2017,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
 		status->MPI_ERROR = MPI_SUCCESS;
 		status->count_lo_ = (int)(uint32_t)m->env.len;
 		status->count_hi_ = (int)(uint32_t)(m->env.len >> 32);
+		status->cancelled_ = 0;
 	}
 	return MPI_SUCCESS;
 }
@@ -2047,8 +2201,11 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 
 /* ------------------------------------------------------ persistent requests */
 
+/* a persistent send's mode: standard (and ready), synchronous, buffered */
+enum { PMODE_STD, PMODE_SYNC, PMODE_BUF };
+
 static int persistent(const char *fn, const void *buf, int count, MPI_Datatype datatype, int peer, int tag,
-		      MPI_Comm comm, MPI_Request *request, int recv)
+		      MPI_Comm comm, MPI_Request *request, int recv, int mode)
 {
 	if (!request)
 		return mpi_error(comm, MPI_ERR_REQUEST, fn, "NULL request");
@@ -2058,8 +2215,8 @@ static int persistent(const char *fn, const void *buf, int count, MPI_Datatype d
 	struct torus_mpi_request *r = new_request();
 	if (!r)
 		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
-	*r = (struct torus_mpi_request){.persistent = 1, .precv = recv, .pbuf = buf, .pcount = count, .ppeer = peer,
-					 .ptag = tag, .ptype = datatype, .comm = comm};
+	*r = (struct torus_mpi_request){.persistent = 1, .precv = recv, .pmode = mode, .pbuf = buf, .pcount = count,
+					 .ppeer = peer, .ptag = tag, .ptype = datatype, .comm = comm};
 	*request = r;
 	return MPI_SUCCESS;
 }
@@ -2067,13 +2224,32 @@ static int persistent(const char *fn, const void *buf, int count, MPI_Datatype d
 int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
 		  MPI_Request *request)
 {
-	return persistent("MPI_Send_init", buf, count, datatype, dest, tag, comm, request, 0);
+	return persistent("MPI_Send_init", buf, count, datatype, dest, tag, comm, request, 0, PMODE_STD);
+}
+
+/* a ready send is a standard one here, as MPI allows */
+int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		   MPI_Request *request)
+{
+	return persistent("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, request, 0, PMODE_STD);
+}
+
+int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		   MPI_Request *request)
+{
+	return persistent("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, request, 0, PMODE_SYNC);
+}
+
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		   MPI_Request *request)
+{
+	return persistent("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, request, 0, PMODE_BUF);
 }
 
 int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
 		  MPI_Request *request)
 {
-	return persistent("MPI_Recv_init", buf, count, datatype, source, tag, comm, request, 1);
+	return persistent("MPI_Recv_init", buf, count, datatype, source, tag, comm, request, 1, PMODE_STD);
 }
 
 int MPI_Start(MPI_Request *request)
@@ -2086,11 +2262,19 @@ int MPI_Start(MPI_Request *request)
 	struct torus_mpi_request keep = *r;
 	memset(r, 0, sizeof(*r));
 	r->persistent = 1, r->precv = keep.precv, r->pbuf = keep.pbuf, r->pcount = keep.pcount, r->ppeer = keep.ppeer;
-	r->ptag = keep.ptag, r->ptype = keep.ptype, r->comm = keep.comm, r->active = 1;
+	r->ptag = keep.ptag, r->ptype = keep.ptype, r->comm = keep.comm, r->active = 1, r->pmode = keep.pmode;
 	uint64_t bytes;
 	void *where;
 	const void *src;
 	if (r->ppeer == MPI_PROC_NULL) {
+		r->proc_null = r->done = 1;
+	} else if (r->pmode == PMODE_BUF) {
+		/* into the attached buffer, as MPI_Ibsend: complete at once */
+		int rc = MPI_Bsend(r->pbuf, r->pcount, r->ptype, r->ppeer, r->ptag, r->comm);
+		if (rc) {
+			r->active = 0;
+			return rc;
+		}
 		r->proc_null = r->done = 1;
 	} else if (r->precv) {
 		if (recv_place(r, (void *)(uintptr_t)r->pbuf, r->pcount, r->ptype, &where, &bytes)) {
@@ -2099,7 +2283,7 @@ int MPI_Start(MPI_Request *request)
 		}
 		post_recv(where, bytes, r->ppeer, r->ptag, r->comm, r);
 	} else if (!(src = send_bytes(r->pbuf, r->pcount, r->ptype, &bytes, &r->tmp)) ||
-		   post_send(src, bytes, r->ppeer, r->ptag, r->comm, r, SEND_AUTO)) {
+		   post_send(src, bytes, r->ppeer, r->ptag, r->comm, r, r->pmode == PMODE_SYNC ? SEND_RZV : SEND_AUTO)) {
 		free(r->tmp);
 		r->tmp = NULL;
 		r->active = 0;

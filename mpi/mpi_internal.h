@@ -78,7 +78,7 @@ struct torus_mpi_request {
 	MPI_Status st;
 	struct torus_mpi_request *next;  /* posted receives */
 	/* persistent (MPI_Send_init, MPI_Recv_init): what MPI_Start posts */
-	int persistent, active, precv;
+	int persistent, active, precv, pmode; /* pmode: PMODE_* (mpi_core.c) */
 	const void *pbuf;
 	int pcount, ppeer, ptag;
 	MPI_Datatype ptype;
@@ -125,6 +125,7 @@ struct mpi_comm {
 	 * periods), MPI_GRAPH (tn nodes' index, then tnb edges), or 0 */
 	int topo, tn, tnb;
 	int *tdims;
+	char name[MPI_MAX_OBJECT_NAME];  /* MPI_Comm_set_name */
 };
 
 /* What core 0 gives the node's other cores (mpi_help): the command goes
@@ -164,6 +165,10 @@ struct mpi_user_op {
  * it on packed bytes (mpi_coll.c's red_derived); not the program's. */
 #define MPI_PACKED_OP (MPI_USER_OP0 + MPI_MAX_USER_OPS)
 
+/* User error handlers: handles from MPI_USER_EH0 on. */
+#define MPI_USER_EH0 16
+#define MPI_MAX_USER_EHS 64
+
 struct mpi_state {
 	int state;                       /* 0 before MPI_Init, 1 running, 2 finalized */
 	emu_core_t *c;
@@ -190,6 +195,7 @@ struct mpi_state {
 	struct mpi_ctl *ctl_q, **ctl_tail; /* control messages to post, in order */
 	struct mpi_user_op ops[MPI_MAX_USER_OPS]; /* MPI_Op_create */
 	struct mpi_user_op packed_op;    /* MPI_PACKED_OP */
+	MPI_Comm_errhandler_function *ehs[MPI_MAX_USER_EHS]; /* MPI_Comm_create_errhandler */
 	uint32_t ncores;                 /* this node's cores: 1 + its helpers */
 	uint64_t multicore_bytes;        /* TORUS_MPI_MULTICORE_BYTES */
 	/* command k's arguments in help[k % 2]: core 0 writes command k + 1's

@@ -152,6 +152,8 @@ struct builder {
 	size_t cap;
 	MPI_Aint ub;
 	int any, bad;
+	int resized;          /* lb and extent given (MPI_Type_create_resized) */
+	MPI_Aint rlb, rextent;
 };
 
 /* One element of `old` at byte displacement disp. */
@@ -215,6 +217,10 @@ static int finish(struct builder *b, MPI_Datatype *out, const char *fn)
 			b->d.extent = b->any ? b->ub - b->d.lb : 0;
 			if (b->d.align > 1 && b->d.extent % b->d.align)
 				b->d.extent += b->d.align - b->d.extent % b->d.align;
+			if (b->resized) {
+				b->d.lb = b->rlb;
+				b->d.extent = b->rextent;
+			}
 			b->d.used = 1;
 			types[i] = b->d;
 			*out = MPI_TYPE0 + i;
@@ -280,24 +286,61 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
 	return vector("MPI_Type_create_hvector", count, blocklength, stride, 0, 0, oldtype, newtype);
 }
 
+/* The indexed family: block i of bl[i] (or every block of `fixed`)
+ * elements of old, at disp_e[i] extents of old or disp_b[i] bytes. */
+static int indexed(const char *fn, int count, const int *bl, int fixed, const int *disp_e, const MPI_Aint *disp_b,
+		   MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+	MPI_Aint e;
+	if (count < 0 || (count && ((!bl && fixed < 0) || (!disp_e && !disp_b))) || !newtype)
+		return mpi_error(MPI_COMM_WORLD, count < 0 || fixed < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, fn,
+				 "count %d, or a NULL array", count);
+	if (extent_of(oldtype, &e))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "unknown datatype %d", oldtype);
+	struct builder b = {0};
+	for (int i = 0; i < count; i++) {
+		int n = bl ? bl[i] : fixed;
+		if (n < 0) {
+			free(b.d.blk);
+			return mpi_error(MPI_COMM_WORLD, MPI_ERR_COUNT, fn, "block %d of length %d", i, n);
+		}
+		MPI_Aint at = disp_b ? disp_b[i] : (MPI_Aint)disp_e[i] * e;
+		for (int j = 0; j < n; j++)
+			add(&b, at + (MPI_Aint)j * e, oldtype);
+	}
+	return finish(&b, newtype, fn);
+}
+
 int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[], MPI_Datatype oldtype,
 		     MPI_Datatype *newtype)
 {
-	MPI_Aint e;
-	if (count < 0 || (count && (!blocklengths || !displacements)) || !newtype)
-		return mpi_error(MPI_COMM_WORLD, count < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, "MPI_Type_indexed",
-				 "count %d or a NULL array", count);
-	if (extent_of(oldtype, &e))
-		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_indexed", "unknown datatype %d", oldtype);
-	struct builder b = {0};
-	for (int i = 0; i < count; i++) {
-		if (blocklengths[i] < 0)
-			return mpi_error(MPI_COMM_WORLD, MPI_ERR_COUNT, "MPI_Type_indexed", "block %d of length %d", i,
-					 blocklengths[i]);
-		for (int j = 0; j < blocklengths[i]; j++)
-			add(&b, ((MPI_Aint)displacements[i] + j) * e, oldtype);
-	}
-	return finish(&b, newtype, "MPI_Type_indexed");
+	return indexed("MPI_Type_indexed", count, blocklengths, -1, displacements, NULL, oldtype, newtype);
+}
+
+int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[],
+			     MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+	return indexed("MPI_Type_create_hindexed", count, blocklengths, -1, NULL, displacements, oldtype, newtype);
+}
+
+int MPI_Type_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[], MPI_Datatype oldtype,
+		      MPI_Datatype *newtype)
+{
+	return indexed("MPI_Type_hindexed", count, blocklengths, -1, NULL, displacements, oldtype, newtype);
+}
+
+int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[], MPI_Datatype oldtype,
+				  MPI_Datatype *newtype)
+{
+	return indexed("MPI_Type_create_indexed_block", count, NULL, blocklength, displacements, NULL, oldtype,
+		       newtype);
+}
+
+int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displacements[], MPI_Datatype oldtype,
+				   MPI_Datatype *newtype)
+{
+	return indexed("MPI_Type_create_hindexed_block", count, NULL, blocklength, NULL, displacements, oldtype,
+		       newtype);
 }
 
 int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
@@ -319,6 +362,78 @@ int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint d
 			add(&b, displacements[i] + (MPI_Aint)j * e, types_[i]);
 	}
 	return finish(&b, newtype, "MPI_Type_create_struct");
+}
+
+int MPI_Type_struct(int count, const int blocklengths[], const MPI_Aint displacements[], const MPI_Datatype types_[],
+		    MPI_Datatype *newtype)
+{
+	return MPI_Type_create_struct(count, blocklengths, displacements, types_, newtype);
+}
+
+/* old's layout with the given lower bound and extent */
+static int resized(const char *fn, MPI_Datatype oldtype, int keep, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype)
+{
+	struct mpi_type_info oi;
+	if (!newtype)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "NULL newtype");
+	if (mpi_type_info(oldtype, 0, &oi))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "unknown datatype %d", oldtype);
+	const struct mpi_dtype *od = derived(oldtype);
+	struct builder b = {0};
+	add(&b, 0, oldtype);
+	b.resized = 1;
+	b.rlb = keep ? (od ? od->lb : 0) : lb;
+	b.rextent = keep ? oi.extent : extent;
+	return finish(&b, newtype, fn);
+}
+
+int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype)
+{
+	return resized("MPI_Type_create_resized", oldtype, 0, lb, extent, newtype);
+}
+
+int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+	int rc = resized("MPI_Type_dup", oldtype, 1, 0, 0, newtype);
+	const struct mpi_dtype *od = derived(oldtype);
+	if (!rc && (!od || od->committed))
+		derived(*newtype)->committed = 1; /* a duplicate of a committed (or predefined) type is committed */
+	return rc;
+}
+
+int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent)
+{
+	MPI_Aint lb;
+	return MPI_Type_get_extent(datatype, &lb, extent);
+}
+
+int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement)
+{
+	MPI_Aint extent;
+	return MPI_Type_get_extent(datatype, displacement, &extent);
+}
+
+int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement)
+{
+	MPI_Aint lb = 0, extent = 0;
+	int rc = displacement ? MPI_Type_get_extent(datatype, &lb, &extent)
+			      : mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Type_ub", "NULL displacement");
+	if (!rc)
+		*displacement = lb + extent;
+	return rc;
+}
+
+int MPI_Get_address(const void *location, MPI_Aint *address)
+{
+	if (!address)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_address", "NULL address");
+	*address = (MPI_Aint)(intptr_t)location;
+	return MPI_SUCCESS;
+}
+
+int MPI_Address(void *location, MPI_Aint *address)
+{
+	return MPI_Get_address(location, address);
 }
 
 int MPI_Type_commit(MPI_Datatype *datatype)

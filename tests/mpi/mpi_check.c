@@ -1199,6 +1199,165 @@ static void comms(void)
 	CHECK(dup == MPI_COMM_NULL && wg == MPI_GROUP_NULL, "freed");
 }
 
+/* The rest of MPI-1 that programs use: the indexed family, MPI-1 names,
+ * resized and duplicated types, addresses, synchronous, buffered and
+ * ready persistent sends, cancelled receives, the predefined attributes,
+ * communicator names, user error handlers, Reduce_local, Pcontrol. */
+static int eh_calls, eh_code;
+static void count_errors(MPI_Comm *comm, int *code, ...)
+{
+	(void)comm;
+	eh_calls++;
+	eh_code = *code;
+}
+
+static void mpi1_rest(void)
+{
+	int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+	/* hindexed: 2 ints at byte 0, 1 int at byte 16; indexed_block: pairs at
+	 * ints 0 and 5; MPI_Type_struct of both */
+	int hb[2] = {2, 1}, ib[2] = {0, 5};
+	MPI_Aint hd[2] = {0, 16};
+	MPI_Datatype hi, blk, st;
+	MPI_Type_create_hindexed(2, hb, hd, MPI_INT, &hi);
+	MPI_Type_create_indexed_block(2, 2, ib, MPI_INT, &blk);
+	int sl[2] = {1, 1};
+	int pair[2];
+	MPI_Aint base, at[2];
+	MPI_Get_address(&pair[0], &base);
+	MPI_Address(&pair[1], &at[1]);
+	at[1] -= base;
+	at[0] = 0;
+	MPI_Datatype stt[2] = {hi, blk};
+	MPI_Type_struct(2, sl, at, stt, &st);
+	MPI_Type_commit(&hi), MPI_Type_commit(&blk), MPI_Type_commit(&st);
+	int hs = 0, bs = 0;
+	MPI_Type_size(hi, &hs);
+	MPI_Type_size(blk, &bs);
+	int src[8], dst[8];
+	for (int i = 0; i < 8; i++)
+		src[i] = 10 * rank + i, dst[i] = -1;
+	MPI_Sendrecv(src, 1, hi, next, 95, dst, 1, hi, prev, 95, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	int ok = dst[0] == 10 * prev && dst[1] == 10 * prev + 1 && dst[2] == -1 && dst[3] == -1 && dst[4] == 10 * prev + 4;
+	for (int i = 0; i < 8; i++)
+		dst[i] = -1;
+	MPI_Sendrecv(src, 1, blk, next, 96, dst, 4, MPI_INT, prev, 96, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	ok &= dst[0] == 10 * prev && dst[1] == 10 * prev + 1 && dst[2] == 10 * prev + 5 && dst[3] == 10 * prev + 6;
+	int ssz = 0;
+	MPI_Type_size(st, &ssz);
+	CHECK(ok && hs == 12 && bs == 16 && ssz == 28 && at[1] == (MPI_Aint)sizeof(int),
+	      "hindexed, indexed_block, Type_struct: %d %d %d %d", dst[0], hs, bs, ssz);
+	/* resized: a column of a 4x4 int matrix, its extent one int, so that
+	 * count 4 takes the four columns in turn (a transpose) */
+	MPI_Datatype col, colr, dup;
+	MPI_Type_vector(4, 1, 4, MPI_INT, &col);
+	MPI_Type_create_resized(col, 0, sizeof(int), &colr);
+	MPI_Type_commit(&colr);
+	MPI_Aint ext = 0, lb = -1, ub = 0;
+	MPI_Type_extent(colr, &ext);
+	MPI_Type_lb(colr, &lb);
+	MPI_Type_ub(colr, &ub);
+	int m[16], t[16];
+	for (int i = 0; i < 16; i++)
+		m[i] = 100 * rank + i, t[i] = -1;
+	MPI_Sendrecv(m, 4, colr, next, 97, t, 16, MPI_INT, prev, 97, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	ok = ext == (MPI_Aint)sizeof(int) && lb == 0 && ub == (MPI_Aint)sizeof(int);
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 4; j++)
+			ok &= t[4 * i + j] == 100 * prev + 4 * j + i;
+	MPI_Type_dup(MPI_DOUBLE, &dup); /* a duplicate of a predefined type: committed */
+	double dv = rank + 0.25, dr = -1;
+	MPI_Sendrecv(&dv, 1, dup, next, 98, &dr, 1, MPI_DOUBLE, prev, 98, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	CHECK(ok && dr == prev + 0.25, "resized columns transpose, a duplicated type: %d %d %g", t[1], t[4], dr);
+	MPI_Type_free(&col), MPI_Type_free(&colr), MPI_Type_free(&dup);
+	MPI_Type_free(&hi), MPI_Type_free(&blk), MPI_Type_free(&st);
+	/* persistent synchronous, buffered and ready sends, twice each */
+	static char bbuf[4096];
+	MPI_Buffer_attach(bbuf, sizeof(bbuf));
+	MPI_Request rq[2];
+	int out = 0, in = -1;
+	ok = 1;
+	for (int mode = 0; mode < 3; mode++) {
+		MPI_Recv_init(&in, 1, MPI_INT, prev, 99, MPI_COMM_WORLD, &rq[0]);
+		if (mode == 0)
+			MPI_Ssend_init(&out, 1, MPI_INT, next, 99, MPI_COMM_WORLD, &rq[1]);
+		else if (mode == 1)
+			MPI_Bsend_init(&out, 1, MPI_INT, next, 99, MPI_COMM_WORLD, &rq[1]);
+		else
+			MPI_Rsend_init(&out, 1, MPI_INT, next, 99, MPI_COMM_WORLD, &rq[1]);
+		for (int k = 0; k < 2; k++) {
+			out = 1000 * mode + 10 * rank + k;
+			MPI_Start(&rq[0]);
+			MPI_Barrier(MPI_COMM_WORLD); /* (the ready send's receive is posted) */
+			MPI_Start(&rq[1]);
+			MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+			ok &= in == 1000 * mode + 10 * prev + k;
+		}
+		MPI_Request_free(&rq[0]);
+		MPI_Request_free(&rq[1]);
+	}
+	void *bp;
+	int bsz;
+	MPI_Buffer_detach(&bp, &bsz);
+	CHECK(ok, "persistent ssend, bsend and rsend: %d", in);
+	/* a receive nobody sends to, cancelled; a send cancelled goes on */
+	MPI_Request cr, sr;
+	MPI_Status cst, sst;
+	int cflag = -1, sflag = -1, self = -1, got = -1;
+	MPI_Irecv(&in, 1, MPI_INT, MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &cr);
+	MPI_Cancel(&cr);
+	MPI_Wait(&cr, &cst);
+	MPI_Test_cancelled(&cst, &cflag);
+	self = 7 + rank;
+	MPI_Isend(&self, 1, MPI_INT, rank, 12346, MPI_COMM_WORLD, &sr);
+	MPI_Cancel(&sr);
+	MPI_Recv(&got, 1, MPI_INT, rank, 12346, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Wait(&sr, &sst);
+	MPI_Test_cancelled(&sst, &sflag);
+	CHECK(cflag == 1 && cr == MPI_REQUEST_NULL && sflag == 0 && got == 7 + rank, "cancel: %d %d %d", cflag, sflag, got);
+	/* attributes, names */
+	int *tub = NULL, *wg = NULL, f1 = 0, f2 = 0, len = 0, len2 = 0;
+	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tub, &f1);
+	MPI_Attr_get(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &wg, &f2);
+	char wn[MPI_MAX_OBJECT_NAME], dn[MPI_MAX_OBJECT_NAME];
+	MPI_Comm d;
+	MPI_Comm_dup(MPI_COMM_WORLD, &d);
+	MPI_Comm_set_name(d, "my dup");
+	MPI_Comm_get_name(MPI_COMM_WORLD, wn, &len);
+	MPI_Comm_get_name(d, dn, &len2);
+	CHECK(f1 && f2 && tub && *tub >= 32767 && wg && *wg == 0 && !strcmp(wn, "MPI_COMM_WORLD") && len == 14 &&
+		      !strcmp(dn, "my dup") && len2 == 6,
+	      "attributes and names: %d %s %s", tub ? *tub : -1, wn, dn);
+	/* a user error handler on the duplicate: called with the error's code */
+	MPI_Errhandler eh, got_eh;
+	MPI_Comm_create_errhandler(count_errors, &eh);
+	MPI_Comm_set_errhandler(d, eh);
+	MPI_Errhandler_get(d, &got_eh);
+	int code = MPI_Send(&out, 1, MPI_INT, size + 5, 1, d), cls = -1;
+	MPI_Error_class(code, &cls);
+	CHECK(got_eh == eh && eh_calls == 1 && eh_code == code && cls == MPI_ERR_RANK && MPI_Pcontrol(1) == MPI_SUCCESS,
+	      "a user error handler: calls %d, code %d, class %d", eh_calls, eh_code, cls);
+	MPI_Errhandler_free(&eh);
+	MPI_Comm_free(&d);
+	/* Reduce_local: ints, a column of a derived type, a user operation */
+	int a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
+	MPI_Reduce_local(a, b, 4, MPI_INT, MPI_SUM);
+	int mx[4][2] = {{1, -1}, {9, -1}, {3, -1}, {7, -1}}, my[4][2] = {{5, -2}, {5, -2}, {5, -2}, {5, -2}};
+	MPI_Datatype c2;
+	MPI_Type_vector(4, 1, 2, MPI_INT, &c2);
+	MPI_Type_commit(&c2);
+	MPI_Reduce_local(mx, my, 1, c2, MPI_MAX);
+	MPI_Op mm;
+	MPI_Op_create(matmul, 0, &mm);
+	int l[4] = {1, 1, 0, 1}, r[4] = {1, 0, 1, 1}; /* r = l * r */
+	MPI_Reduce_local(l, r, 4, MPI_INT, mm);
+	MPI_Op_free(&mm);
+	MPI_Type_free(&c2);
+	CHECK(b[0] == 11 && b[3] == 44 && my[0][0] == 5 && my[1][0] == 9 && my[3][0] == 7 && my[0][1] == -2 && r[0] == 2 &&
+		      r[1] == 1 && r[2] == 1 && r[3] == 1,
+	      "reduce_local: %d %d %d %d", b[0], my[1][0], r[0], r[3]);
+}
+
 /* Process topologies: Dims_create; a 2-D grid of every rank, periodic in
  * its first dimension, against coordinates computed here (coords and rank
  * inverse, shifts with MPI_PROC_NULL at the open edges, a message along
@@ -1549,6 +1708,7 @@ int main(int argc, char **argv)
 	rooted();
 	allreduce_algos();
 	topologies();
+	mpi1_rest();
 	comms();
 	double t1 = MPI_Wtime();
 	CHECK(t1 > t0 && MPI_Wtick() > 0, "wtime %g .. %g", t0, t1);
