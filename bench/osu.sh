@@ -11,6 +11,8 @@
 # neighbouring nodes (--torus 2), collectives on --torus (default 4x4x4).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/osu_lib.sh
+. "$here/bench/osu_lib.sh"
 build=$here/build
 osu=${OSU_DIR:-$here/../shared/ext/osu-micro-benchmarks-5.3}
 torus=4x4x4
@@ -34,10 +36,10 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for b in "${benches[@]}"; do
 	case "$b" in
-	latency | bw | bibw) dir=pt2pt util=osu_pt2pt.c shape=2 ;;
-	*) dir=collective util=osu_coll.c shape=$torus ;;
+	latency | bw | bibw) shape=2 ;;
+	*) shape=$torus ;;
 	esac
-	"$build/bin/torusmpicc" -O2 -I"$osu/mpi/$dir" -o "$out/osu_$b" "$osu/mpi/$dir/osu_$b.c" "$osu/mpi/$dir/$util" -lm
+	osu_build "$build/bin/torusmpicc" "$osu" "$b" "$out/osu_$b"
 	args=()
 	if [ "$quick" = 1 ]; then
 		case "$b" in

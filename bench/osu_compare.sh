@@ -57,30 +57,19 @@ SRC=$OSU/mpi/collective
 for f in torusrun torusmpicc; do
 	[ -x "$BUILD/bin/$f" ] || die "$BUILD/bin/$f is missing: build the emulator first"
 done
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-	echo "osu_compare: Open MPI missing, installing openmpi-bin libopenmpi-dev" >&2
-	SUDO=
-	[ "$(id -u)" -ne 0 ] && SUDO=sudo
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y openmpi-bin libopenmpi-dev >&2 ||
-		die "apt-get install openmpi-bin libopenmpi-dev failed"
-fi
-MPIVER=$(mpirun --version 2>/dev/null | head -n1)
-case $MPIVER in *"Open MPI"* | *OpenRTE*) ;; *) die "mpirun is not Open MPI: $MPIVER" ;; esac
+# shellcheck source=bench/openmpi_lib.sh
+. "$HERE/openmpi_lib.sh"
+openmpi_ensure
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/osu_compare.XXXXXX") || die "mktemp failed"
 trap 'rm -rf "$TMP"' EXIT
 cp "$BUILD/bin/torusrun" "$TMP/torusrun" || die "cannot copy torusrun"
-mpicc -O2 -I"$SRC" -o "$TMP/ompi_osu" "$SRC/osu_$BENCHN.c" "$SRC/osu_coll.c" -lm >"$TMP/cc.log" 2>&1 ||
+# shellcheck source=bench/osu_lib.sh
+. "$HERE/osu_lib.sh"
+osu_build mpicc "$OSU" "$BENCHN" "$TMP/ompi_osu" >"$TMP/cc.log" 2>&1 ||
 	{ cat "$TMP/cc.log" >&2; die "mpicc failed on osu_$BENCHN.c"; }
-"$BUILD/bin/torusmpicc" -O2 -I"$SRC" -o "$TMP/torus_osu" "$SRC/osu_$BENCHN.c" "$SRC/osu_coll.c" -lm >"$TMP/cc.log" 2>&1 ||
+osu_build "$BUILD/bin/torusmpicc" "$OSU" "$BENCHN" "$TMP/torus_osu" >"$TMP/cc.log" 2>&1 ||
 	{ cat "$TMP/cc.log" >&2; die "torusmpicc failed on osu_$BENCHN.c"; }
-# as bench/mpi_compare.sh: 64 ranks on this machine's cores, shared memory only
-MPIRUN=(mpirun --oversubscribe --allow-run-as-root --bind-to none --mca pml ob1 --mca btl self,vader -np "$NP")
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-now() { date +%s.%N; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-minmax() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.2f..%.2f", lo, hi }'; }
 
 run() { # name cmd...: WALL = the whole command's seconds; its output in $TMP/name.out
 	local name=$1 t0 rc
@@ -98,7 +87,7 @@ run() { # name cmd...: WALL = the whole command's seconds; its output in $TMP/na
 	[ -n "$LAST" ] || { cat "$TMP/$name.out" >&2; die "$name printed no table"; }
 }
 
-LABELS=("Open MPI $(mpirun --version | head -n1 | awk '{ print $NF }'), mpirun -np $NP")
+LABELS=("Open MPI ${MPIVER##* }, mpirun -np $NP")
 for c in $CORES; do
 	LABELS+=("torusrun --torus $TORUS --cores $c")
 	[ "$EXACT" = 1 ] && LABELS+=("torusrun --torus $TORUS --cores $c --exact")
@@ -107,7 +96,7 @@ declare -A W L
 echo "osu_compare: osu_$BENCHN ${ARGS[*]:-(full sweep)}, $ROUNDS rounds, $(nproc) cores" >&2
 for ((r = 1; r <= ROUNDS; r++)); do
 	i=0
-	run ompi "${MPIRUN[@]}" "$TMP/ompi_osu" "${ARGS[@]}"
+	run ompi "${MPIRUN[@]}" -np "$NP" "$TMP/ompi_osu" "${ARGS[@]}"
 	W[$i]+="$WALL "; L[$i]=$LAST
 	echo "  round $r: ${LABELS[$i]}: $WALL s" >&2
 	for c in $CORES; do

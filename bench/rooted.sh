@@ -12,6 +12,8 @@
 #   bench/rooted.sh [--build build] [--osu DIR] [--torus 4x4x4] [--sizes 1024:1048576] [BENCH...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/osu_lib.sh
+. "$here/bench/osu_lib.sh"
 build=$here/build
 osu=${OSU_DIR:-$here/../shared/ext/osu-micro-benchmarks-5.3}
 torus=4x4x4
@@ -40,14 +42,14 @@ done
 [ "$links" -gt 0 ] || { echo "rooted.sh: $torus has no links" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-dir=$osu/mpi/collective
+[ -d "$osu/mpi/collective" ] || { echo "rooted.sh: no OSU sources in $osu (give --osu DIR or OSU_DIR)" >&2; exit 2; }
 for b in "${benches[@]}"; do
 	case "$b" in
 	gather | scatter) plain=linear ;;
 	bcast | reduce) plain=binomial ;;
 	*) echo "rooted.sh: no benchmark $b (gather, scatter, bcast, reduce)" >&2; exit 2 ;;
 	esac
-	"$build/bin/torusmpicc" -O2 -I"$dir" -o "$out/osu_$b" "$dir/osu_$b.c" "$dir/osu_coll.c" -lm
+	osu_build "$build/bin/torusmpicc" "$osu" "$b" "$out/osu_$b"
 	var=TORUS_COLL_${b^^}
 	for a in "$plain" torus; do
 		echo "rooted.sh: osu_$b, $var=$a, torus $torus ..." >&2

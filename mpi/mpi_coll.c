@@ -1115,24 +1115,36 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 	return p2p_rc(comm, "MPI_Reduce_scatter_block", rc);
 }
 
+/* Reduce_scatter's counts: none negative, at most 2^31 - 1 elements in
+ * all; *total of them, and *equal if every rank gets as many. */
+static int rs_counts(MPI_Comm comm, const int recvcounts[], int size, uint64_t *total, int *equal)
+{
+	if (!recvcounts)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Reduce_scatter", "NULL recvcounts");
+	*total = 0;
+	*equal = 1;
+	for (int j = 0; j < size; j++) {
+		if (recvcounts[j] < 0)
+			return mpi_error(comm, MPI_ERR_COUNT, "MPI_Reduce_scatter", "negative count for rank %d", j);
+		*equal &= recvcounts[j] == recvcounts[0];
+		*total += (uint64_t)recvcounts[j];
+	}
+	if (*total > INT32_MAX)
+		return mpi_error(comm, MPI_ERR_COUNT, "MPI_Reduce_scatter", "%llu elements: too many for one call",
+				 (unsigned long long)*total);
+	return MPI_SUCCESS;
+}
+
 /* Reduce_scatter with a derived type: on its packed parts, with counts
  * scaled to them. */
 static int reduce_scatter_derived(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype t,
 				  MPI_Op op, MPI_Comm comm)
 {
 	const char *fn = "MPI_Reduce_scatter";
-	int size = 0;
+	int size = 0, equal;
+	uint64_t total;
 	CHECK(mpi_comm_check(comm, fn, &size));
-	if (!recvcounts)
-		return mpi_error(comm, MPI_ERR_ARG, fn, "NULL recvcounts");
-	uint64_t total = 0;
-	for (int j = 0; j < size; j++) {
-		if (recvcounts[j] < 0)
-			return mpi_error(comm, MPI_ERR_COUNT, fn, "negative count for rank %d", j);
-		total += (uint64_t)recvcounts[j];
-	}
-	if (total > INT32_MAX)
-		return mpi_error(comm, MPI_ERR_COUNT, fn, "%llu elements: too many for one call", (unsigned long long)total);
+	CHECK(rs_counts(comm, recvcounts, size, &total, &equal));
 	int me = mpi_comm_of(comm)->rank, *scaled = malloc((size_t)size * sizeof(int));
 	if (!scaled)
 		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
@@ -1157,16 +1169,9 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 	int size = 0;
 	CHECK(common("MPI_Reduce_scatter", comm, 0, datatype, &size));
 	CHECK(op_ok("MPI_Reduce_scatter", comm, op, datatype));
-	if (!recvcounts)
-		return mpi_error(comm, MPI_ERR_ARG, "MPI_Reduce_scatter", "NULL recvcounts");
-	int me = mpi_comm_of(comm)->rank, equal = 1;
-	uint64_t total = 0, es = (uint64_t)mpi_type_size(datatype);
-	for (int j = 0; j < size; j++) {
-		if (recvcounts[j] < 0)
-			return mpi_error(comm, MPI_ERR_COUNT, "MPI_Reduce_scatter", "negative count for rank %d", j);
-		equal &= recvcounts[j] == recvcounts[0];
-		total += (uint64_t)recvcounts[j];
-	}
+	int me = mpi_comm_of(comm)->rank, equal;
+	uint64_t total, es = (uint64_t)mpi_type_size(datatype);
+	CHECK(rs_counts(comm, recvcounts, size, &total, &equal));
 	if (total && !sendbuf)
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Reduce_scatter", "NULL send buffer");
 	/* equal blocks: the block form (the torus algorithm where it applies) */

@@ -378,12 +378,17 @@ static MPI_Comm_errhandler_function *user_eh(MPI_Errhandler eh)
 	return eh >= MPI_USER_EH0 && eh < MPI_USER_EH0 + MPI_MAX_USER_EHS ? mpi_g.ehs[eh - MPI_USER_EH0] : NULL;
 }
 
+static int eh_known(MPI_Errhandler eh)
+{
+	return eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_RETURN || user_eh(eh);
+}
+
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
 	struct mpi_comm *cm = mpi_comm_of(comm);
 	if (!cm)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_set_errhandler", "invalid communicator %d", comm);
-	if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN && !user_eh(errhandler))
+	if (!eh_known(errhandler))
 		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_set_errhandler", "unknown error handler %d", errhandler);
 	cm->eh = errhandler;
 	return MPI_SUCCESS;
@@ -415,7 +420,7 @@ int MPI_Errhandler_create(MPI_Handler_function *fn, MPI_Errhandler *errhandler)
  * frees it once none does): freeing only gives the handle back. */
 int MPI_Errhandler_free(MPI_Errhandler *errhandler)
 {
-	if (!errhandler || (*errhandler != MPI_ERRORS_ARE_FATAL && *errhandler != MPI_ERRORS_RETURN && !user_eh(*errhandler)))
+	if (!errhandler || !eh_known(*errhandler))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Errhandler_free", "not an error handler");
 	*errhandler = MPI_ERRHANDLER_NULL;
 	return MPI_SUCCESS;
