@@ -193,6 +193,8 @@ static int choose(enum coll_kind kind, const char *algo, const coll_team_t *t, c
 		for (char *p = env; *p; p++)
 			*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
 		want = getenv(env);
+		if (want && !*want)
+			want = NULL; /* set but empty: the default, as in the MPI layer */
 		if (!want && kind == COLL_ALLTOALL)
 			want = coll_alltoall_default_team(t, (uint64_t)a->count * coll_dtype_size(a->dtype));
 	}

@@ -309,9 +309,10 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	/* after the head: pairs with the engine's clear-then-recheck (seq_cst) */
 	atomic_fetch_or(&c->dma->nonempty, 1u << f->index);
 	atomic_fetch_add_explicit(&c->shm->posted, 1, memory_order_release);
-	emu_bell_ring(&c->node->me->bell);
 	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
 	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+	if (!emu_engine_try_pass(c->node))
+		emu_bell_ring(&c->node->me->bell);
 	return 0;
 }
 

@@ -633,6 +633,9 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 			return -ENOMEM;
 		if ((r = w->ready(w->arg)))
 			return r;
+		emu_engine_try_pass(c->node);
+		if ((r = w->ready(w->arg)))
+			return r;
 		emu_idle_poll(spin);
 	}
 	for (;;) {

@@ -226,6 +226,51 @@ static uint32_t engine_pass(struct emu_node_rt *rt)
 }
 
 
+/* One pass, under the pass lock; the epoch moves inside it, so that a pass
+ * that starts after emu_engine_quiesce's look begins after any earlier
+ * pass, of whichever thread, has ended. */
+static uint32_t pass_held(struct emu_node_rt *rt)
+{
+	atomic_fetch_add(&rt->epoch, 1);
+	uint32_t moved = engine_pass(rt);
+	if (moved) {
+		rt->moved += moved;
+		/* read by torusrun's hang detector */
+		atomic_store_explicit(&rt->me->progress, rt->moved, memory_order_relaxed);
+	}
+	return moved;
+}
+
+static uint32_t locked_pass(struct emu_node_rt *rt)
+{
+	pthread_mutex_lock(&rt->pass_lock);
+	uint32_t moved = pass_held(rt);
+	pthread_mutex_unlock(&rt->pass_lock);
+	return moved;
+}
+
+/*
+ * A core that has just posted, or that waits, runs the engine itself when
+ * the engine is not running: the packet leaves, or the arrival is
+ * deposited, without waiting for the engine thread to get a CPU (with 128
+ * threads on 2 CPUs that wait is most of a message's wall time). Passes
+ * until one moves nothing, at most 64: 1 if the engine is then idle, so the
+ * caller need not ring it (what is left waits on a full FIFO, whose
+ * consumer rings the engine when it frees a slot); 0 if the lock was taken
+ * or work remains. Never under --exact (the timekeeper's protocol assumes
+ * the engine thread), nor with TORUS_CORE_PASS=0.
+ */
+int emu_engine_try_pass(struct emu_node_rt *rt)
+{
+	if (!rt->core_passes || pthread_mutex_trylock(&rt->pass_lock))
+		return 0;
+	uint32_t moved = 1;
+	for (uint32_t n = 0; moved && n < 64; n++)
+		moved = pass_held(rt);
+	pthread_mutex_unlock(&rt->pass_lock);
+	return !moved;
+}
+
 uint32_t emu_engine_step(struct emu_node_rt *rt)
 {
 	/* partner: emu_engine_quiesce, as in emu_engine_main */
@@ -258,8 +303,7 @@ void *emu_engine_main(void *arg)
 	for (;;) {
 		emu_chaos(&rt->chaos);
 		/* partner: emu_engine_quiesce (seq_cst, like the flags it orders) */
-		atomic_fetch_add(&rt->epoch, 1);
-		uint32_t moved = engine_pass(rt);
+		uint32_t moved = locked_pass(rt);
 		if (!moved) {
 			if (atomic_load_explicit(&rt->hdr->shutdown, memory_order_acquire) || emu_job_aborting(rt))
 				break;
@@ -268,28 +312,23 @@ void *emu_engine_main(void *arg)
 					emu_cpu_relax();
 				else
 					sched_yield();
-				moved = engine_pass(rt);
+				moved = locked_pass(rt);
 			}
 		}
 		if (!moved) {
 			if (launcher_check_now(rt))
 				break;
 			uint32_t seq = emu_bell_prepare(&rt->me->bell);
-			atomic_fetch_add(&rt->epoch, 1); /* asleep: no deposit in progress */
-			moved = engine_pass(rt);
+			moved = locked_pass(rt); /* then asleep: no deposit in progress */
 			if (moved)
 				emu_bell_cancel(&rt->me->bell);
 			else
 				emu_bell_sleep(&rt->me->bell, seq, emu_sleep_slice_ms);
 		}
-		if (moved) {
-			/* busy for long stretches: look for torusrun now and then */
-			if ((atomic_load_explicit(&rt->epoch, memory_order_relaxed) & 0xFFFF) == 0 && emu_launcher_check(rt))
-				break;
-			rt->moved += moved;
-			/* read by torusrun's hang detector */
-			atomic_store_explicit(&rt->me->progress, rt->moved, memory_order_relaxed);
-		}
+		/* busy for long stretches: look for torusrun now and then */
+		if (moved && (atomic_load_explicit(&rt->epoch, memory_order_relaxed) & 0xFFFF) == 0 &&
+		    emu_launcher_check(rt))
+			break;
 	}
 	return NULL;
 }

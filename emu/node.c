@@ -177,6 +177,10 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		if ((rc2 = emu_node_unit.core_setup(rt, rt->cores[c], err, errlen)))
 			return rc2;
 	pthread_mutex_init(&rt->lock, NULL);
+	pthread_mutex_init(&rt->pass_lock, NULL);
+	/* cores run engine passes themselves (emu_engine_try_pass) */
+	const char *cp = getenv("TORUS_CORE_PASS");
+	rt->core_passes = !rt->exact && !(cp && !strcmp(cp, "0"));
 	pthread_cond_init(&rt->cond, NULL);
 	rt->failed_core = -1;
 	return 0;

@@ -221,6 +221,8 @@ struct emu_node_rt {
 	struct torus_trace_rec *trace_open; /* its open run per out link (the engine's fast path) */
 	int trace_merge;            /* runs, not one record per packet */
 	pthread_t engine;
+	pthread_mutex_t pass_lock;  /* held for every engine pass, by the engine or a core */
+	int core_passes;            /* cores run passes themselves (emu_engine_try_pass) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	uint32_t cores_finished;
@@ -276,6 +278,7 @@ void *emu_engine_main(void *arg);
  * jobs moved. For a process that drives engines by hand instead of running
  * their threads (the DMA fuzz target). */
 uint32_t emu_engine_step(struct emu_node_rt *rt);
+int emu_engine_try_pass(struct emu_node_rt *rt);
 /* Apply the counter decrements and publish the rings that deposits made
  * outside emu_engine_step left pending (a hand-driven engine's). */
 void emu_engine_publish(struct emu_node_rt *rt);

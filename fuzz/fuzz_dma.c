@@ -88,6 +88,7 @@ static void setup(void)
 		struct emu_node_rt *rt = &m.rt[n];
 		if (emu_node_setup(rt, fd, n, err, sizeof(err)))
 			die(err);
+		rt->core_passes = 0; /* the engines move only when the input steps them */
 		for (uint32_t c = 0; c < CORES; c++) {
 			emu_core_t *core = rt->cores[c];
 			for (uint32_t i = 0; i < REGIONS; i++)

@@ -732,9 +732,9 @@ static int allreduce_rd(void *buf, int count, MPI_Datatype t, MPI_Op op, MPI_Com
 }
 
 /* Allreduce runs recursive doubling up to this many bytes by default (the
- * catalogue's multicolor algorithm from there: BENCHMARKS.md, "Short
- * allreduces"). */
-#define ALLREDUCE_RD_UPTO 2048u
+ * catalogue's multicolor algorithm from there, on fewer colors while the
+ * vector is short: BENCHMARKS.md, "Fewer colors for short vectors"). */
+#define ALLREDUCE_RD_UPTO 128u
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {

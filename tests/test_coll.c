@@ -64,10 +64,12 @@ static void test_asymmetric_large_prime(void)
 }
 
 /* Section 4 on a symmetric torus: every link direction carries exactly
- * (p-1)/p n / 2N bytes of data, from the link counters. */
+ * (p-1)/p n / 2N bytes of data, from the link counters. Every color, as
+ * the section has it: by default a short vector takes fewer, and the
+ * count-0 call that measures the address messages is the shortest. */
 static void check_links(const char *opts)
 {
-	struct result r = run("$B/torusrun --timeout 300 %s -- $B/coll-check --links 24576", opts);
+	struct result r = run("TORUS_MC_COLORS=6 $B/torusrun --timeout 300 %s -- $B/coll-check --links 24576", opts);
 	CU_ASSERT_EQUAL(r.status, 0);
 	CU_ASSERT_EQUAL(count_lines(r.out, "every link direction carried"), 3);
 	if (r.status)
@@ -91,6 +93,37 @@ static void light_team_too_large(void)
 }
 static void test_links_8x8_single_core(void) { check_links("--torus 8x8"); }
 
+/* Fewer colors for short vectors (multicolor.c, choose_colors): each
+ * color count on its own gives the reference results, and under --exact
+ * (repeatable to the picosecond) the default's choice for a 1 KiB
+ * allreduce on one core per node beats every color. */
+static void test_colors_forced(void)
+{
+	check("--torus 3x3x2 --cores 3 -- env TORUS_MC_COLORS=1 $B/coll-check --only multicolor 1 7 1000");
+	check("--torus 2x2x2x2 --cores 4 -- env TORUS_MC_COLORS=2 $B/coll-check --only multicolor 1 7 1000");
+	check("--torus 4x4x4 --cores 3 -- env TORUS_MC_COLORS=3 $B/coll-check --only multicolor 1 11");
+}
+static uint64_t bench_emulated_ps(const char *env)
+{
+	struct result r = run("%s $B/torusrun --quiet --exact --torus 4x4x4 -- $B/torus-bench allreduce --algo multicolor "
+			      "--sizes 1K --json",
+			      env);
+	CU_ASSERT_EQUAL(r.status, 0);
+	const char *at = strstr(r.out, "\"emulated_ps\": ");
+	uint64_t ps = at ? strtoull(at + 15, NULL, 10) : 0;
+	CU_ASSERT(ps > 0);
+	result_free(&r);
+	return ps;
+}
+static void test_colors_short_vector(void)
+{
+	uint64_t chosen = bench_emulated_ps(""), every = bench_emulated_ps("TORUS_MC_COLORS=3");
+	CU_ASSERT(chosen > 0 && chosen < every);
+	if (!(chosen < every))
+		fprintf(stderr, "\n1 KiB allreduce: default %llu ps, every color %llu ps\n", (unsigned long long)chosen,
+			(unsigned long long)every);
+}
+
 static void test_team_too_large(void)
 {
 	/* 64 members need 65 counters for the ring: -ENOTSUP on every member
@@ -109,7 +142,8 @@ int main(void)
 		CUNIT_CASE(test_1d), CUNIT_CASE(test_2x2_two_cores), CUNIT_CASE(test_figure5_3x3x2_three_cores),
 		CUNIT_CASE(test_2x4x8), CUNIT_CASE(test_4x4x4_three_cores), CUNIT_CASE(test_2x2x2_six_cores), CUNIT_CASE(test_4d_four_cores),
 		CUNIT_CASE(test_uneven_cores), CUNIT_CASE(test_asymmetric_large_prime), CUNIT_CASE(test_team_too_large),
-		CUNIT_CASE(test_prime_7), CUNIT_CASE(test_prime_13), CUNIT_CASE(test_uneven_2d), CUNIT_CASE(test_inplace_sweep)};
+		CUNIT_CASE(test_prime_7), CUNIT_CASE(test_prime_13), CUNIT_CASE(test_uneven_2d), CUNIT_CASE(test_inplace_sweep),
+		CUNIT_CASE(test_colors_forced), CUNIT_CASE(test_colors_short_vector)};
 	static const struct cunit_case links[] = {CUNIT_CASE(test_links_4x4x4), CUNIT_CASE(test_links_8x8_single_core),
 						  CUNIT_CASE(test_links_2x2x2_six_cores)};
 	static const struct cunit_case light[] = {

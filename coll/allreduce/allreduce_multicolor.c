@@ -8,7 +8,10 @@
  * Steps: the count elements are cut into p nearly equal blocks (any count:
  * blocks may be empty), then as reduce-scatter "multicolor", with the
  * node's reduced block landing in recv, then as allgather "multicolor"
- * in recv. In place (send == recv) works: a block of send is last read
+ * in recv. Since every node ends with the whole vector, the blocks need
+ * not be the nodes' own: a short vector (pieces shorter than a packet)
+ * gives each stream one contiguous segment instead, cut in the stream's
+ * node order, so that every put is one descriptor (multicolor.c). In place (send == recv) works: a block of send is last read
  * before any node can have finished reducing it.
  * Cost: 4N sum_i (d_i - 1) alpha + 2 (p-1)/p n beta / 2N + (p-1)/p n gamma
  * on a symmetric torus.

@@ -10,7 +10,9 @@
  * dimensions pi_c(i) = E[(i + c) mod N] (E: the dimensions that have
  * links), so in any phase no two colors use the same dimension, and the two
  * directions of a color use the two links of that dimension: every link
- * direction carries one stream per phase.
+ * direction carries one stream per phase. A short vector runs on fewer
+ * colors (choose_colors), and a short allreduce, whose blocks need not be
+ * the nodes' own, gives each stream one contiguous segment (setup).
  *
  * Layout. Stream s orders the nodes by their coordinates along pi_c(0)
  * (most significant) .. pi_c(N-1): its "W-space". A node's group in phase
@@ -88,6 +90,7 @@ struct mc_call {
 	const struct mc_job *job;
 	emu_core_t *c;
 	uint32_t N, p, nstreams, P, nmine;
+	int contiguous;             /* W-space is the user layout, per stream (setup) */
 	uint32_t dims[TORUS_MAX_DIMS];
 	size_t esz;
 	struct mc_stream st[2 * TORUS_MAX_DIMS]; /* this core's streams */
@@ -159,8 +162,15 @@ static int for_pieces(const struct mc_call *m, const struct mc_stream *st, size_
 	for (size_t k = pos_of(st, m->p, a); a < b; k++) {
 		if (st->woff[k + 1] <= a)
 			continue; /* an empty chunk */
+		size_t u = st->uoff[k] + (a - st->woff[k]), last = k;
+		/* positions that follow each other in the user layout too
+		 * (allreduce's: all of them) make one piece */
+		while (last + 1 < m->p && st->woff[last + 1] < b &&
+		       st->uoff[last + 1] == st->uoff[last] + (st->woff[last + 1] - st->woff[last]))
+			last++;
+		k = last;
 		size_t end = st->woff[k + 1] < b ? st->woff[k + 1] : b;
-		int rc = fn(arg, st->uoff[k] + (a - st->woff[k]), a, end - a);
+		int rc = fn(arg, u, a, end - a);
 		if (rc)
 			return rc;
 		a = end;
@@ -227,11 +237,24 @@ static int stream_init(struct mc_call *m, struct mc_stream *st)
 		st->order[pos] = r;
 	}
 	st->woff[0] = 0;
-	for (uint32_t k = 0; k < m->p; k++) {
-		uint32_t r = st->order[k];
-		size_t cnt = job->blocks->counts[r];
-		st->uoff[k] = job->blocks->displs[r] + split_off(cnt, m->nstreams, st->s);
-		st->woff[k + 1] = st->woff[k] + split_len(cnt, m->nstreams, st->s);
+	if (m->contiguous) {
+		/* allreduce: every node ends with the whole vector, so which
+		 * node reduces which elements is free. The stream takes one
+		 * contiguous segment, cut in W-space order, and every range of
+		 * W-space is one piece of the user's buffer */
+		size_t total = job->blocks->displs[m->p - 1] + job->blocks->counts[m->p - 1];
+		size_t seg = split_off(total, m->nstreams, st->s), len = split_len(total, m->nstreams, st->s);
+		for (uint32_t k = 0; k < m->p; k++) {
+			st->uoff[k] = seg + st->woff[k];
+			st->woff[k + 1] = st->woff[k] + split_len(len, m->p, k);
+		}
+	} else {
+		for (uint32_t k = 0; k < m->p; k++) {
+			uint32_t r = st->order[k];
+			size_t cnt = job->blocks->counts[r];
+			st->uoff[k] = job->blocks->displs[r] + split_off(cnt, m->nstreams, st->s);
+			st->woff[k + 1] = st->woff[k] + split_len(cnt, m->nstreams, st->s);
+		}
 	}
 	for (uint32_t i = 0; i < m->N; i++) {
 		struct mc_phase *ph = &st->ph[i];
@@ -444,9 +467,11 @@ static int rs_arrived(struct mc_call *m, struct mc_stream *st, uint32_t i, uint3
 		return rs_send(m, st, i, t + 1, j);
 	if (i + 1 == m->N && a < b) {
 		/* the last block of the last phase: this node's own chunk */
-		size_t k = pos_of(st, m->p, a), mine = m->job->blocks->displs[m->t->rank];
-		memcpy((uint8_t *)m->job->rs_out + (st->uoff[k] + (a - st->woff[k]) - mine) * m->esz, acc,
-		       (b - a) * m->esz);
+		size_t k = pos_of(st, m->p, a), u = st->uoff[k] + (a - st->woff[k]);
+		uint8_t *to = m->job->kind == COLL_ALLREDUCE
+				      ? (uint8_t *)m->job->result + u * m->esz
+				      : (uint8_t *)m->job->rs_out + (u - m->job->blocks->displs[m->t->rank]) * m->esz;
+		memcpy(to, acc, (b - a) * m->esz);
 	}
 	return 0;
 }
@@ -668,6 +693,44 @@ static int run_streams_exact(struct mc_call *m)
 
 /* ------------------------------------------------------------- set-up */
 
+/*
+ * Colors (two streams each). A core handles its streams' events one after
+ * another, and each costs it about inj_overhead + hop_latency, so a short
+ * vector is faster on fewer colors: c colors on k cores cost about
+ * ceil(2c/k) sum_i (d_i - 1) events of that per stage, against
+ * n (p-1)/p / (2c) bytes per stream at the links' payload rate. The
+ * cheapest c, the most colors on a tie (BENCHMARKS.md, "Fewer colors for
+ * short vectors"); TORUS_MC_COLORS=C overrides it (C >= N: every color).
+ */
+static uint32_t choose_colors(const struct mc_call *m)
+{
+	const struct torus_params *pr = emu_params(m->c);
+	const struct torus_shape *sh = emu_shape(m->c);
+	const char *env = getenv("TORUS_MC_COLORS");
+	if (env && *env) {
+		char *end;
+		unsigned long c = strtoul(env, &end, 10);
+		if (!*end && c >= 1)
+			return c < m->N ? (uint32_t)c : m->N;
+	}
+	size_t total = m->job->blocks->displs[m->p - 1] + m->job->blocks->counts[m->p - 1];
+	double steps = 0, bytes = (double)total * (double)m->esz * (double)(m->p - 1) / (double)m->p;
+	for (uint32_t i = 0; i < m->N; i++)
+		steps += sh->dims[m->dims[i]] - 1;
+	double event = 0.9 * ((double)pr->inj_overhead_ps + (double)pr->hop_latency_ps);
+	double rate = (double)pr->link_bw * torus_params_payload(pr) / ((double)pr->max_packet + pr->ack_overhead);
+	uint32_t best = m->N, k = m->t->cores ? m->t->cores : 1;
+	double best_t = 0;
+	for (uint32_t c = m->N; c >= 1; c--) {
+		double t = (double)((2 * c + k - 1) / k) * steps * event + bytes / (2.0 * c * rate) * 1e12;
+		if (c == m->N || t < best_t) {
+			best = c;
+			best_t = t;
+		}
+	}
+	return best;
+}
+
 /* Parts per reduce-scatter block: sqrt(m gamma / alpha) minimises
  * steps * (P alpha + m gamma / P); at least one packet's payload per part. */
 static uint32_t choose_parts(const struct mc_call *m)
@@ -699,7 +762,18 @@ static int setup(struct mc_call *m)
 	for (uint32_t d = 0; d < sh->ndims; d++)
 		if (torus_dim_has_links(sh, d))
 			m->dims[m->N++] = d;
-	m->nstreams = 2 * m->N;
+	m->nstreams = 2 * choose_colors(m);
+	/*
+	 * The node layout cuts a W-space range into a piece per node. Pieces
+	 * shorter than a packet's payload cost a packet each, and dominate a
+	 * short allreduce: 4 KiB on 4x4x4 took 61.7 us, and 21.1 us in the
+	 * contiguous layout. Longer pieces cost little, and there the node
+	 * layout measured better (4 MiB, 3 cores, --exact: 1.013 of the bound
+	 * against 1.022; BENCHMARKS.md, "Fewer colors for short vectors").
+	 */
+	size_t total = m->job->blocks->displs[m->p - 1] + m->job->blocks->counts[m->p - 1];
+	m->contiguous = m->job->kind == COLL_ALLREDUCE &&
+			(uint64_t)total * m->esz < (uint64_t)m->p * m->nstreams * torus_params_payload(emu_params(m->c));
 	m->P = choose_parts(m);
 	for (uint32_t s = 0; s < m->nstreams; s++) {
 		if (stream_core(m, s) != m->t->sub)
