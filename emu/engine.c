@@ -3,6 +3,8 @@
  * incoming link FIFOs and the cores' injection FIFOs, and either deposits
  * them in a core's reception FIFO or forwards them on the next link of their
  * dimension-order route, charging the link under the virtual-time model.
+ * Every pass runs under the node's pass lock, so that the node's cores can
+ * run passes too (emu_engine_try_pass).
  *
  * Deadlock freedom: dateline virtual channels. A packet enters each
  * dimension on VC 0 and moves to VC 1 on the ring's wrap-around hop, staying
@@ -241,9 +243,16 @@ static uint32_t pass_held(struct emu_node_rt *rt)
 	return moved;
 }
 
+/* The engine thread's pass. If a core is running one, the engine does not
+ * wait for the lock (and for the wake-up its release would then cost the
+ * core): it counts as busy, yields, and comes back, so it never sleeps
+ * while a pass it did not see is in progress. */
 static uint32_t locked_pass(struct emu_node_rt *rt)
 {
-	pthread_mutex_lock(&rt->pass_lock);
+	if (pthread_mutex_trylock(&rt->pass_lock)) {
+		sched_yield();
+		return 1;
+	}
 	uint32_t moved = pass_held(rt);
 	pthread_mutex_unlock(&rt->pass_lock);
 	return moved;
@@ -335,6 +344,14 @@ void *emu_engine_main(void *arg)
 
 int emu_engine_quiesce(struct emu_node_rt *rt)
 {
+	if (rt->core_passes) {
+		/* every pass runs under the pass lock: once we hold it, none is
+		 * in progress, and the next one, whoever runs it, sees what the
+		 * caller stored before (no wait for the engine thread's turn) */
+		pthread_mutex_lock(&rt->pass_lock);
+		pthread_mutex_unlock(&rt->pass_lock);
+		return 0;
+	}
 	uint64_t e = atomic_load(&rt->epoch);
 	/* the engine moves on within one pass; ring in case it is asleep, and
 	 * sleep rather than spin if it takes longer (a loaded machine) */
