@@ -50,6 +50,10 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 	rt->exact = rt->hdr->exact != 0;
 	/* cores run engine passes themselves (emu_engine_try_pass) */
 	const char *cp = getenv("TORUS_CORE_PASS");
+	if (cp && *cp && strcmp(cp, "0") && strcmp(cp, "1")) {
+		snprintf(err, errlen, "TORUS_CORE_PASS=%s: 0 (engine thread only) or 1 (the default)", cp);
+		return -EINVAL;
+	}
 	rt->core_passes = !rt->exact && !(cp && !strcmp(cp, "0"));
 	torus_cost_init(&rt->cost, rt->params);
 	rt->rank = rank;

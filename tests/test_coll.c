@@ -115,6 +115,20 @@ static uint64_t bench_emulated_ps(const char *env)
 	result_free(&r);
 	return ps;
 }
+/* A bad TORUS_MC_COLORS fails the call on every member, and the job
+ * (no hang); so does a bad TORUS_CORE_PASS, naming it. */
+static void test_colors_bad_env(void)
+{
+	struct result r = run("TORUS_MC_COLORS=0 $B/torusrun --quiet --timeout 60 --torus 2x2 -- $B/torus-bench allreduce "
+			      "--algo multicolor --sizes 1K");
+	CU_ASSERT_NOT_EQUAL(r.status, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "allreduce (multicolor) of 1024 bytes failed: Invalid argument"));
+	result_free(&r);
+	r = run("TORUS_CORE_PASS=yes $B/torusrun --quiet --timeout 60 --torus 2x2 -- $B/torus-bench allreduce --sizes 1K");
+	CU_ASSERT_NOT_EQUAL(r.status, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "TORUS_CORE_PASS=yes: 0 (engine thread only) or 1"));
+	result_free(&r);
+}
 static void test_colors_short_vector(void)
 {
 	uint64_t chosen = bench_emulated_ps(""), every = bench_emulated_ps("TORUS_MC_COLORS=3");
@@ -143,7 +157,8 @@ int main(void)
 		CUNIT_CASE(test_2x4x8), CUNIT_CASE(test_4x4x4_three_cores), CUNIT_CASE(test_2x2x2_six_cores), CUNIT_CASE(test_4d_four_cores),
 		CUNIT_CASE(test_uneven_cores), CUNIT_CASE(test_asymmetric_large_prime), CUNIT_CASE(test_team_too_large),
 		CUNIT_CASE(test_prime_7), CUNIT_CASE(test_prime_13), CUNIT_CASE(test_uneven_2d), CUNIT_CASE(test_inplace_sweep),
-		CUNIT_CASE(test_colors_forced), CUNIT_CASE(test_colors_short_vector)};
+		CUNIT_CASE(test_colors_forced), CUNIT_CASE(test_colors_short_vector),
+		CUNIT_CASE(test_colors_bad_env)};
 	static const struct cunit_case links[] = {CUNIT_CASE(test_links_4x4x4), CUNIT_CASE(test_links_8x8_single_core),
 						  CUNIT_CASE(test_links_2x2x2_six_cores)};
 	static const struct cunit_case light[] = {

@@ -90,6 +90,7 @@ struct mc_call {
 	const struct mc_job *job;
 	emu_core_t *c;
 	uint32_t N, p, nstreams, P, nmine;
+	size_t total;               /* elements in the vector (every block) */
 	int contiguous;             /* W-space is the user layout, per stream (setup) */
 	uint32_t dims[TORUS_MAX_DIMS];
 	size_t esz;
@@ -159,18 +160,13 @@ static int for_pieces(const struct mc_call *m, const struct mc_stream *st, size_
 {
 	if (a >= b)
 		return 0;
+	if (m->contiguous) /* W-space is the user layout, shifted: one piece */
+		return fn(arg, st->uoff[0] + a, a, b - a);
 	for (size_t k = pos_of(st, m->p, a); a < b; k++) {
 		if (st->woff[k + 1] <= a)
 			continue; /* an empty chunk */
-		size_t u = st->uoff[k] + (a - st->woff[k]), last = k;
-		/* positions that follow each other in the user layout too
-		 * (allreduce's: all of them) make one piece */
-		while (last + 1 < m->p && st->woff[last + 1] < b &&
-		       st->uoff[last + 1] == st->uoff[last] + (st->woff[last + 1] - st->woff[last]))
-			last++;
-		k = last;
 		size_t end = st->woff[k + 1] < b ? st->woff[k + 1] : b;
-		int rc = fn(arg, u, a, end - a);
+		int rc = fn(arg, st->uoff[k] + (a - st->woff[k]), a, end - a);
 		if (rc)
 			return rc;
 		a = end;
@@ -242,8 +238,7 @@ static int stream_init(struct mc_call *m, struct mc_stream *st)
 		 * node reduces which elements is free. The stream takes one
 		 * contiguous segment, cut in W-space order, and every range of
 		 * W-space is one piece of the user's buffer */
-		size_t total = job->blocks->displs[m->p - 1] + job->blocks->counts[m->p - 1];
-		size_t seg = split_off(total, m->nstreams, st->s), len = split_len(total, m->nstreams, st->s);
+		size_t seg = split_off(m->total, m->nstreams, st->s), len = split_len(m->total, m->nstreams, st->s);
 		for (uint32_t k = 0; k < m->p; k++) {
 			st->uoff[k] = seg + st->woff[k];
 			st->woff[k + 1] = st->woff[k] + split_len(len, m->p, k);
@@ -700,9 +695,10 @@ static int run_streams_exact(struct mc_call *m)
  * ceil(2c/k) sum_i (d_i - 1) events of that per stage, against
  * n (p-1)/p / (2c) bytes per stream at the links' payload rate. The
  * cheapest c, the most colors on a tie (BENCHMARKS.md, "Fewer colors for
- * short vectors"); TORUS_MC_COLORS=C overrides it (C >= N: every color).
+ * short vectors"); TORUS_MC_COLORS=C overrides it (C >= N: every color;
+ * anything but 1 to 64 is -EINVAL).
  */
-static uint32_t choose_colors(const struct mc_call *m)
+static int choose_colors(const struct mc_call *m, uint32_t *colors)
 {
 	const struct torus_params *pr = emu_params(m->c);
 	const struct torus_shape *sh = emu_shape(m->c);
@@ -710,11 +706,12 @@ static uint32_t choose_colors(const struct mc_call *m)
 	if (env && *env) {
 		char *end;
 		unsigned long c = strtoul(env, &end, 10);
-		if (!*end && c >= 1)
-			return c < m->N ? (uint32_t)c : m->N;
+		if (*end || c < 1 || c > 64)
+			return -EINVAL; /* on every member alike: the same environment */
+		*colors = c < m->N ? (uint32_t)c : m->N;
+		return 0;
 	}
-	size_t total = m->job->blocks->displs[m->p - 1] + m->job->blocks->counts[m->p - 1];
-	double steps = 0, bytes = (double)total * (double)m->esz * (double)(m->p - 1) / (double)m->p;
+	double steps = 0, bytes = (double)m->total * (double)m->esz * (double)(m->p - 1) / (double)m->p;
 	for (uint32_t i = 0; i < m->N; i++)
 		steps += sh->dims[m->dims[i]] - 1;
 	double event = 0.9 * ((double)pr->inj_overhead_ps + (double)pr->hop_latency_ps);
@@ -728,7 +725,8 @@ static uint32_t choose_colors(const struct mc_call *m)
 			best_t = t;
 		}
 	}
-	return best;
+	*colors = best;
+	return 0;
 }
 
 /* Parts per reduce-scatter block: sqrt(m gamma / alpha) minimises
@@ -738,8 +736,7 @@ static uint32_t choose_parts(const struct mc_call *m)
 	const struct torus_params *pr = emu_params(m->c);
 	if (m->job->kind == COLL_ALLGATHER)
 		return 1;
-	size_t total = m->job->blocks->displs[m->p - 1] + m->job->blocks->counts[m->p - 1];
-	double block = (double)total * m->esz / m->nstreams / emu_shape(m->c)->dims[m->dims[0]];
+	double block = (double)m->total * m->esz / m->nstreams / emu_shape(m->c)->dims[m->dims[0]];
 	double gamma = 1e12 / (double)pr->reduce_bw;                        /* ps per byte */
 	/* ps per part: the sender's descriptor, the receiver's event, the
 	 * latency, the rounding of a part to packets, and the wait of the other
@@ -762,7 +759,11 @@ static int setup(struct mc_call *m)
 	for (uint32_t d = 0; d < sh->ndims; d++)
 		if (torus_dim_has_links(sh, d))
 			m->dims[m->N++] = d;
-	m->nstreams = 2 * choose_colors(m);
+	m->total = m->job->blocks->displs[m->p - 1] + m->job->blocks->counts[m->p - 1];
+	uint32_t colors;
+	if ((rc = choose_colors(m, &colors)))
+		return rc;
+	m->nstreams = 2 * colors;
 	/*
 	 * The node layout cuts a W-space range into a piece per node. Pieces
 	 * shorter than a packet's payload cost a packet each, and dominate a
@@ -771,9 +772,8 @@ static int setup(struct mc_call *m)
 	 * layout measured better (4 MiB, 3 cores, --exact: 1.013 of the bound
 	 * against 1.022; BENCHMARKS.md, "Fewer colors for short vectors").
 	 */
-	size_t total = m->job->blocks->displs[m->p - 1] + m->job->blocks->counts[m->p - 1];
 	m->contiguous = m->job->kind == COLL_ALLREDUCE &&
-			(uint64_t)total * m->esz < (uint64_t)m->p * m->nstreams * torus_params_payload(emu_params(m->c));
+			(uint64_t)m->total * m->esz < (uint64_t)m->p * m->nstreams * torus_params_payload(emu_params(m->c));
 	m->P = choose_parts(m);
 	for (uint32_t s = 0; s < m->nstreams; s++) {
 		if (stream_core(m, s) != m->t->sub)
