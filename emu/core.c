@@ -659,6 +659,8 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 				slice = (int)left;
 		}
 		uint32_t seq = emu_bell_prepare(bell);
+		/* no more passes from us: the engine thread takes over */
+		emu_engine_unpark(c->node);
 		if (w->arm)
 			w->arm(w->arg);
 		if (c->tk && tk_drain(c) < 0)

@@ -289,6 +289,7 @@ static void core_done(struct emu_core *c)
 	atomic_store_explicit(&c->shm->state, EMU_CORE_DONE, memory_order_release);
 	if (c->tk)
 		emu_core_tk_poke(c); /* --exact: it no longer holds the timekeeper back */
+	emu_engine_unpark(rt); /* it runs no more passes */
 	pthread_mutex_lock(&rt->lock);
 	rt->cores_finished++;
 	if (c->status && rt->failed_core < 0)

@@ -43,6 +43,8 @@ extern uint32_t emu_spin_polls, emu_idle_polls;
  * threads, the one it waits for, could use). */
 extern uint32_t emu_engine_spin_polls, emu_engine_idle_polls;
 #define EMU_ENGINE_YIELD_POLLS_CROWDED 16u
+/* the longest nap of a parked engine (emu_engine_main) */
+#define EMU_ENGINE_PARK_MAX_MS 8
 /* ... and none under --exact beyond this many threads (emu_node_attach) */
 #define EMU_ENGINE_EXACT_NO_YIELD 1024u
 
@@ -223,6 +225,10 @@ struct emu_node_rt {
 	pthread_t engine;
 	pthread_mutex_t pass_lock;  /* held for every engine pass, by the engine or a core */
 	int core_passes;            /* cores run passes themselves (emu_engine_try_pass) */
+	/* the engine parks while cores run its passes (emu_engine_main) */
+	_Atomic uint64_t core_pass_seq;  /* emu_engine_try_pass calls */
+	_Atomic uint64_t park_veto;      /* core_pass_seq when a core last stopped passing */
+	struct emu_bell park;            /* the parked engine sleeps here */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	uint32_t cores_finished;
@@ -279,6 +285,9 @@ void *emu_engine_main(void *arg);
  * their threads (the DMA fuzz target). */
 uint32_t emu_engine_step(struct emu_node_rt *rt);
 int emu_engine_try_pass(struct emu_node_rt *rt);
+/* A core stops running passes (it goes to sleep, or ends): the parked
+ * engine takes over at once. */
+void emu_engine_unpark(struct emu_node_rt *rt);
 /* Apply the counter decrements and publish the rings that deposits made
  * outside emu_engine_step left pending (a hand-driven engine's). */
 void emu_engine_publish(struct emu_node_rt *rt);
