@@ -271,6 +271,9 @@ static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_
 	t->tag_coll = t->tag_force ? t->tag_force : (uint32_t)kind + 1;
 	memset(&t->vstats, 0, sizeof(t->vstats));
 	t->vnow = 0;
+	/* another algorithm may need the counters and regions it holds */
+	if (strcmp(alg->name, "multicolor"))
+		coll_multicolor_release(t);
 	if (all || t->sub == 0)
 		rc = alg->run(a);
 	if (kind == COLL_ALLTOALLV && !t->vstats.ran[0])

@@ -27,7 +27,12 @@ struct coll_team {
 	int64_t vnow;                   /* bytes it holds allocated now */
 	void *scratch;                  /* this core's scratch buffer, kept between calls */
 	size_t scratch_cap, scratch_mapped;
+	struct mc_plan *mc_plan;        /* multicolor's set-up, kept for the next identical call */
 };
+
+/* Free the multicolor set-up the team keeps, if any (its counters and
+ * regions go back to the core); coll/common/multicolor.c. */
+void coll_multicolor_release(coll_team_t *t);
 
 /* This core's scratch buffer of the team, at least `bytes` long; NULL if out
  * of memory. One call uses it at a time; it stays until a larger one is

@@ -64,6 +64,23 @@ int dma_mem_deregister(emu_core_t *c, uint32_t region)
 	return emu_engine_quiesce(c->node);
 }
 
+int dma_mem_rebind(emu_core_t *c, uint32_t region, void *base, size_t len)
+{
+	uint32_t core, idx;
+	if (!c || (!base && len))
+		return -EINVAL;
+	struct dma_region_shm *r = local_region(c, region, &core, &idx);
+	if (!r || core != c->index || !atomic_load(&r->valid))
+		return DMA_ERR_REGION;
+	/* closed while it moves: a deposit sees the old region or none */
+	atomic_store(&r->valid, 0);
+	int rc = emu_engine_quiesce(c->node);
+	c->dma->region_base[idx] = base;
+	atomic_store_explicit(&r->size, len, memory_order_relaxed);
+	atomic_store_explicit(&r->valid, 1, memory_order_release);
+	return rc;
+}
+
 int dma_core_finish(emu_core_t *c)
 {
 	struct dma_core_shm *d = c->dma->shm;

@@ -6,6 +6,7 @@
  * order. Also checks the bad calls a member can see locally.
  *
  *   torusrun --torus 3x3x2 -- coll-check 1 7 1000
+ *   torusrun --torus 4x4x4 -- coll-check --repeat 12 1000   (kept set-ups)
  */
 #include "torus/coll.h"
 
@@ -34,10 +35,12 @@ static void fail(emu_core_t *c, const char *fmt, ...)
 	__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
 }
 
+static _Thread_local uint32_t salt; /* --repeat: every round's inputs differ (per core) */
+
 /* Member m's element i, as a small integer (1..3 for products). */
 static int64_t value(uint32_t m, size_t i, enum coll_op op)
 {
-	uint64_t h = (m + 1) * 2654435761u ^ (i + 7) * 40503u;
+	uint64_t h = (m + 1 + salt) * 2654435761u ^ (i + 7) * 40503u;
 	if (op == COLL_PROD)
 		return 1 + (int64_t)(h % 2); /* products stay exact for many members */
 	return (int64_t)(h % 97) - 48;
@@ -756,8 +759,79 @@ static int sweep_main(emu_core_t *c, void *arg)
 	return __atomic_load_n(&failures, __ATOMIC_RELAXED) ? 1 : 0;
 }
 
+/*
+ * --repeat R COUNT: multicolor keeps a call's set-up for the next identical
+ * call (coll/common/multicolor.c). R rounds of the same calls, each with
+ * new inputs (a stale result shows), into buffers that come and go (the
+ * result region follows them), with an in-place call, another algorithm
+ * and another count now and then in between (each drops the kept set-up),
+ * on the whole job's team and on the node team.
+ */
+static uint32_t repeat_rounds;
+static const struct coll_algorithm *find_algo(enum coll_kind k, const char *name)
+{
+	size_t na;
+	const struct coll_algorithm *al = coll_catalogue(k, &na);
+	for (size_t i = 0; i < na; i++)
+		if (!strcmp(al[i].name, name))
+			return &al[i];
+	return NULL;
+}
+static void repeat_on(emu_core_t *c, coll_team_t *t)
+{
+	const struct coll_algorithm *mc[3] = {find_algo(COLL_ALLREDUCE, "multicolor"),
+					      find_algo(COLL_REDUCE_SCATTER, "multicolor"),
+					      find_algo(COLL_ALLGATHER, "multicolor")},
+				    *ring = find_algo(COLL_ALLREDUCE, "ring");
+	size_t n = counts[0];
+	for (int k = 0; k < 3; k++) {
+		if (!mc[k])
+			continue;
+		enum coll_dtype dt = k == 1 ? COLL_DOUBLE : COLL_INT64;
+		for (uint32_t r = 0; r < repeat_rounds; r++) {
+			salt = r * 1009;
+			run_one(c, t, mc[k], dt, COLL_SUM, n, 0);
+			if (r % 5 == 1 && k == 0)
+				run_one(c, t, mc[k], dt, COLL_SUM, n, 1); /* in place */
+			if (r % 5 == 2 && ring)
+				run_one(c, t, ring, COLL_INT64, COLL_SUM, n, 0);
+			if (r % 5 == 3)
+				run_one(c, t, mc[k], dt, COLL_SUM, n + 1, 0);
+		}
+	}
+	salt = 0;
+}
+static int repeat_main(emu_core_t *c, void *arg)
+{
+	(void)arg;
+	coll_team_t *world = NULL, *node_team = NULL;
+	if (coll_team_world(c, &world))
+		return 1;
+	repeat_on(c, world);
+	uint32_t uniform = 1;
+	for (uint32_t nd = 0; nd < emu_node_count(c); nd++)
+		uniform &= emu_cores_of(c, nd) == emu_cores_of(c, 0);
+	if (uniform && emu_cores_of(c, 0) > 1) {
+		if (coll_team_nodes(c, 0, &node_team))
+			return 1;
+		repeat_on(c, node_team);
+	}
+	coll_team_free(world);
+	coll_team_free(node_team);
+	if (emu_core_global(c) == 0)
+		printf("coll-check: %u rounds of repeated calls on %u cores, %s\n", repeat_rounds, emu_core_total(c),
+		       failures ? "FAILED" : "all results match the reference");
+	return __atomic_load_n(&failures, __ATOMIC_RELAXED) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "--repeat")) {
+		repeat_rounds = (uint32_t)strtoul(argv[2], NULL, 10);
+		counts[0] = strtoull(argv[3], NULL, 10);
+		ncounts = 1;
+		return emu_job_main(argc, argv, repeat_main, NULL);
+	}
 	if (argc == 3 && !strcmp(argv[1], "--inplace-sweep")) {
 		static uint32_t m;
 		m = (uint32_t)strtoul(argv[2], NULL, 10);

@@ -144,6 +144,60 @@ static int run_transfer(emu_core_t *c, int kind)
 	return 0;
 }
 
+/* -------------------------------------------------------------- rebind */
+
+/* dma_mem_rebind: a region keeps its id and moves to another buffer; a
+ * peer that knows the id puts into the new buffer, not the old one. */
+static int run_rebind(emu_core_t *c)
+{
+	uint8_t old[512], *buf = malloc(1024), *tx = malloc(1000);
+	uint32_t reg, cnt, inj, to_node, to_core, to_g, from_node, from_core, from_g, me = emu_core_global(c);
+	dma_injfifo_t *f;
+	if (!CHECK(c, buf && tx, "out of memory"))
+		return 1;
+	peer(c, 1, &to_node, &to_core, &to_g);
+	peer(c, -1, &from_node, &from_core, &from_g);
+	memset(old, 0xEE, sizeof(old));
+	memset(buf, 0xEE, 1024);
+	for (uint32_t i = 0; i < 1000; i++)
+		tx[i] = pattern(me, i);
+	CHECK(c, dma_mem_register(c, old, sizeof(old), &reg) == 0 && reg == region_id(c, emu_core_index(c)), "register");
+	CHECK(c, dma_mem_rebind(NULL, reg, buf, 1024) == -EINVAL, "NULL core accepted");
+	CHECK(c, dma_mem_rebind(c, reg, NULL, 1024) == -EINVAL, "NULL buffer accepted");
+	CHECK(c, dma_mem_rebind(c, reg + 1, buf, 1024) == DMA_ERR_REGION, "unregistered region accepted");
+	CHECK(c, dma_mem_rebind(c, reg, buf, 1024) == 0, "rebind");
+	CHECK(c, dma_counter_alloc(c, &cnt) == 0 && cnt == counter_id(c, emu_core_index(c)), "alloc counter");
+	CHECK(c, dma_counter_alloc(c, &inj) == 0, "alloc injection counter");
+	CHECK(c, dma_injfifo_open(c, 0, &f) == 0, "open fifo");
+	dma_counter_add(c, cnt, 1000);
+	if (dma_barrier(c))
+		return 1;
+	/* 1000 bytes: past the old buffer's 512, inside the new one */
+	struct dma_desc d;
+	dma_counter_add(c, inj, 1000);
+	dma_desc_put(&d, to_node, tx, 1000, region_id(c, to_core), 0, counter_id(c, to_core), inj);
+	post(c, f, &d);
+	CHECK(c, dma_counter_wait(c, inj) == 0, "wait injection counter");
+	CHECK(c, dma_counter_wait(c, cnt) == 0, "wait reception counter");
+	uint32_t bad = UINT32_MAX;
+	for (uint32_t i = 0; i < 1024 && bad == UINT32_MAX; i++)
+		if (buf[i] != (i < 1000 ? pattern(from_g, i) : 0xEE))
+			bad = i;
+	CHECK(c, bad == UINT32_MAX, "new buffer: byte %u wrong", bad);
+	bad = UINT32_MAX;
+	for (uint32_t i = 0; i < sizeof(old) && bad == UINT32_MAX; i++)
+		if (old[i] != 0xEE)
+			bad = i;
+	CHECK(c, bad == UINT32_MAX, "old buffer written at byte %u", bad);
+	if (dma_barrier(c))
+		return 1;
+	CHECK(c, dma_mem_deregister(c, reg) == 0, "deregister");
+	CHECK(c, dma_mem_rebind(c, reg, buf, 1024) == DMA_ERR_REGION, "rebind after deregister accepted");
+	free(buf);
+	free(tx);
+	return 0;
+}
+
 /* ------------------------------------------------------------- memfifo */
 
 struct assembly {
@@ -877,6 +931,8 @@ static int core_main(emu_core_t *c, void *arg)
 		rc = run_transfer(c, DMA_COPY);
 	else if (!strcmp(scenario, "memfifo"))
 		rc = run_memfifo(c);
+	else if (!strcmp(scenario, "rebind"))
+		rc = run_rebind(c);
 	else if (!strcmp(scenario, "many"))
 		rc = run_many(c);
 	else if (!strcmp(scenario, "bad"))
@@ -907,7 +963,7 @@ static int core_main(emu_core_t *c, void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
-		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | bad | full | barrier | "
+		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | bad | rebind | full | barrier | "
 		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait | leftwait | injorder (these four: --exact)\n");
 		return argc < 2 ? 2 : 0;
 	}

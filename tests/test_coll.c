@@ -138,6 +138,21 @@ static void test_colors_short_vector(void)
 			(unsigned long long)every);
 }
 
+/* Identical calls in a row keep multicolor's set-up (counters re-armed at
+ * the end of a call, the result region moved to each call's buffer): new
+ * inputs every round, buffers that come and go, and other calls in between
+ * (coll-check --repeat); with one core, with a node team of three, and
+ * under --exact. A set-up kept without re-arming its counters, or without
+ * moving its region, fails here. */
+static void test_kept_setup(void)
+{
+	check("--torus 4x4x4 -- $B/coll-check --repeat 12 1000");
+	check("--torus 3x3x2 --cores 3 -- $B/coll-check --repeat 12 1000");
+	check("--exact --torus 2x3x2 --cores 2 -- $B/coll-check --repeat 8 300");
+	check("--torus 3x2 -- env TORUS_MC_PLAN=0 $B/coll-check --repeat 6 1000");
+}
+static void light_kept_setup(void) { check("--torus 2x2x2 --cores 2 -- $B/coll-check --repeat 6 500"); }
+
 static void test_team_too_large(void)
 {
 	/* 64 members need 65 counters for the ring: -ENOTSUP on every member
@@ -158,13 +173,13 @@ int main(void)
 		CUNIT_CASE(test_uneven_cores), CUNIT_CASE(test_asymmetric_large_prime), CUNIT_CASE(test_team_too_large),
 		CUNIT_CASE(test_prime_7), CUNIT_CASE(test_prime_13), CUNIT_CASE(test_uneven_2d), CUNIT_CASE(test_inplace_sweep),
 		CUNIT_CASE(test_colors_forced), CUNIT_CASE(test_colors_short_vector),
-		CUNIT_CASE(test_colors_bad_env)};
+		CUNIT_CASE(test_colors_bad_env), CUNIT_CASE(test_kept_setup)};
 	static const struct cunit_case links[] = {CUNIT_CASE(test_links_4x4x4), CUNIT_CASE(test_links_8x8_single_core),
 						  CUNIT_CASE(test_links_2x2x2_six_cores)};
 	static const struct cunit_case light[] = {
 		CUNIT_CASE(light_1d), CUNIT_CASE(light_2x2_two_cores), CUNIT_CASE(light_figure5_three_cores),
 		CUNIT_CASE(light_2x2x2_six_cores), CUNIT_CASE(light_uneven_cores), CUNIT_CASE(light_team_too_large),
-		CUNIT_CASE(test_inplace_sweep)};
+		CUNIT_CASE(test_inplace_sweep), CUNIT_CASE(light_kept_setup)};
 	static const struct cunit_case light_links[] = {CUNIT_CASE(test_links_8x8_single_core),
 							CUNIT_CASE(test_links_2x2x2_six_cores)};
 	static const struct cunit_suite all[] = {{"coll.catalogue", ring, CUNIT_COUNT(ring)},

@@ -50,6 +50,7 @@ static void test_large_64mib(void)
 }
 static void test_many_outstanding(void) { each_shape("many 3000"); }
 static void test_bad_descriptors(void) { each_shape("bad"); }
+static void test_rebind(void) { each_shape("rebind"); }
 static void test_backpressure(void)
 {
 	check_scenario("--torus 2 --param inj_slots=2", "full");
@@ -123,7 +124,7 @@ int main(void)
 		CUNIT_CASE(test_put), CUNIT_CASE(test_get), CUNIT_CASE(test_copy), CUNIT_CASE(test_memfifo),
 		CUNIT_CASE(test_large_64mib), CUNIT_CASE(test_many_outstanding)};
 	static const struct cunit_case control[] = {
-		CUNIT_CASE(test_bad_descriptors), CUNIT_CASE(test_backpressure), CUNIT_CASE(test_barrier),
+		CUNIT_CASE(test_bad_descriptors), CUNIT_CASE(test_rebind), CUNIT_CASE(test_backpressure), CUNIT_CASE(test_barrier),
 		CUNIT_CASE(test_wait_any), CUNIT_CASE(test_exact), CUNIT_CASE(test_bandwidth_model), CUNIT_CASE(test_pingpong),
 		CUNIT_CASE(test_hang_detected)};
 	static const struct cunit_suite all[] = {

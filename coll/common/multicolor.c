@@ -66,6 +66,9 @@ struct mc_phase {
 	size_t scratch;             /* byte offset of slot 0 in the core's scratch */
 	size_t *slot;               /* byte offset of slot t from `scratch` (d entries) */
 	int32_t *rs_mark, *ag_mark; /* watermark of each unit, -1 for an empty one */
+	int64_t *levels;            /* the counter's marks, and the bytes it is armed with */
+	uint32_t nlevels;
+	int64_t armed;
 	struct coll_addr next;      /* the successor's */
 	int watched;
 };
@@ -99,8 +102,22 @@ struct mc_call {
 	size_t scratch_bytes;
 	uint32_t scratch_region, result_region, inj;
 	int have_scratch, have_result, have_inj;
+	int keep;                   /* the set-up is kept for the next identical call (plan) */
+	size_t job_result_bytes;    /* a kept set-up's: its result region's length */
 	dma_injfifo_t *fifo[2 * TORUS_MAX_DIMS];
 	struct torus_calendar busy; /* when this core is busy with one of its streams */
+};
+
+/*
+ * A call's set-up, kept in the team for the next call with the same
+ * arguments (coll_multicolor): its streams, armed counters, private
+ * scratch, regions and the neighbours' addresses.
+ */
+struct mc_plan {
+	struct mc_call m;
+	enum coll_kind kind;
+	uint64_t check;             /* the call's hash (catalogue.c) */
+	void *result;               /* what the result region points at */
 };
 
 /* ------------------------------------------------------------ geometry */
@@ -266,6 +283,7 @@ static void stream_free(struct mc_stream *st, uint32_t N)
 	free(st->woff);
 	free(st->uoff);
 	for (uint32_t i = 0; i < N; i++) {
+		free(st->ph[i].levels);
 		free(st->ph[i].slot);
 		free(st->ph[i].rs_mark);
 		free(st->ph[i].ag_mark);
@@ -285,6 +303,13 @@ static size_t ag_unit_bytes(const struct mc_call *m, const struct mc_stream *st,
 	size_t e0, e1;
 	block_range(st, i, mod((int64_t)st->ph[i].rho - 1 - t, st->ph[i].d), &e0, &e1);
 	return (e1 - e0) * m->esz;
+}
+
+/* The phase's counter: every byte it will see, and a mark per unit. */
+static int arm(struct mc_call *m, const struct mc_phase *ph)
+{
+	int rc = dma_counter_add(m->c, ph->counter, ph->armed);
+	return rc ? rc : dma_counter_watch(m->c, ph->counter, ph->levels, ph->nlevels);
 }
 
 /*
@@ -327,12 +352,13 @@ static int phase_counters(struct mc_call *m, struct mc_stream *st, uint32_t i, s
 		if (b)
 			levels[nmarks++] = left -= (int64_t)b;
 	}
+	ph->levels = levels;
+	ph->nlevels = nmarks;
+	ph->armed = total;
 	if (!(rc = dma_counter_alloc(m->c, &ph->counter))) {
 		ph->watched = 1;
-		if (!(rc = dma_counter_add(m->c, ph->counter, total)))
-			rc = dma_counter_watch(m->c, ph->counter, levels, nmarks);
+		rc = arm(m, ph);
 	}
-	free(levels);
 	return rc;
 }
 
@@ -752,7 +778,8 @@ static uint32_t choose_parts(const struct mc_call *m)
 	return P < 1 ? 1 : (uint32_t)P;
 }
 
-static int setup(struct mc_call *m)
+/* The call's shape: dimensions, colors, layout and parts (no allocation). */
+static int shape(struct mc_call *m)
 {
 	const struct torus_shape *sh = emu_shape(m->c);
 	int rc;
@@ -775,6 +802,13 @@ static int setup(struct mc_call *m)
 	m->contiguous = m->job->kind == COLL_ALLREDUCE &&
 			(uint64_t)m->total * m->esz < (uint64_t)m->p * m->nstreams * torus_params_payload(emu_params(m->c));
 	m->P = choose_parts(m);
+	return 0;
+}
+
+/* Streams, counters, scratch, regions and FIFOs. */
+static int setup(struct mc_call *m)
+{
+	int rc;
 	for (uint32_t s = 0; s < m->nstreams; s++) {
 		if (stream_core(m, s) != m->t->sub)
 			continue;
@@ -792,7 +826,9 @@ static int setup(struct mc_call *m)
 			if ((rc = phase_counters(m, &m->st[i], ph, &at)))
 				return rc;
 	m->scratch_bytes = at;
-	if (!(m->scratch = coll_scratch_get(m->t, at)))
+	/* a kept set-up has its own: the team's is every call's */
+	m->scratch = m->keep ? aligned_alloc(64, (at + 63) / 64 * 64 + 64) : coll_scratch_get(m->t, at);
+	if (!m->scratch)
 		return -ENOMEM;
 	if ((rc = dma_mem_register(m->c, m->scratch, at, &m->scratch_region)))
 		return rc;
@@ -856,6 +892,107 @@ static int finish(struct mc_call *m, int rc)
 				dma_counter_free(m->c, m->st[i].ph[ph].counter);
 		stream_free(&m->st[i], m->N);
 	}
+	if (m->keep)
+		free(m->scratch);
+	return rc;
+}
+
+/* ------------------------------------------------------ kept set-ups */
+
+/*
+ * Identical calls (osu_allreduce makes 1200 of each size) keep their
+ * set-up: the second call on finds its counters armed, its regions
+ * registered and its neighbours' addresses known, and runs the streams at
+ * once. No exchange and no agreement: the catalogue's barrier before every
+ * call (agree_on_call) has checked that every member makes the same call,
+ * and every member, seeing the same arguments, keeps or drops alike.
+ *
+ * Why a kept set-up is safe. A peer's data for call k+1 leaves it only
+ * after the catalogue's barrier of call k+1, so after this core has left
+ * call k, in which every unit it expected had arrived: the counters are
+ * re-armed at the end of call k (rearm), before anything of call k+1 can
+ * land, and the scratch is the set-up's own, so calls of other algorithms
+ * in between cannot move it. The result region is pointed at the new
+ * result buffer at the start of call k+1 (dma_mem_rebind), which is in
+ * time because a peer's allgather puts into it only after its
+ * reduce-scatter, which needs this core's data of call k+1. That is why
+ * allgather, which puts into the result at once, always sets up afresh.
+ * Vectors above MC_PLAN_MAX_BYTES set up afresh too: the set-up is a small
+ * part of their time, and the scratch is not held between calls.
+ */
+#define MC_PLAN_MAX_BYTES (1u << 20)
+
+static int plan_wanted(const struct mc_call *m)
+{
+	const char *env = getenv("TORUS_MC_PLAN");
+	if (env && !strcmp(env, "0"))
+		return 0;
+	return m->job->kind != COLL_ALLGATHER && (uint64_t)m->total * m->esz <= MC_PLAN_MAX_BYTES;
+}
+
+static int plan_fits(const struct mc_plan *pl, const struct mc_call *m)
+{
+	const struct mc_call *k = &pl->m;
+	return pl->kind == m->job->kind && pl->check == m->job->check && k->total == m->total && k->esz == m->esz &&
+	       k->nstreams == m->nstreams && k->P == m->P && k->contiguous == m->contiguous &&
+	       k->job_result_bytes == m->job->result_bytes;
+}
+
+/* The call is over: its sources are free again, and every counter is armed
+ * for the next identical call. */
+static int rearm(struct mc_call *m)
+{
+	int rc = dma_counter_wait(m->c, m->inj);
+	for (uint32_t i = 0; !rc && i < m->nmine; i++)
+		for (uint32_t ph = 0; !rc && ph < m->N; ph++)
+			rc = arm(m, &m->st[i].ph[ph]);
+	return rc;
+}
+
+void coll_multicolor_release(coll_team_t *t)
+{
+	if (!t || !t->mc_plan)
+		return;
+	struct mc_plan *pl = t->mc_plan;
+	t->mc_plan = NULL;
+	finish(&pl->m, 0);
+	free(pl);
+}
+
+static int keep(coll_team_t *t, struct mc_call *m)
+{
+	struct mc_plan *pl = malloc(sizeof(*pl));
+	int rc = pl ? rearm(m) : -ENOMEM;
+	if (rc) {
+		free(pl);
+		return finish(m, rc);
+	}
+	pl->m = *m;
+	pl->m.job_result_bytes = m->job->result_bytes;
+	pl->kind = m->job->kind;
+	pl->check = m->job->check;
+	pl->result = m->job->result;
+	t->mc_plan = pl;
+	return 0;
+}
+
+static int run_plan(coll_team_t *t, const struct mc_job *job)
+{
+	struct mc_plan *pl = t->mc_plan;
+	struct mc_call *m = &pl->m;
+	int rc = 0;
+	m->job = job;
+	memset(&m->busy, 0, sizeof(m->busy));
+	if (job->kind != COLL_REDUCE_SCATTER && job->result != pl->result) {
+		rc = dma_mem_rebind(m->c, m->result_region, job->result, job->result_bytes);
+		pl->result = job->result;
+	}
+	if (!rc)
+		rc = run_streams(m);
+	if (!rc)
+		rc = rearm(m);
+	if (rc)
+		coll_multicolor_release(t);
 	return rc;
 }
 
@@ -911,7 +1048,13 @@ int coll_multicolor(coll_team_t *t, const struct mc_job *job)
 	m.esz = coll_dtype_size(job->dtype);
 	if (m.p == 1)
 		return one_node(&m);
-	int rc = setup(&m);
+	int rc = shape(&m);
+	if (!rc && t->mc_plan && plan_fits(t->mc_plan, &m))
+		return run_plan(t, job);
+	coll_multicolor_release(t);
+	m.keep = !rc && plan_wanted(&m);
+	if (!rc)
+		rc = setup(&m);
 	if (!rc && job->kind == COLL_ALLGATHER)
 		place_own(&m);
 	int x = exchange(&m, rc != 0);
@@ -920,5 +1063,5 @@ int coll_multicolor(coll_team_t *t, const struct mc_job *job)
 		return finish(&m, rc);
 	/* allgather: this node's chunk of each stream is in place; go */
 	rc = run_streams(&m);
-	return finish(&m, rc);
+	return rc || !m.keep ? finish(&m, rc) : keep(t, &m);
 }

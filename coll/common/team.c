@@ -165,6 +165,7 @@ void coll_team_free(coll_team_t *t)
 	free(t->members);
 	free(t->node);
 	free(t->cpu);
+	coll_multicolor_release(t);
 	coll_scratch_release(t);
 	free(t);
 }

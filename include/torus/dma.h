@@ -60,6 +60,12 @@ const char *dma_strerror(int err);
  * close: wait on counters for all traffic into or out of it first. */
 int dma_mem_register(emu_core_t *c, void *base, size_t len, uint32_t *region);
 int dma_mem_deregister(emu_core_t *c, uint32_t region);
+/* Point registered region `region` of this core at [base, base+len), under
+ * the same id, so that peers that know the id need not be told. Deposits
+ * in progress finish first, as in dma_mem_deregister; the caller makes sure
+ * that none targets the region from now until it is used again (a
+ * collective that keeps its set-up between calls: coll/common/multicolor.c). */
+int dma_mem_rebind(emu_core_t *c, uint32_t region, void *base, size_t len);
 
 /* --------------------------------------------------------------- counters */
 
