@@ -765,7 +765,8 @@ static int sweep_main(emu_core_t *c, void *arg)
  * new inputs (a stale result shows), into buffers that come and go (the
  * result region follows them), with an in-place call, another algorithm
  * and another count now and then in between (each drops the kept set-up),
- * on the whole job's team and on the node team.
+ * on the whole job's team and on the node team; with one core per node,
+ * also six teams in turn, more than a core's counters could keep.
  */
 static uint32_t repeat_rounds;
 static const struct coll_algorithm *find_algo(enum coll_kind k, const char *name)
@@ -805,6 +806,7 @@ static int repeat_main(emu_core_t *c, void *arg)
 {
 	(void)arg;
 	coll_team_t *world = NULL, *node_team = NULL;
+	const struct coll_algorithm *mc = find_algo(COLL_ALLREDUCE, "multicolor");
 	if (coll_team_world(c, &world))
 		return 1;
 	repeat_on(c, world);
@@ -815,6 +817,22 @@ static int repeat_main(emu_core_t *c, void *arg)
 		if (coll_team_nodes(c, 0, &node_team))
 			return 1;
 		repeat_on(c, node_team);
+	}
+	if (uniform && emu_cores_of(c, 0) == 1 && mc) {
+		/* six teams in turn, each keeping its set-up while there is room:
+		 * more than a core's counters if all kept (with every color) */
+		coll_team_t *many[6] = {NULL};
+		for (int i = 0; i < 6; i++)
+			if (coll_team_world(c, &many[i]))
+				return 1;
+		for (uint32_t r = 0; r < repeat_rounds; r++) {
+			salt = r * 7;
+			for (int i = 0; i < 6; i++)
+				run_one(c, many[i], mc, COLL_INT64, COLL_SUM, counts[0], 0);
+		}
+		salt = 0;
+		for (int i = 0; i < 6; i++)
+			coll_team_free(many[i]);
 	}
 	coll_team_free(world);
 	coll_team_free(node_team);

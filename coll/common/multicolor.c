@@ -103,6 +103,7 @@ struct mc_call {
 	uint32_t scratch_region, result_region, inj;
 	int have_scratch, have_result, have_inj;
 	int keep;                   /* the set-up is kept for the next identical call (plan) */
+	int own_scratch;            /* scratch is the call's own (a set-up that may be kept) */
 	size_t job_result_bytes;    /* a kept set-up's: its result region's length */
 	dma_injfifo_t *fifo[2 * TORUS_MAX_DIMS];
 	struct torus_calendar busy; /* when this core is busy with one of its streams */
@@ -118,6 +119,7 @@ struct mc_plan {
 	enum coll_kind kind;
 	uint64_t check;             /* the call's hash (catalogue.c) */
 	void *result;               /* what the result region points at */
+	uint32_t counters, regions; /* what it holds */
 };
 
 /* ------------------------------------------------------------ geometry */
@@ -827,6 +829,7 @@ static int setup(struct mc_call *m)
 				return rc;
 	m->scratch_bytes = at;
 	/* a kept set-up has its own: the team's is every call's */
+	m->own_scratch = m->keep;
 	m->scratch = m->keep ? aligned_alloc(64, (at + 63) / 64 * 64 + 64) : coll_scratch_get(m->t, at);
 	if (!m->scratch)
 		return -ENOMEM;
@@ -892,7 +895,7 @@ static int finish(struct mc_call *m, int rc)
 				dma_counter_free(m->c, m->st[i].ph[ph].counter);
 		stream_free(&m->st[i], m->N);
 	}
-	if (m->keep)
+	if (m->own_scratch)
 		free(m->scratch);
 	return rc;
 }
@@ -921,6 +924,37 @@ static int finish(struct mc_call *m, int rc)
  * part of their time, and the scratch is not held between calls.
  */
 #define MC_PLAN_MAX_BYTES (1u << 20)
+
+/* What this process's cores hold in kept set-ups, by core: at most half
+ * the counters and a quarter of the regions, so that other calls (another
+ * team's set-up, point-to-point) still find theirs. */
+static struct {
+	uint32_t counters, regions;
+} kept[TORUS_MAX_CORES];
+
+static uint32_t plan_counters(const struct mc_call *m) { return m->nmine * m->N + 1; }
+static uint32_t plan_regions(const struct mc_call *m) { return (uint32_t)(m->have_scratch + m->have_result); }
+
+/*
+ * coll_agree, which also settles whether the set-up is kept: every member
+ * says whether it has room (kept[]), and all keep or none, since a member
+ * that kept would skip the next call's exchange that one that did not
+ * waits for.
+ */
+static int agree_keep(struct mc_call *m, int rc)
+{
+	const struct torus_params *pr = emu_params(m->c);
+	uint32_t i = emu_core_index(m->c), worst;
+	uint32_t full = m->keep && (kept[i].counters + plan_counters(m) > pr->dma_counters / 2 ||
+				    kept[i].regions + plan_regions(m) > pr->dma_regions / 4);
+	int b = dma_barrier_team_max(m->c, m->t->part, m->t->npart, rc < 0 ? (uint32_t)-rc << 1 : full, &worst);
+	if (b)
+		return b;
+	if (worst > 1)
+		return -(int)(worst >> 1);
+	m->keep = m->keep && !worst;
+	return 0;
+}
 
 static int plan_wanted(const struct mc_call *m)
 {
@@ -954,7 +988,10 @@ void coll_multicolor_release(coll_team_t *t)
 	if (!t || !t->mc_plan)
 		return;
 	struct mc_plan *pl = t->mc_plan;
+	uint32_t i = emu_core_index(pl->m.c);
 	t->mc_plan = NULL;
+	kept[i].counters -= pl->counters;
+	kept[i].regions -= pl->regions;
 	finish(&pl->m, 0);
 	free(pl);
 }
@@ -972,6 +1009,10 @@ static int keep(coll_team_t *t, struct mc_call *m)
 	pl->kind = m->job->kind;
 	pl->check = m->job->check;
 	pl->result = m->job->result;
+	pl->counters = plan_counters(m);
+	pl->regions = plan_regions(m);
+	kept[emu_core_index(m->c)].counters += pl->counters;
+	kept[emu_core_index(m->c)].regions += pl->regions;
 	t->mc_plan = pl;
 	return 0;
 }
@@ -1058,7 +1099,7 @@ int coll_multicolor(coll_team_t *t, const struct mc_job *job)
 	if (!rc && job->kind == COLL_ALLGATHER)
 		place_own(&m);
 	int x = exchange(&m, rc != 0);
-	rc = coll_agree(t, rc ? rc : x);
+	rc = agree_keep(&m, rc ? rc : x);
 	if (rc)
 		return finish(&m, rc);
 	/* allgather: this node's chunk of each stream is in place; go */
