@@ -156,6 +156,27 @@ static void test_alltoall_json(void)
 	}
 }
 
+/* alltoall --no-check leaves the buffers unfilled (the send buffers take
+ * no memory): under --exact the same emulated time and link loads as a
+ * checked run, every byte still moved. */
+static void test_alltoall_no_check(void)
+{
+	struct row w[2][2];
+	for (int k = 0; k < 2; k++) {
+		struct result r = run("$B/torusrun --torus 3x2 --exact --quiet --timeout 60 -- $B/torus-bench alltoall "
+				      "--algo direct --sizes 48K --json %s",
+				      k ? "--no-check" : "");
+		EXPECT(r.status == 0, "[%d] status %d\n%.1000s", k, r.status, r.err);
+		EXPECT(parse_rows(r.out, w[k], 2) == 1 && w[k][0].checked == !k, "[%d] one row, checked %d: %.500s", k,
+		       w[k][0].checked, r.out);
+		result_free(&r);
+	}
+	EXPECT(w[1][0].emulated_ps == w[0][0].emulated_ps && w[1][0].link_max == w[0][0].link_max &&
+		       w[1][0].link_max >= 8192,
+	       "unchecked %.0f ps, %.0f bytes on the busiest link; checked %.0f ps, %.0f bytes", w[1][0].emulated_ps,
+	       w[1][0].link_max, w[0][0].emulated_ps, w[0][0].link_max);
+}
+
 /* --explain: 000's Fig. 3 on nodes of 1, 2 and 3 cores (hierarchical_factor,
  * every core a member): 15 steps in 3 phases (the caption's count), printed and nothing run. */
 static void test_alltoall_explain(void)
@@ -594,7 +615,7 @@ int main(void)
 		CUNIT_CASE(test_allreduce_ring_json), CUNIT_CASE(test_allgather_ring_json),
 		CUNIT_CASE(test_reduce_scatter_ring_json), CUNIT_CASE(test_ring_1d_every_link),
 		CUNIT_CASE(test_default_algo), CUNIT_CASE(test_warmup_reps), CUNIT_CASE(test_table),
-		CUNIT_CASE(test_multiplexed_repeatable), CUNIT_CASE(test_alltoall_json), CUNIT_CASE(test_alltoall_explain),
+		CUNIT_CASE(test_multiplexed_repeatable), CUNIT_CASE(test_alltoall_json), CUNIT_CASE(test_alltoall_no_check), CUNIT_CASE(test_alltoall_explain),
 		CUNIT_CASE(test_alltoall_uneven_members), CUNIT_CASE(test_alltoall_tiny_fifos),
 		CUNIT_CASE(test_alltoallv_patterns), CUNIT_CASE(test_alltoallv_inplace_memory)};
 	static const struct cunit_case errors[] = {
