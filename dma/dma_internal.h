@@ -274,6 +274,8 @@ void dma_core_teardown(emu_core_t *c);
 int dma_core_finish(emu_core_t *c);
 /* Engine: inject from descriptor FIFOs and reply queues; packets moved. */
 uint32_t dma_engine_inject(struct emu_node_rt *rt);
+/* Descriptors or replies not yet fully injected. */
+int dma_engine_backlog(const struct emu_node_rt *rt);
 /* Engine: deposit a DMA packet that reached this node; 0 if it must wait. */
 int dma_engine_deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side);
 /*

@@ -583,6 +583,17 @@ static uint32_t inject_fifo(struct emu_node_rt *rt, struct dma_engine_fifo *f)
 	return moved;
 }
 
+int dma_engine_backlog(const struct emu_node_rt *rt)
+{
+	const struct dma_engine *e = rt->dma;
+	if (e->nack_head < e->nnacks || e->reply_head < e->nreplies)
+		return 1;
+	for (uint32_t c = 0; c < rt->ncores; c++)
+		if (atomic_load_explicit(&rt->cores[c]->dma->nonempty, memory_order_relaxed))
+			return 1;
+	return 0;
+}
+
 uint32_t dma_engine_inject(struct emu_node_rt *rt)
 {
 	struct dma_engine *e = rt->dma;

@@ -32,6 +32,7 @@ const struct emu_unit emu_node_unit = {
 	.core_finish = dma_core_finish,
 	.core_drain = core_drain,
 	.inject = dma_engine_inject,
+	.backlog = dma_engine_backlog,
 	.deliver = deliver,
 	.flush = flush,
 	.getreq_bytes = sizeof(struct dma_getreq),

@@ -36,6 +36,9 @@ struct emu_unit {
 	int (*core_finish)(struct emu_core *c);
 	/* engine: one pass over the unit's queues; the packets it moved */
 	uint32_t (*inject)(struct emu_node_rt *rt);
+	/* engine: the unit holds work it could not finish (a transfer
+	 * waiting for room on a link); 0 or 1 */
+	int (*backlog)(const struct emu_node_rt *rt);
 	/* engine: a packet of a kind other than raw reached this node:
 	 * 1 deposited, 0 it must wait (the engine retries it later) */
 	int (*deliver)(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side);
