@@ -229,6 +229,7 @@ struct emu_node_rt {
 	_Atomic uint64_t core_pass_seq;  /* emu_engine_try_pass calls */
 	_Atomic uint64_t park_veto;      /* core_pass_seq when a core last stopped passing */
 	struct emu_bell park;            /* the parked engine sleeps here */
+	_Atomic int backlog;             /* the last pass left work waiting for room (or moved some) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	uint32_t cores_finished;
