@@ -9,7 +9,13 @@ counts (TORUS_TK_DEBUG, medians over the exact runs: queries answered, and
 the timekeeper's wall time simulating, arrivals answered included, and
 asleep waiting for cores).
 
-    bench/exact_speed.py [--build build] [--rounds 3] [--jobs ar-1,ar-3,stress-8x8x8]
+    bench/exact_speed.py [--build build] [--anchor OLDBUILD] [--rounds 3] [--jobs ar-1,ar-3,stress-8x8x8]
+
+--anchor runs the engine column from another build: the issue's anchor is
+the last commit before its work, f636e3a (git worktree add /tmp/old
+f636e3a && cmake -S /tmp/old -B /tmp/old/build && cmake --build
+/tmp/old/build). Without it, the engine column is this build without
+--exact.
 
 Jobs: ar-C (the 4 MiB allreduce on 4x4x4 with C cores, the default
 algorithm), stress-SHAPE (torus-stress --packets 1). The issue's goal is an
@@ -34,7 +40,9 @@ def job(build, name):
     sys.exit(f"exact_speed: unknown job {name} (ar-C or stress-SHAPE)")
 
 
-def run(build, name, exact):
+def run(build, name, exact, anchor=None):
+    if not exact and anchor:
+        build = anchor
     opts, prog = job(build, name)
     cmd = [os.path.join(build, "bin", "torusrun")] + (["--exact"] if exact else []) + opts + ["--"] + prog
     env = dict(os.environ, TORUS_TK_DEBUG="1") if exact else None
@@ -51,21 +59,25 @@ def run(build, name, exact):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build")
+    ap.add_argument("--anchor", default=None, help="build directory of the anchor commit (engine column)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", default="ar-1,ar-3,stress-8x8x8")
     a = ap.parse_args()
     if a.rounds < 1:
         sys.exit("exact_speed: --rounds must be at least 1")
+    if a.anchor and not os.path.isfile(os.path.join(a.anchor, "bin", "torusrun")):
+        sys.exit(f"exact_speed: no {a.anchor}/bin/torusrun")
     jobs = a.jobs.split(",")
     res = {(j, e): [] for j in jobs for e in (False, True)}
     for r in range(a.rounds):
         for j in jobs:
             for e in (False, True):
-                res[(j, e)].append(run(a.build, j, e))
+                res[(j, e)].append(run(a.build, j, e, a.anchor))
                 w, emu, _ = res[(j, e)][-1]
                 print(f"# round {r + 1}/{a.rounds}: {j} {'--exact' if e else 'engine'}: {w:.2f} s wall, "
                       f"{emu} us emulated", file=sys.stderr, flush=True)
-    print(f"{a.rounds} alternating rounds; wall time medians\n")
+    print(f"{a.rounds} alternating rounds; wall time medians"
+          + (f"; engine column from {a.anchor}" if a.anchor else "") + "\n")
     print("| job | engine wall (s) | --exact wall (s) | ratio | engine emulated (us) | --exact emulated (us) "
           "| queries | simulating (s) | asleep (s) |")
     print("|---|---:|---:|---:|---|---|---:|---:|---:|")

@@ -107,6 +107,10 @@ void timesim_cancel(struct timesim *s);
 torus_vt_t timesim_next(struct timesim *s);
 /* Everything before this time is final. */
 torus_vt_t timesim_now(const struct timesim *s);
+/* From a hook: the time of the event being processed (everything before
+ * it is final, and timesim_now may lag behind it until timesim_run
+ * returns); elsewhere timesim_now. */
+torus_vt_t timesim_event_time(const struct timesim *s);
 void timesim_stats(const struct timesim *s, struct timesim_stats *out);
 
 #ifdef __cplusplus
