@@ -478,13 +478,15 @@ static int rs_arrived(struct mc_call *m, struct mc_stream *st, uint32_t i, uint3
 	part_range(e0, e1, m->P, j, &a, &b);
 	uint8_t *acc = m->scratch + ph->scratch + ph->slot[t] + (a - e0) * m->esz;
 	if (a < b) {
+		/* the clock first: under --exact the timekeeper simulates the
+		 * reduction's virtual time while the host computes it */
+		coll_charge_reduce(m->c, (b - a) * m->esz);
 		const uint8_t *own = rs_input(m, st, i, a);
 		struct reduce_arg ra = {m, acc, a};
 		rc = own ? coll_reduce_local(m->job->dtype, m->job->op, acc, own, b - a)
 			 : for_pieces(m, st, a, b, reduce_piece, &ra);
 		if (rc)
 			return rc;
-		coll_charge_reduce(m->c, (b - a) * m->esz);
 	}
 	if (t + 2 < ph->d)
 		return rs_send(m, st, i, t + 1, j);
