@@ -58,16 +58,23 @@ static int build(struct coll_plan *pl, const struct a2a_geom *g)
 		int mine = pl->only == A2A_ALL || u == pl->only;
 		if (mine)
 			a2a_direct(pl, st, u, u);
-		for (uint32_t k = 0; k < nparts; k++)
-			for (uint32_t j = 1; j < p; j++) {
-				/* +1, -1, +2, -2, ...: every other member once */
+		else if (pl->only >= p)
+			continue; /* (no member of this plan) */
+		for (uint32_t k = 0; k < nparts; k++) {
+			/* +1, -1, +2, -2, ...: every other member once. Another
+			 * member's message to `only` is its step j = 2d - 1 (d
+			 * ahead) or 2(p - d) (p - d behind), found at once: the
+			 * loop over every j took 134 million turns per call on
+			 * 8x8x8, 4% of the job's CPU */
+			uint32_t d = mine ? 0 : (pl->only + p - u) % p;
+			uint32_t j0 = mine ? 1 : d <= p / 2 ? 2 * d - 1 : 2 * (p - d), j1 = mine ? p : j0 + 1;
+			for (uint32_t j = j0; j < j1; j++) {
 				uint32_t off = (j + 1) / 2, v = j % 2 ? (u + off) % p : (u + p - off) % p;
-				if (!mine && v != pl->only)
-					continue;
 				uint64_t at = (uint64_t)k * part, len = k + 1 == nparts ? B - at : part;
 				a2a_put_part(pl, st, u, v, 0, A2A_SEND, (uint64_t)v * B + at, A2A_RECV,
 					     (uint64_t)u * B + at, len);
 			}
+		}
 	}
 	for (uint32_t v = 0; v < p; v++)
 		pl->nslots[v] = p > 1 ? 1 : 0;
