@@ -115,12 +115,17 @@ static uint64_t bench_emulated_ps(const char *env)
 	result_free(&r);
 	return ps;
 }
-/* A bad TORUS_MC_COLORS fails the call on every member, and the job
- * (no hang); so does a bad TORUS_CORE_PASS, naming it. */
+/* A bad TORUS_MC_COLORS or TORUS_MC_PLAN fails the call on every member,
+ * and the job (no hang); so does a bad TORUS_CORE_PASS, naming it. */
 static void test_colors_bad_env(void)
 {
 	struct result r = run("TORUS_MC_COLORS=0 $B/torusrun --quiet --timeout 60 --torus 2x2 -- $B/torus-bench allreduce "
 			      "--algo multicolor --sizes 1K");
+	CU_ASSERT_NOT_EQUAL(r.status, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "allreduce (multicolor) of 1024 bytes failed: Invalid argument"));
+	result_free(&r);
+	r = run("TORUS_MC_PLAN=yes $B/torusrun --quiet --timeout 60 --torus 2x2 -- $B/torus-bench allreduce "
+		"--algo multicolor --sizes 1K");
 	CU_ASSERT_NOT_EQUAL(r.status, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, "allreduce (multicolor) of 1024 bytes failed: Invalid argument"));
 	result_free(&r);

@@ -783,10 +783,14 @@ static uint32_t choose_parts(const struct mc_call *m)
 }
 
 /* The call's shape: dimensions, colors, layout and parts (no allocation). */
+static int plan_env(int *on);
+
 static int shape(struct mc_call *m)
 {
 	const struct torus_shape *sh = emu_shape(m->c);
-	int rc;
+	int rc, keep;
+	if ((rc = plan_env(&keep)))
+		return rc;
 	for (uint32_t d = 0; d < sh->ndims; d++)
 		if (torus_dim_has_links(sh, d))
 			m->dims[m->N++] = d;
@@ -958,10 +962,24 @@ static int agree_keep(struct mc_call *m, int rc)
 	return 0;
 }
 
-static int plan_wanted(const struct mc_call *m)
+/* TORUS_MC_PLAN: 0 (never keep a set-up) or 1 (the default); anything
+ * else is -EINVAL, on every member alike (the same environment). */
+static int plan_env(int *on)
 {
 	const char *env = getenv("TORUS_MC_PLAN");
-	if (env && !strcmp(env, "0"))
+	*on = 1;
+	if (!env || !*env)
+		return 0;
+	if (strcmp(env, "0") && strcmp(env, "1"))
+		return -EINVAL;
+	*on = env[0] == '1';
+	return 0;
+}
+
+static int plan_wanted(const struct mc_call *m)
+{
+	int on;
+	if (plan_env(&on) || !on)
 		return 0;
 	return m->job->kind != COLL_ALLGATHER && (uint64_t)m->total * m->esz <= MC_PLAN_MAX_BYTES;
 }
