@@ -26,7 +26,9 @@ void emu_bell_ring_slow(struct emu_bell *b)
 uint32_t emu_bell_prepare(struct emu_bell *b)
 {
 	uint32_t seq = atomic_load_explicit(&b->seq, memory_order_acquire);
-	atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_relaxed);
+	/* armed after the snapshot: a ringer that disarms it rings after */
+	atomic_store_explicit(&b->armed, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_release);
 	/* partner: the fence in emu_bell_ring; the caller re-checks its queues next */
 	atomic_thread_fence(memory_order_seq_cst);
 	return seq;

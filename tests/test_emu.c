@@ -590,6 +590,23 @@ static void test_bell_basics(void)
 	EXPECT(rc == 0, "sleep after a ring did not return at once (%d)", rc);
 	EXPECT(atomic_load(&b->sleepers) == 0, "sleep: sleepers %u", atomic_load(&b->sleepers));
 
+	/* the first ring after a prepare makes the system call, the next ones
+	 * do not (seq moves once); a new prepare arms the bell again */
+	snap = emu_bell_prepare(b);
+	emu_bell_ring(b);
+	emu_bell_ring(b);
+	emu_bell_ring(b);
+	EXPECT(atomic_load(&b->seq) == snap + 1, "three rings for one prepare: seq %u, not %u", atomic_load(&b->seq),
+	       snap + 1);
+	uint32_t again = emu_bell_prepare(b);
+	EXPECT(again == snap + 1, "prepare after a ring returned %u, not %u", again, snap + 1);
+	emu_bell_ring(b);
+	EXPECT(atomic_load(&b->seq) == snap + 2, "ring after a new prepare: seq %u, not %u", atomic_load(&b->seq),
+	       snap + 2);
+	emu_bell_cancel(b);
+	emu_bell_cancel(b);
+	EXPECT(atomic_load(&b->sleepers) == 0, "two cancels: sleepers %u", atomic_load(&b->sleepers));
+
 	/* nobody rings: the sleep times out and undoes prepare */
 	snap = emu_bell_prepare(b);
 	rc = emu_bell_sleep(b, snap, 20);
