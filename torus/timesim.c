@@ -32,6 +32,7 @@
 enum { PK_DATA, PK_GETREQ };
 
 struct pkt {
+	struct pkt *next;
 	torus_vt_t ready;
 	uint64_t cookie, index;
 	uint32_t len, dest, vc, kind;
@@ -42,14 +43,9 @@ struct pkt {
 	uint16_t hints;
 };
 
-/* A queue's packets in a ring of their own, oldest at head: a queue that
- * grows deep (all-to-all, torus-stress) is read in order, where a list of
- * packets from a pool missed the cache at every pop (pop was 40% of the
- * timekeeper's time on torus-stress). */
 struct queue {
-	struct pkt *buf;
-	uint32_t head, n, cap; /* cap: 0 or a power of two */
-	torus_vt_t ready;      /* the head's, kept here so a scan touches no packet */
+	struct pkt *head, *tail;
+	torus_vt_t ready; /* the head's, kept here so a scan touches no packet */
 };
 
 struct job {
@@ -99,6 +95,7 @@ struct timesim {
 	struct entry *heap;        /* 4-ary: entry i at slot i + HEAP_PAD (see heap_at) */
 	size_t nheap, capheap;
 	int top_spent;             /* the top entry is being handled: the next push replaces it */
+	struct pkt *pool;          /* free packets */
 	torus_vt_t now;            /* everything before it is final */
 	torus_vt_t cur;            /* the event being processed (timesim_event_time) */
 	int stop;                  /* timesim_stop: return after this event */
@@ -222,6 +219,22 @@ static int entry_current(const struct timesim *s, const struct entry *e)
 
 /* --------------------------------------------------------------- packets */
 
+static struct pkt *pkt_new(struct timesim *s)
+{
+	struct pkt *k = s->pool;
+	if (k) {
+		s->pool = k->next;
+		return k;
+	}
+	return malloc(sizeof(*k));
+}
+
+static void pkt_free(struct timesim *s, struct pkt *k)
+{
+	k->next = s->pool;
+	s->pool = k;
+}
+
 static struct queue *qof(struct node *nd, uint32_t out, uint32_t port)
 {
 	return &nd->q[(size_t)out * nd->nports + port];
@@ -275,28 +288,17 @@ static int link_update(struct timesim *s, uint32_t n, uint32_t l)
 	return heap_push(s, t, key_of(CLS_DEPARTURE, n, l));
 }
 
-static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, const struct pkt *k)
+static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, struct pkt *k)
 {
 	struct node *nd = &s->nodes[n];
 	struct queue *q = qof(nd, out, port);
-	if (q->n == q->cap) {
-		uint32_t nc = q->cap ? 2 * q->cap : 4;
-		struct pkt *b = malloc((size_t)nc * sizeof(*b));
-		if (!b || nc < q->cap) {
-			free(b);
-			return -ENOMEM;
-		}
-		/* oldest first again */
-		for (uint32_t i = 0; i < q->n; i++)
-			b[i] = q->buf[(q->head + i) & (q->cap - 1)];
-		free(q->buf);
-		q->buf = b;
-		q->head = 0;
-		q->cap = nc;
-	}
-	q->buf[(q->head + q->n++) & (q->cap - 1)] = *k;
-	if (q->n > 1)
+	k->next = NULL;
+	if (q->tail) {
+		q->tail->next = k;
+		q->tail = k;
 		return 0; /* behind another: no candidate changes */
+	}
+	q->head = q->tail = k;
 	q->ready = k->ready;
 	nd->waiting[out]++;
 	nd->nonempty[(size_t)out * nd->nwords + port / 64] |= 1ull << (port % 64);
@@ -307,19 +309,19 @@ static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, cons
 	return link_update(s, n, out);
 }
 
-/* The head of a queue that has one, into *k. */
-static void pop(struct node *nd, uint32_t out, uint32_t port, struct pkt *k)
+static struct pkt *pop(struct node *nd, uint32_t out, uint32_t port)
 {
 	struct queue *q = qof(nd, out, port);
-	*k = q->buf[q->head];
-	q->head = (q->head + 1) & (q->cap - 1);
-	if (--q->n) {
-		q->ready = q->buf[q->head].ready;
-	} else {
-		q->head = 0;
+	struct pkt *k = q->head;
+	q->head = k->next;
+	if (q->head)
+		q->ready = q->head->ready;
+	if (!q->head) {
+		q->tail = NULL;
 		nd->waiting[out]--;
 		nd->nonempty[(size_t)out * nd->nwords + port / 64] &= ~(1ull << (port % 64));
 	}
+	return k;
 }
 
 /* ----------------------------------------------------------- generators */
@@ -332,7 +334,9 @@ static int gen_next(struct timesim *s, uint32_t n, uint32_t g)
 	if (G->busy || G->head == G->n)
 		return 0;
 	struct job *j = &G->jobs[G->head];
-	struct pkt pk = {0}, *k = &pk;
+	struct pkt *k = pkt_new(s);
+	if (!k)
+		return -ENOMEM;
 	k->ready = j->ready > G->cursor ? j->ready : G->cursor;
 	k->kind = j->kind;
 	k->dest = j->dest;
@@ -400,12 +404,10 @@ static int gen_add(struct timesim *s, uint32_t n, uint32_t g, const struct job *
 static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 {
 	struct node *nd = &s->nodes[n];
-	struct pkt pk, *k = &pk;
-	pop(nd, OUT_LOCAL, port, k);
+	struct pkt *k = pop(nd, OUT_LOCAL, port);
 	int rc = 0;
-	const struct queue *q = qof(nd, OUT_LOCAL, port);
-	if (q->n)
-		rc = heap_push(s, q->ready, key_of(CLS_DELIVERY, n, port));
+	if (nd->waiting[OUT_LOCAL] && qof(nd, OUT_LOCAL, port)->head)
+		rc = heap_push(s, qof(nd, OUT_LOCAL, port)->head->ready, key_of(CLS_DELIVERY, n, port));
 	s->st.deposits++;
 	if (k->kind == PK_GETREQ) {
 		/* the reply: the data back to the requester, from this node's reply queue */
@@ -417,13 +419,14 @@ static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 	}
 	if (k->gen != GEN_NONE && rc == 0)
 		rc = gen_left(s, n, k, t);
+	pkt_free(s, k);
 	return rc;
 }
 
 static int depart(struct timesim *s, uint32_t n, uint32_t l, torus_vt_t t)
 {
 	struct node *nd = &s->nodes[n];
-	struct pkt pk, *k = NULL;
+	struct pkt *k = NULL;
 	uint32_t port = 0;
 	/* round robin: the first non-empty queue after the port served last
 	 * whose head is ready, going round once */
@@ -441,8 +444,7 @@ static int depart(struct timesim *s, uint32_t n, uint32_t l, torus_vt_t t)
 					break;
 				if (qof(nd, l, cand)->ready <= t) {
 					port = cand;
-					k = &pk;
-					pop(nd, l, port, k);
+					k = pop(nd, l, port);
 					break;
 				}
 			}
@@ -459,7 +461,7 @@ static int depart(struct timesim *s, uint32_t n, uint32_t l, torus_vt_t t)
 	if (s->cfg.hooks.hop)
 		s->cfg.hooks.hop(s->cfg.hooks.arg, n, l, t, end, c->wire[k->len], k->len, k->cookie, k->kind == PK_GETREQ);
 	uint32_t next = torus_neighbor(s->cfg.shape, n, l >> 1, (enum torus_dir)(l & 1));
-	uint32_t gen = k->gen;
+	struct pkt moved = *k;
 	k->ready = end + c->hop_latency;
 	k->from_link = l;
 	k->gen = GEN_NONE;
@@ -467,10 +469,8 @@ static int depart(struct timesim *s, uint32_t n, uint32_t l, torus_vt_t t)
 	int rc = push(s, next, out, 2 * l + (k->vc ? 0 : 1), k);
 	if (rc == 0)
 		rc = link_update(s, n, l);
-	if (rc == 0 && gen != GEN_NONE) {
-		k->gen = gen;
-		rc = gen_left(s, n, k, end);
-	}
+	if (rc == 0 && moved.gen != GEN_NONE)
+		rc = gen_left(s, n, &moved, end);
 	return rc;
 }
 
@@ -537,7 +537,10 @@ void timesim_destroy(struct timesim *s)
 			struct node *nd = &s->nodes[n];
 			if (nd->q)
 				for (size_t i = 0; i < (size_t)(NLINKS + 1) * nd->nports; i++)
-					free(nd->q[i].buf);
+					for (struct pkt *k = nd->q[i].head, *nx; k; k = nx) {
+						nx = k->next;
+						free(k);
+					}
 			if (nd->gens)
 				for (uint32_t g = 0; g < nd->ngens; g++)
 					free(nd->gens[g].jobs);
@@ -547,6 +550,10 @@ void timesim_destroy(struct timesim *s)
 			free(nd->route);
 		}
 		free(s->nodes);
+	}
+	for (struct pkt *k = s->pool, *nx; k; k = nx) {
+		nx = k->next;
+		free(k);
 	}
 	free(s->heap);
 	free(s);
@@ -568,7 +575,10 @@ int timesim_post(struct timesim *s, const struct timesim_xfer *x)
 		return -ERANGE;
 	struct node *nd = &s->nodes[x->src_node];
 	if (x->kind == TIMESIM_RAW) {
-		struct pkt pk = {0}, *k = &pk;
+		struct pkt *k = pkt_new(s);
+		if (!k)
+			return -ENOMEM;
+		memset(k, 0, sizeof(*k));
 		k->ready = x->ready;
 		k->len = (uint32_t)x->len;
 		k->dest = x->dst_node;
