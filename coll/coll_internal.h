@@ -120,5 +120,7 @@ void coll_charge_copy(emu_core_t *c, uint64_t bytes);
 
 /* Virtual time of reducing `bytes` (machine parameter reduce_bw). */
 void coll_charge_reduce(emu_core_t *c, size_t bytes);
+/* What coll_charge_reduce charges for `bytes`. */
+torus_vt_t coll_reduce_cost(const emu_core_t *c, size_t bytes);
 
 #endif

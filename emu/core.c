@@ -224,6 +224,8 @@ uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 	t->qtype = type;
 	t->qvt = c->vt;
 	t->qdeadline = deadline;
+	t->qlead = c->tk_lead;
+	c->tk_lead = 0;
 	uint32_t q = ++c->tk_q;
 	atomic_store_explicit(&t->qseq, q, memory_order_release);
 	emu_core_tk_poke(c);
@@ -387,6 +389,15 @@ int emu_core_expect(emu_core_t *c, uint64_t packets)
 			return r;
 	}
 	c->expect = total;
+	return 0;
+}
+
+int emu_core_lead(emu_core_t *c, torus_vt_t ps)
+{
+	if (!c)
+		return -EINVAL;
+	if (c->tk)
+		c->tk_lead = ps;
 	return 0;
 }
 

@@ -215,6 +215,7 @@ struct emu_tk_core {
 	uint32_t qtype, qn;
 	torus_vt_t qvt, qdeadline;
 	uint64_t qkey;
+	torus_vt_t qlead;                    /* emu_core_lead: computes this long after the answer */
 	uint32_t qids[EMU_TKQ_MAX_IDS];
 	uint32_t qmarks[EMU_TKQ_MAX_IDS];    /* EMU_TKQ_MARK*: the mark of each counter */
 	alignas(64) _Atomic uint32_t aseq;   /* timekeeper: number of the last query answered */

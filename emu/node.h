@@ -150,6 +150,7 @@ struct emu_core {
 	 * the reception FIFO before the timekeeper said they had arrived */
 	struct emu_tk_core *tk;
 	uint32_t tk_q, tk_sent;
+	torus_vt_t tk_lead;        /* emu_core_lead: for the next query */
 	uint64_t tk_src, tk_id;     /* the arrival being taken */
 	struct emu_stash stash;   /* --exact: raw packets taken from rx, not yet received */
 };

@@ -57,6 +57,8 @@ struct tk_core {
 	torus_vt_t zero_at, zero_xt;
 	uint32_t zero_which;
 	torus_vt_t clock;     /* running: lower bound on its next action */
+	torus_vt_t qlead;     /* its query's emu_core_lead */
+	torus_vt_t lead_until; /* no action before this (its last answer plus that lead) */
 	/* emu_core_expect: it acts on nothing before its raw arrivals number
 	 * `expect`; until then a running core sets no bound, and a waiter
 	 * answered by an arrival does not stop the simulation */
@@ -260,9 +262,11 @@ static void rebound(struct emu_tk *tk, struct tk_core *k)
 		k->run = 1;
 	} else if (!k->waiting || k->qtype == EMU_TKQ_PACE) {
 		/* its next post is ready no earlier than its clock plus
-		 * inj_overhead (counter changes: see struct tk_ctr); a core
-		 * that waits to be paced posts next */
-		k->lim = add_sat(k->clock, tk->m->hdr->params.inj_overhead_ps);
+		 * inj_overhead (counter changes: see struct tk_ctr), nor
+		 * before the end of the work it promised after its last
+		 * answer (emu_core_lead); a core that waits to be paced posts
+		 * next */
+		k->lim = add_sat(k->clock > k->lead_until ? k->clock : k->lead_until, tk->m->hdr->params.inj_overhead_ps);
 		k->run = 1;
 	} else {
 		/* answerable once everything up to its time (or deadline) is final;
@@ -339,6 +343,7 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 	/* a query it asked under a promise the simulation has seen kept: it
 	 * takes that arrival before it acts */
 	k->clock = vt > k->kept_at ? vt : k->kept_at;
+	k->lead_until = add_sat(vt, k->qlead);
 	rebound(tk, k);
 	tk->queries++;
 	/* pairs with the core's acquire load of aseq */
@@ -949,6 +954,15 @@ static int post(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev
 }
 
 /* Take what core k has said since the last look; 1 if anything. */
+/* A core acted before the end of the work it promised (emu_core_lead). */
+static void lead_broken(const struct tk_core *k, const char *what, torus_vt_t at)
+{
+	fprintf(stderr,
+		"torusrun: timekeeper: core %u of node %u %s at %llu ps, before the end of the work it promised "
+		"(emu_core_lead) after its answer: %llu ps\n",
+		k->core, k->node, what, (unsigned long long)at, (unsigned long long)k->lead_until);
+}
+
 static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 {
 	struct emu_tk_core *sh = k->sh;
@@ -963,6 +977,12 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 	uint32_t head = atomic_load_explicit(&sh->head, memory_order_acquire);
 	uint32_t tail = atomic_load_explicit(&sh->tail, memory_order_relaxed);
 	while (tail != head) {
+		/* (a refusal has no time: the descriptor after it has) */
+		if (sh->ev[tail % EMU_TK_SLOTS].type != EMU_TK_REFUSE && sh->ev[tail % EMU_TK_SLOTS].ready < k->lead_until) {
+			lead_broken(k, "posted an event", sh->ev[tail % EMU_TK_SLOTS].ready);
+			*err = -EPROTO;
+			return 1;
+		}
 		int rc = post(tk, k, &sh->ev[tail % EMU_TK_SLOTS]);
 		if (rc) {
 			*err = rc;
@@ -979,6 +999,12 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 		k->qseen = q;
 		k->qtype = sh->qtype;
 		k->qvt = sh->qvt;
+		k->qlead = sh->qlead;
+		if (k->qvt < k->lead_until) {
+			lead_broken(k, "asked a question", k->qvt);
+			*err = -EPROTO;
+			return 1;
+		}
 		k->qdeadline = sh->qdeadline;
 		k->qkey = sh->qkey;
 		/* a barrier's member count, or the number of counter ids */

@@ -34,7 +34,7 @@ static _Atomic uint64_t delay_ps_per_kib;
 
 void coll_set_compute_delay(uint64_t ps_per_kib) { atomic_store(&delay_ps_per_kib, ps_per_kib); }
 
-void coll_charge_reduce(emu_core_t *c, size_t bytes)
+torus_vt_t coll_reduce_cost(const emu_core_t *c, size_t bytes)
 {
 	uint64_t bw = emu_params(c)->reduce_bw;
 	/* 128 bits: a step of more than 18 MB would overflow 64 */
@@ -42,7 +42,12 @@ void coll_charge_reduce(emu_core_t *c, size_t bytes)
 	uint64_t extra = atomic_load_explicit(&delay_ps_per_kib, memory_order_relaxed);
 	if (extra)
 		t += (torus_vt_t)((unsigned __int128)bytes * extra / 1024);
-	emu_core_compute(c, t);
+	return t;
+}
+
+void coll_charge_reduce(emu_core_t *c, size_t bytes)
+{
+	emu_core_compute(c, coll_reduce_cost(c, bytes));
 }
 
 void coll_charge_copy(emu_core_t *c, uint64_t bytes)

@@ -468,14 +468,22 @@ static int reduce_piece(void *arg, size_t uoff, size_t w, size_t len)
 				 (const uint8_t *)job->send + uoff * esz, len);
 }
 
+/* The elements [a, b) of reduce-scatter unit (i, t, j). */
+static void rs_unit(const struct mc_call *m, const struct mc_stream *st, uint32_t i, uint32_t t, uint32_t j,
+		    size_t *e0, size_t *e1, size_t *a, size_t *b)
+{
+	const struct mc_phase *ph = &st->ph[i];
+	block_range(st, i, mod((int64_t)ph->rho - 2 - t, ph->d), e0, e1);
+	part_range(*e0, *e1, m->P, j, a, b);
+}
+
 /* Reduce-scatter unit (i, t, j) arrived: reduce it, forward or keep it. */
 static int rs_arrived(struct mc_call *m, struct mc_stream *st, uint32_t i, uint32_t t, uint32_t j)
 {
 	struct mc_phase *ph = &st->ph[i];
 	size_t e0, e1, a, b;
 	int rc;
-	block_range(st, i, mod((int64_t)ph->rho - 2 - t, ph->d), &e0, &e1);
-	part_range(e0, e1, m->P, j, &a, &b);
+	rs_unit(m, st, i, t, j, &e0, &e1, &a, &b);
 	uint8_t *acc = m->scratch + ph->scratch + ph->slot[t] + (a - e0) * m->esz;
 	if (a < b) {
 		/* the clock first: under --exact the timekeeper simulates the
@@ -703,8 +711,24 @@ static int run_streams_exact(struct mc_call *m)
 			}
 		}
 		if (!st) {
+			/* whichever unit comes, the core reduces it before it acts
+			 * (an allgather unit: it forwards it at once) */
+			torus_vt_t lead = UINT64_MAX;
+			for (uint32_t i = 0; i < nw; i++) {
+				const struct mc_stream *s = &m->st[order[i]];
+				size_t e0, e1, a, b;
+				torus_vt_t c = 0;
+				if (s->stage == MC_RS) {
+					rs_unit(m, s, s->phase, s->step, s->part, &e0, &e1, &a, &b);
+					c = a < b ? coll_reduce_cost(m->c, (b - a) * m->esz) : 0;
+				}
+				if (c < lead)
+					lead = c;
+			}
 			size_t w = 0;
-			int rc = dma_counter_wait_marks(m->c, ids, marks, nw, &w);
+			int rc = emu_core_lead(m->c, lead);
+			if (!rc)
+				rc = dma_counter_wait_marks(m->c, ids, marks, nw, &w);
 			if (rc)
 				return rc;
 			st = &m->st[order[w]];

@@ -130,6 +130,23 @@ int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *hold
 #define EMU_EXPECT_EVER UINT64_MAX
 int emu_core_expect(emu_core_t *c, uint64_t packets);
 
+/*
+ * A promise about the next wait (torusrun --exact): once it is answered,
+ * this core computes for at least `ps` of emulated time (emu_core_compute)
+ * before it sends, posts, changes a counter or asks anything. The
+ * timekeeper then simulates that far past the answer without waiting for
+ * the core, so the host runs the core's work and the simulation at once (a
+ * collective that reduces what it waited for knows the cost). The promise
+ * covers the answer to the core's next question to the timekeeper (any
+ * wait or look, whichever comes first). It changes no emulated time. A
+ * core that breaks it stops the job with a message when the timekeeper
+ * sees its post, counter change or question inside the promised time (a
+ * look that the core answers from arrivals it already holds asks
+ * nothing, and is right). Without --exact it does nothing. 0, or -EINVAL
+ * for a bad core.
+ */
+int emu_core_lead(emu_core_t *c, torus_vt_t ps);
+
 /* Counters of this node's outgoing link along (dim, dir) (dir 0: plus, 1:
  * minus), like a hardware performance counter: cumulative since the job
  * began. -EINVAL for a dimension without links. */
