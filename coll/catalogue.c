@@ -234,16 +234,28 @@ static int check_args(enum coll_kind kind, const struct coll_args *a, size_t sen
  * the smallest. Any error: every member returns the worst one. Different
  * hashes: every member returns -EPROTO. The barrier also tells that every
  * member has made the team, so its address handler exists.
+ *
+ * The lowest bit says whether the member holds a kept multicolor set-up
+ * (the hash is above it, so different hashes still show in max and min).
+ * Members keep one together or not at all, unless a call failed on some of
+ * them only, midway; then those that hold one would skip the set-up that
+ * the others start, and both would wait for ever. If any member holds none,
+ * every member drops its own: the call sets up afresh everywhere.
  */
 static int agree_on_call(coll_team_t *t, int err, uint64_t h)
 {
-	uint32_t in = err ? 0x80000000u | (uint32_t)-err : (uint32_t)(h ^ h >> 32) & 0x7fffffffu, max, min;
+	uint32_t kept = t->mc_plan != NULL;
+	uint32_t in = err ? 0x80000000u | (uint32_t)-err : ((uint32_t)(h ^ h >> 32) & 0x3fffffffu) << 1 | kept, max, min;
 	int rc = dma_barrier_team_range(t->core, t->members, t->nmembers, in, &max, &min);
 	if (rc)
 		return rc;
 	if (max & 0x80000000u)
 		return -(int)(max & 0x7fffffffu);
-	return max != min ? -EPROTO : 0;
+	if (max >> 1 != min >> 1)
+		return -EPROTO;
+	if (!(min & 1))
+		coll_multicolor_release(t); /* (nothing when it holds none) */
+	return 0;
 }
 
 static int run(enum coll_kind kind, const char *algo, struct coll_args *a, size_t send_bytes, size_t recv_bytes,

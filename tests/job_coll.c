@@ -9,6 +9,7 @@
  *   torusrun --torus 4x4x4 -- coll-check --repeat 12 1000   (kept set-ups)
  */
 #include "torus/coll.h"
+#include "coll_internal.h" /* coll_multicolor_release: a member that lost its kept set-up */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -766,7 +767,10 @@ static int sweep_main(emu_core_t *c, void *arg)
  * result region follows them), with an in-place call, another algorithm
  * and another count now and then in between (each drops the kept set-up),
  * on the whole job's team and on the node team; with one core per node,
- * also six teams in turn, more than a core's counters could keep.
+ * also six teams in turn, more than a core's counters could keep. Now and
+ * then the first core alone drops its set-up, as a call that failed on it
+ * midway would leave it: the next call must set up afresh everywhere, not
+ * hang.
  */
 static uint32_t repeat_rounds;
 static const struct coll_algorithm *find_algo(enum coll_kind k, const char *name)
@@ -798,6 +802,8 @@ static void repeat_on(emu_core_t *c, coll_team_t *t)
 				run_one(c, t, ring, COLL_INT64, COLL_SUM, n, 0);
 			if (r % 5 == 3)
 				run_one(c, t, mc[k], dt, COLL_SUM, n + 1, 0);
+			if (r % 5 == 4 && emu_core_global(c) == 0)
+				coll_multicolor_release(t);
 		}
 	}
 	salt = 0;
