@@ -9,13 +9,14 @@ counts (TORUS_TK_DEBUG, medians over the exact runs: queries answered, and
 the timekeeper's wall time simulating, arrivals answered included, and
 asleep waiting for cores).
 
-    bench/exact_speed.py [--build build] [--anchor OLDBUILD] [--rounds 3] [--jobs ar-1,ar-3,stress-8x8x8]
+    bench/exact_speed.py [--build build] [--anchor OLDBUILD | --anchor-commit REV]
+                         [--rounds 3] [--jobs ar-1,ar-3,stress-8x8x8]
 
---anchor runs the engine column from another build: the issue's anchor is
-the last commit before its work, f636e3a (git worktree add /tmp/old
-f636e3a && cmake -S /tmp/old -B /tmp/old/build && cmake --build
-/tmp/old/build). Without it, the engine column is this build without
---exact.
+--anchor runs the engine column from another build. The issue's anchor is
+the last commit before its work, f636e3a: --anchor-commit f636e3a builds it
+once (a git worktree and its build under bench/out/anchor-REV) and runs the
+engine column from there. Without either, the engine column is this build
+without --exact.
 
 Jobs: ar-C (the 4 MiB allreduce on 4x4x4 with C cores, the default
 algorithm), stress-SHAPE (torus-stress --packets 1). The issue's goal is an
@@ -56,15 +57,40 @@ def run(build, name, exact, anchor=None):
     return wall, m.group(1) if m else "?", (int(tk.group(1)), float(tk.group(2)), float(tk.group(3))) if tk else None
 
 
+def build_anchor(rev):
+    """A worktree of rev and its build under bench/out (reused if there)."""
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tree = os.path.join(top, "bench", "out", f"anchor-{rev}")
+    build = os.path.join(tree, "build")
+    if os.path.isfile(os.path.join(build, "bin", "torusrun")):
+        return build
+    steps = []
+    if not os.path.isdir(tree):
+        steps.append(["git", "-C", top, "worktree", "add", "--detach", tree, rev])
+    steps += [["cmake", "-S", tree, "-B", build], ["cmake", "--build", build, "-j2"]]
+    for cmd in steps:
+        print(f"# exact_speed: {' '.join(cmd)}", file=sys.stderr, flush=True)
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"exact_speed: building the anchor {rev} failed ({' '.join(cmd)}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return build
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--anchor", default=None, help="build directory of the anchor commit (engine column)")
+    ap.add_argument("--anchor-commit", default=None, metavar="REV",
+                    help="build REV under bench/out/anchor-REV (once) and use it as --anchor (the issue's: f636e3a)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", default="ar-1,ar-3,stress-8x8x8")
     a = ap.parse_args()
     if a.rounds < 1:
         sys.exit("exact_speed: --rounds must be at least 1")
+    if a.anchor and a.anchor_commit:
+        sys.exit("exact_speed: --anchor or --anchor-commit, not both")
+    if a.anchor_commit:
+        a.anchor = build_anchor(a.anchor_commit)
     if a.anchor and not os.path.isfile(os.path.join(a.anchor, "bin", "torusrun")):
         sys.exit(f"exact_speed: no {a.anchor}/bin/torusrun")
     jobs = a.jobs.split(",")
