@@ -10,7 +10,8 @@
  * Then it sends it back. With --lead it
  * promises that work before each wait; with --break as well, it skips the
  * work (its throw is a post inside the promise, which stops the job).
- * Each core prints its clock after every catch and at the end.
+ * Each core prints its clock after every catch and at the end, and first
+ * checks that a NULL core is refused (-EINVAL).
  */
 #include "torus/emu.h"
 
@@ -48,6 +49,10 @@ static int play(emu_core_t *c, void *arg)
 		return 0;
 	uint64_t ball = 0;
 	int rc;
+	if ((rc = emu_core_lead(NULL, work)) != -EINVAL) {
+		fprintf(stderr, "lead-check: emu_core_lead(NULL) returned %d, not -EINVAL\n", rc);
+		return 1;
+	}
 	for (unsigned long r = 0; r < rounds; r++) {
 		if (me == 1 || r > 0) {
 			if ((rc = catch_ball(c, &ball))) {
