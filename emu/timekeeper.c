@@ -167,7 +167,6 @@ struct tk_ctr {
 	torus_vt_t changed;   /* when it last changed */
 	struct tk_dec *dec;   /* recent decrements, in time order: [head, n) */
 	uint32_t head, n, cap;
-	torus_vt_t last_t;    /* dec[n - 1].t, when n > head (no look at dec to drop them all) */
 	/* watermarks (dma_counter_watch): level[0..nl) and when each was
 	 * crossed, the first `crossed` of them */
 	int64_t *level;
@@ -676,8 +675,6 @@ static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t de
 		 * (a long run kept hundreds of them per counter) */
 		torus_vt_t o = tk->m->hdr->params.inj_overhead_ps, now = timesim_event_time(tk->ts);
 		torus_vt_t floor = now > o + 1 ? now - o - 1 : 0;
-		if (c->head < c->n && c->last_t < floor)
-			c->head = c->n; /* all of them: the usual case, one packet after another */
 		while (c->head < c->n && c->dec[c->head].t < floor)
 			c->head++;
 		if (c->head == c->n)
@@ -706,8 +703,6 @@ static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t de
 		for (; i > c->head && c->dec[i - 1].t > t; i--)
 			c->dec[i] = c->dec[i - 1];
 		c->dec[i] = (struct tk_dec){t, delta};
-		if (i == c->n - 1)
-			c->last_t = t;
 		if (c->crossed < c->nl && c->value <= c->level[c->crossed])
 			marks_crossed(tk, node, id, c, t, in_run);
 	}
@@ -953,7 +948,6 @@ static int post(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev
 	return rc;
 }
 
-/* Take what core k has said since the last look; 1 if anything. */
 /* A core acted before the end of the work it promised (emu_core_lead). */
 static void lead_broken(const struct tk_core *k, const char *what, torus_vt_t at)
 {
@@ -963,6 +957,7 @@ static void lead_broken(const struct tk_core *k, const char *what, torus_vt_t at
 		k->core, k->node, what, (unsigned long long)at, (unsigned long long)k->lead_until);
 }
 
+/* Take what core k has said since the last look; 1 if anything. */
 static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 {
 	struct emu_tk_core *sh = k->sh;

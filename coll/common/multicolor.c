@@ -103,6 +103,7 @@ struct mc_call {
 	uint32_t scratch_region, result_region, inj;
 	int have_scratch, have_result, have_inj;
 	int keep;                   /* the set-up is kept for the next identical call (plan) */
+	int plan_on;                /* TORUS_MC_PLAN allows keeping (shape reads it) */
 	int own_scratch;            /* scratch is the call's own (a set-up that may be kept) */
 	size_t job_result_bytes;    /* a kept set-up's: its result region's length */
 	dma_injfifo_t *fifo[2 * TORUS_MAX_DIMS];
@@ -812,8 +813,8 @@ static int plan_env(int *on);
 static int shape(struct mc_call *m)
 {
 	const struct torus_shape *sh = emu_shape(m->c);
-	int rc, keep;
-	if ((rc = plan_env(&keep)))
+	int rc;
+	if ((rc = plan_env(&m->plan_on)))
 		return rc;
 	for (uint32_t d = 0; d < sh->ndims; d++)
 		if (torus_dim_has_links(sh, d))
@@ -1002,8 +1003,7 @@ static int plan_env(int *on)
 
 static int plan_wanted(const struct mc_call *m)
 {
-	int on;
-	if (plan_env(&on) || !on)
+	if (!m->plan_on)
 		return 0;
 	return m->job->kind != COLL_ALLGATHER && (uint64_t)m->total * m->esz <= MC_PLAN_MAX_BYTES;
 }
