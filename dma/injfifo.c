@@ -262,6 +262,22 @@ static void fifo_arm(void *arg)
 	torus_ring_mark_full(&f->view);
 }
 
+/* --exact: tell the timekeeper about the descriptor, posted at the clock. */
+static int tk_post_event(emu_core_t *c, const dma_injfifo_t *f, const struct dma_desc *d)
+{
+	static const uint32_t kinds[] = {[DMA_MEMFIFO] = EMU_TK_MEMFIFO, [DMA_PUT] = EMU_TK_PUT, [DMA_GET] = EMU_TK_GET,
+					 [DMA_COPY] = EMU_TK_COPY};
+	struct emu_tk_ev ev = {0};
+	int rc;
+	if ((d->flags & DMA_F_UNCHECKED) && refusal(c->node, d, &ev) && (rc = emu_core_tk_event(c, &ev)))
+		return rc;
+	ev = (struct emu_tk_ev){.type = EMU_TK_DMA, .node = d->kind == DMA_COPY ? c->node->rank : d->node,
+			       .core = d->core, .fifo = f->index, .kind = kinds[d->kind],
+			       .inj = d->inj_counter, .id = d->tag,
+			       .rec = d->counter, .hints = d->hints, .len = d->len, .ready = c->vt};
+	return emu_core_tk_event(c, &ev);
+}
+
 int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 {
 	struct torus_side *side;
@@ -274,6 +290,11 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 		return rc;
 	if (emu_core_promised(c))
 		return -EBUSY; /* emu_core_expect */
+	if (emu_core_planning(c)) {
+		/* a declared step (emu_core_declare_begin): its event and cost only */
+		c->vt += c->node->params->inj_overhead_ps;
+		return tk_post_event(c, f, d);
+	}
 	emu_chaos(&c->chaos);
 	struct torus_packet *slot;
 	while (!(slot = torus_ring_reserve(&f->view, &side))) {
@@ -286,20 +307,8 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	if (c->tk && (rc = emu_core_tk_pace(c)))
 		return rc;
 	c->vt += c->node->params->inj_overhead_ps;
-	if (c->tk) {
-		/* --exact: the timekeeper times it */
-		static const uint32_t kinds[] = {[DMA_MEMFIFO] = EMU_TK_MEMFIFO, [DMA_PUT] = EMU_TK_PUT,
-						 [DMA_GET] = EMU_TK_GET, [DMA_COPY] = EMU_TK_COPY};
-		struct emu_tk_ev ev;
-		if ((d->flags & DMA_F_UNCHECKED) && refusal(c->node, d, &ev) && (rc = emu_core_tk_event(c, &ev)))
-			return rc;
-		ev = (struct emu_tk_ev){.type = EMU_TK_DMA, .node = d->kind == DMA_COPY ? c->node->rank : d->node,
-				       .core = d->core, .fifo = f->index, .kind = kinds[d->kind],
-				       .inj = d->inj_counter, .id = d->tag,
-				       .rec = d->counter, .hints = d->hints, .len = d->len, .ready = c->vt};
-		if ((rc = emu_core_tk_event(c, &ev)))
-			return rc;
-	}
+	if (c->tk && (rc = tk_post_event(c, f, d)))
+		return rc;
 	struct dma_wire_desc *w = (struct dma_wire_desc *)slot;
 	w->d = *d;
 	w->ready = c->vt;

@@ -7,6 +7,7 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -48,6 +49,8 @@ void emu_core_tk_poke(emu_core_t *c)
 
 static void publish(emu_core_t *c)
 {
+	if (c->plan_rec)
+		return; /* a plan's clock is an offset, not the core's */
 	/* read by torusrun: the hang detector and the report */
 	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
 	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
@@ -218,15 +221,55 @@ static int tk_answered(void *arg)
 
 /* Ask the timekeeper (the query's other fields are filled in): returns
  * the query's number for emu_core_tk_answer. */
+/* A core that does not do what it planned: the job stops (the timekeeper
+ * has timed the plan, not what the core does). */
+static int plan_broken(emu_core_t *c, const char *what)
+{
+	fprintf(stderr,
+		"torusrun: core %u of node %u did not do the step it declared (emu_core_declare_begin): %s, at %llu ps "
+		"into the step (from %llu ps)\n",
+		c->index, c->node->rank, what, (unsigned long long)(c->vt - c->rp_base), (unsigned long long)c->rp_base);
+	c->replay = 0;
+	return -EPROTO;
+}
+
+/* The query about to be asked, against the wait its plan declared. */
+static int plan_check_ask(emu_core_t *c, uint32_t type)
+{
+	const struct emu_tk_core *t = c->tk;
+	const struct emu_tk_plan *p = &c->rp;
+	if (c->rp_pos != p->nev)
+		return plan_broken(c, "it asked the timekeeper before its last declared post");
+	if (type != EMU_TKQ_MARK_WAIT || t->qn != p->qn || c->vt != c->rp_base + p->end || c->tk_lead != p->qlead ||
+	    memcmp(t->qids, p->qids, p->qn * sizeof(uint32_t)) || memcmp(t->qmarks, p->qmarks, p->qn * sizeof(uint32_t)))
+		return plan_broken(c, "its next wait is not the one it named");
+	c->replay = 0;
+	return 0;
+}
+
 uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 {
 	struct emu_tk_core *t = c->tk;
+	if (c->plan_rec) {
+		c->plan_ok = 0; /* a plan cannot ask: emu_core_tk_answer refuses */
+		return 0;
+	}
+	if (c->replay && plan_check_ask(c, type))
+		return 0;
 	t->qtype = type;
 	t->qvt = c->vt;
 	t->qdeadline = deadline;
 	t->qlead = c->tk_lead;
 	c->tk_lead = 0;
 	uint32_t q = ++c->tk_q;
+	/* plans go with a wait on marks; before qseq (its release store) */
+	c->plan_q = 0;
+	if (c->plan_n && type == EMU_TKQ_MARK_WAIT) {
+		t->nplan = c->plan_n;
+		atomic_store_explicit(&t->plan_q, q, memory_order_relaxed);
+		c->plan_q = q;
+	}
+	c->plan_n = 0;
 	atomic_store_explicit(&t->qseq, q, memory_order_release);
 	emu_core_tk_poke(c);
 	return q;
@@ -235,10 +278,24 @@ uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 /* Sleep until the timekeeper answers query q (in the fields a_*). */
 int emu_core_tk_answer(emu_core_t *c, uint32_t q)
 {
+	if (c->plan_rec)
+		return -EAGAIN; /* inside a plan: it cannot wait */
+	if (!q)
+		return -EPROTO; /* its plan was broken (plan_broken said how) */
 	struct tk_wait w = {c, q};
 	struct emu_wait ew = {tk_answered, NULL, NULL, &w};
 	int r = emu_core_block(c, &ew, -1);
-	return r > 0 ? 0 : r < 0 ? r : -ETIMEDOUT;
+	if (r <= 0)
+		return r < 0 ? r : -ETIMEDOUT;
+	const struct emu_tk_core *t = c->tk;
+	if (q == c->plan_q && t->afound && t->a_which < t->nplan && t->plan[t->a_which].valid) {
+		/* the timekeeper has timed plan a_which from the answer on */
+		c->rp = t->plan[t->a_which];
+		c->rp_pos = 0;
+		c->rp_base = t->avt > c->vt ? t->avt : c->vt;
+		c->replay = c->rp.nev || c->rp.qn;
+	}
+	return 0;
 }
 
 static int tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
@@ -278,6 +335,27 @@ int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 	struct emu_tk_core *t = c->tk;
 	if (emu_core_promised(c) && ev->type != EMU_TK_EXPECT)
 		return -EBUSY; /* emu_core_expect: it promised not to */
+	if (c->plan_rec) {
+		struct emu_tk_plan *p = &t->plan[c->plan_i];
+		if (ev->type == EMU_TK_EXPECT || p->nev == EMU_TK_PLAN_EVS)
+			c->plan_ok = 0;
+		else
+			p->ev[p->nev++] = *ev;
+		return 0;
+	}
+	if (c->replay) {
+		/* told already: the same event, at the same offset */
+		if (c->rp_pos == c->rp.nev)
+			return plan_broken(c, "it posted more than it declared");
+		struct emu_tk_ev want = c->rp.ev[c->rp_pos];
+		if (want.type != EMU_TK_REFUSE)
+			want.ready += c->rp_base;
+		if (memcmp(&want, ev, sizeof(want)))
+			return plan_broken(c, "a post or counter change differs from the declared one");
+		if (++c->rp_pos == c->rp.nev && !c->rp.qn)
+			c->replay = 0;
+		return 0;
+	}
 	uint32_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
 	if (head - atomic_load_explicit(&t->tail, memory_order_acquire) >= EMU_TK_SLOTS) {
 		emu_core_tk_poke(c);
@@ -389,6 +467,58 @@ int emu_core_expect(emu_core_t *c, uint64_t packets)
 			return r;
 	}
 	c->expect = total;
+	return 0;
+}
+
+_Static_assert(EMU_TK_PLANS == EMU_DECLARE_PAIRS, "one limit");
+
+int emu_core_declare_begin(emu_core_t *c, uint32_t pair)
+{
+	if (!c || pair >= EMU_TK_PLANS)
+		return -EINVAL;
+	static _Atomic int declare_off = -1; /* TORUS_DECLARE=0, read once */
+	int off = atomic_load_explicit(&declare_off, memory_order_relaxed);
+	if (off < 0) {
+		const char *e = getenv("TORUS_DECLARE");
+		off = e && !strcmp(e, "0");
+		atomic_store_explicit(&declare_off, off, memory_order_relaxed);
+	}
+	if (!c->tk || c->node->params->exact_lead_ps || off)
+		return -EOPNOTSUPP; /* (a paced post asks the timekeeper) */
+	if (c->plan_rec || (c->replay && c->rp_pos < c->rp.nev) || emu_core_promised(c))
+		return -EBUSY;
+	struct emu_tk_core *t = c->tk;
+	for (uint32_t i = c->plan_n; i < pair; i++)
+		t->plan[i].valid = 0;
+	if (pair >= c->plan_n)
+		c->plan_n = pair + 1;
+	struct emu_tk_plan *p = &t->plan[pair];
+	p->valid = 0;
+	p->nev = p->qn = 0;
+	c->plan_rec = 1;
+	c->plan_ok = 1;
+	c->plan_i = pair;
+	c->plan_vt = c->vt;
+	c->vt = 0;
+	return 0;
+}
+
+int emu_core_declare_end(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, uint32_t n, torus_vt_t lead,
+		      int keep)
+{
+	if (!c || !c->plan_rec || n > EMU_TK_PLANS || (n && (!ids || !marks)))
+		return -EINVAL;
+	struct emu_tk_plan *p = &c->tk->plan[c->plan_i];
+	p->end = c->vt;
+	p->qn = n;
+	p->qlead = lead;
+	if (n) {
+		memcpy(p->qids, ids, n * sizeof(uint32_t));
+		memcpy(p->qmarks, marks, n * sizeof(uint32_t));
+	}
+	p->valid = keep && c->plan_ok;
+	c->vt = c->plan_vt;
+	c->plan_rec = 0;
 	return 0;
 }
 

@@ -153,6 +153,14 @@ struct emu_core {
 	torus_vt_t tk_lead;        /* emu_core_lead: for the next query */
 	uint64_t tk_src, tk_id;     /* the arrival being taken */
 	struct emu_stash stash;   /* --exact: raw packets taken from rx, not yet received */
+	/* --exact plans (emu_core_declare_begin): one being recorded (its posts
+	 * are written down, not made, its clock runs from 0), how many are
+	 * written for the next wait, the query they went with, and the one
+	 * being followed after its answer (its posts are checked, not told) */
+	int plan_rec, plan_ok, replay;
+	uint32_t plan_i, plan_n, plan_q, rp_pos;
+	torus_vt_t plan_vt, rp_base;
+	struct emu_tk_plan rp;
 };
 
 /* emu_core_expect's promise holds, under --exact: the core may tell the
@@ -161,6 +169,13 @@ struct emu_core {
 static inline int emu_core_promised(const emu_core_t *c)
 {
 	return c->tk && c->received < c->expect;
+}
+
+/* Recording a plan (emu_core_declare_begin): the DMA unit writes its posts and
+ * counter changes down for the timekeeper and changes nothing else. */
+static inline int emu_core_planning(const emu_core_t *c)
+{
+	return c->plan_rec;
 }
 
 struct emu_engine_in {

@@ -74,6 +74,20 @@ struct tk_core {
 	/* its last answer, for the report of an event it posts too late */
 	uint32_t last_qtype;
 	torus_vt_t last_vt, last_now;
+	/* the answer, until it is published (publish) */
+	uint32_t afound;
+	torus_vt_t avt;
+	struct {
+		int64_t value;
+		uint64_t hits;
+		uint32_t which;
+		torus_vt_t t;
+	} a;
+	int pub;              /* in tk->pubq */
+	/* plans (emu_core_declare_begin): the wait its plan declared, taken as
+	 * asked (qseen is its number) until the core asks it; an answer to it
+	 * found before that is held */
+	int declared, held;
 };
 
 /* What a destination refuses of an unchecked descriptor (EMU_TK_REFUSE;
@@ -133,7 +147,10 @@ struct emu_tk {
 	 * qdeadline, a heap by it (core indices) */
 	uint32_t *pace;
 	uint32_t npace;
-	uint64_t events, queries, paced, sleeps, rounds;
+	/* answers to publish (a core at most twice: see flush) */
+	uint32_t *pubq, npub;
+	struct emu_tk_plan plan; /* the one being followed, copied from the core */
+	uint64_t events, queries, paced, sleeps, rounds, planned;
 	uint64_t sim_ns, sleep_ns; /* wall time simulating, and asleep (TORUS_TK_DEBUG) */
 	uint64_t cpu_ns;          /* the timekeeper thread's CPU time, at its end */
 };
@@ -327,13 +344,13 @@ static torus_vt_t first_arrival(const struct tk_core *k, uint32_t qi)
 	return q->head < q->narr ? q->arr[q->head].t : TIMESIM_NEVER;
 }
 
-/* Answer core k's query: its clock becomes vt. */
+/* Answer core k's query: its clock becomes vt. The answer is published by
+ * flush (after the simulator's run, when a plan of the core's can be
+ * timed). */
 static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t vt)
 {
-	struct emu_tk_core *sh = k->sh;
-	refill_all(k);
-	sh->afound = (uint32_t)found;
-	sh->avt = vt;
+	k->afound = (uint32_t)found;
+	k->avt = vt;
 	k->waiting = 0;
 	k->zero_at = TIMESIM_NEVER;
 	k->last_qtype = k->qtype;
@@ -345,9 +362,10 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 	k->lead_until = add_sat(vt, k->qlead);
 	rebound(tk, k);
 	tk->queries++;
-	/* pairs with the core's acquire load of aseq */
-	atomic_store_explicit(&sh->aseq, k->qseen, memory_order_release);
-	emu_bell_ring(&k->cs->bell);
+	if (!k->pub) {
+		k->pub = 1;
+		tk->pubq[tk->npub++] = (uint32_t)(k - tk->c);
+	}
 }
 
 /* Arrival a of queue qi at core k: into its ring (arrivals are final as
@@ -389,7 +407,7 @@ static void arrive(struct emu_tk *tk, struct tk_core *k, uint32_t qi, const stru
 	    (k->qtype == EMU_TKQ_WAIT_RECV || (k->qtype == EMU_TKQ_CTR_OR_RECV && k->blocked))) {
 		/* it resumes at this arrival: nothing later is safe until it acts,
 		 * unless it promised to wait for more */
-		k->sh->a_which = k->qn;
+		k->a.which = k->qn;
 		answer(tk, k, 1, a->t > k->qvt ? a->t : k->qvt);
 		if (in_run && (!promised || kept))
 			timesim_stop(tk->ts);
@@ -608,8 +626,8 @@ static void marks_crossed(struct emu_tk *tk, uint32_t node, uint32_t id, struct 
 				defer(tk, k, x > k->qvt ? x : k->qvt, which, x);
 				continue;
 			}
-			k->sh->a_which = which;
-			k->sh->a_t = x;
+			k->a.which = which;
+			k->a.t = x;
 			answer(tk, k, 1, x > k->qvt ? x : k->qvt);
 			if (in_run)
 				timesim_stop(tk->ts);
@@ -718,7 +736,7 @@ static void ctr_change(struct emu_tk *tk, uint32_t node, uint32_t id, int64_t de
 				defer(tk, k, t > k->qvt ? t : k->qvt, which, 0);
 				continue;
 			}
-			k->sh->a_which = which;
+			k->a.which = which;
 			answer(tk, k, 1, t > k->qvt ? t : k->qvt);
 			if (in_run)
 				timesim_stop(tk->ts);
@@ -948,6 +966,13 @@ static int post(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev
 	return rc;
 }
 
+/* A plan that the timekeeper cannot follow (emu_core_declare_begin). */
+static int plan_refused(const struct tk_core *k, const char *why)
+{
+	fprintf(stderr, "torusrun: timekeeper: core %u of node %u: the step it declared (emu_core_declare_begin) %s\n", k->core, k->node, why);
+	return -EPROTO;
+}
+
 /* A core acted before the end of the work it promised (emu_core_lead). */
 static void lead_broken(const struct tk_core *k, const char *what, torus_vt_t at)
 {
@@ -971,6 +996,11 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 	int done = atomic_load_explicit(&k->cs->state, memory_order_acquire) == EMU_CORE_DONE;
 	uint32_t head = atomic_load_explicit(&sh->head, memory_order_acquire);
 	uint32_t tail = atomic_load_explicit(&sh->tail, memory_order_relaxed);
+	if (tail != head && k->declared) {
+		/* between its plan's answer and the wait the plan declared */
+		*err = plan_refused(k, "is not what it did: it posted before asking the wait the step named");
+		return 1;
+	}
 	while (tail != head) {
 		/* (a refusal has no time: the descriptor after it has) */
 		if (sh->ev[tail % EMU_TK_SLOTS].type != EMU_TK_REFUSE && sh->ev[tail % EMU_TK_SLOTS].ready < k->lead_until) {
@@ -990,7 +1020,24 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 		atomic_store_explicit(&sh->tail, tail, memory_order_release);
 		emu_bell_ring(&k->cs->bell); /* a core waiting for room */
 	}
-	if (q != k->qseen) {
+	if (k->declared) {
+		if (q == k->qseen) {
+			/* it asks the wait its plan declared: the same one? */
+			if (sh->qtype != EMU_TKQ_MARK_WAIT || sh->qvt != k->qvt || sh->qn != k->qn || sh->qlead != k->qlead ||
+			    memcmp(sh->qids, k->qids, k->qn * sizeof(uint32_t)) ||
+			    memcmp(sh->qmarks, k->qmarks, k->qn * sizeof(uint32_t))) {
+				*err = plan_refused(k, "named a wait that is not the one it asked");
+				return 1;
+			}
+			k->declared = 0;
+			if (k->held && !k->pub) {
+				k->pub = 1;
+				tk->pubq[tk->npub++] = (uint32_t)(k - tk->c);
+			}
+			k->held = 0;
+			moved = 1;
+		}
+	} else if (q != k->qseen) {
 		k->qseen = q;
 		k->qtype = sh->qtype;
 		k->qvt = sh->qvt;
@@ -1036,6 +1083,10 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 	} else if (!k->waiting && clk > k->clock) {
 		k->clock = clk;
 		moved = 1;
+	}
+	if (done && k->declared) {
+		*err = plan_refused(k, "named a wait that it never asked");
+		return 1;
 	}
 	if (done && !k->waiting) {
 		k->done = 1;
@@ -1090,8 +1141,8 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 			return 0;
 		const struct tk_ctr *c = &tk->ctr[k->node][k->qids[0]];
 		int64_t v = value_at(c, k->qvt);
-		k->sh->a_value = v;
-		k->sh->a_hits = c->hits;
+		k->a.value = v;
+		k->a.hits = c->hits;
 		answer(tk, k, v == 0, k->qvt);
 		return 1;
 	}
@@ -1100,7 +1151,7 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 			/* nothing arrived up to now, and a counter reaches zero by
 			 * then, or none */
 			if (k->zero_at < now && k->zero_at <= k->qdeadline) {
-				k->sh->a_which = k->zero_which;
+				k->a.which = k->zero_which;
 				answer(tk, k, 1, k->zero_at);
 				return 1;
 			}
@@ -1112,7 +1163,7 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 		/* fall through */
 	case EMU_TKQ_CTR_WAIT: {
 		if (k->blocked && k->zero_at < now) {
-			k->sh->a_which = k->zero_which;
+			k->a.which = k->zero_which;
 			answer(tk, k, 1, k->zero_at);
 			return 1;
 		}
@@ -1142,7 +1193,7 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 			}
 		}
 		if (best != TIMESIM_NEVER && best < now) {
-			k->sh->a_which = which;
+			k->a.which = which;
 			answer(tk, k, 1, best);
 			return 1;
 		}
@@ -1158,14 +1209,14 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 	case EMU_TKQ_PENDING:
 		if (k->qvt >= now)
 			return 0;
-		k->sh->a_value = fifo_pending(tk, &k->fifo[k->qkey], k->qvt);
+		k->a.value = fifo_pending(tk, &k->fifo[k->qkey], k->qvt);
 		answer(tk, k, 1, k->qvt);
 		return 1;
 	case EMU_TKQ_MARK:
 	case EMU_TKQ_MARK_WAIT: {
 		if (k->blocked && k->zero_at < now) {
-			k->sh->a_which = k->zero_which;
-			k->sh->a_t = k->zero_xt;
+			k->a.which = k->zero_which;
+			k->a.t = k->zero_xt;
 			answer(tk, k, 1, k->zero_at);
 			return 1;
 		}
@@ -1174,8 +1225,8 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 		uint32_t which = 0;
 		torus_vt_t t = 0;
 		if (first_mark(tk, k, k->qvt, &which, &t)) {
-			k->sh->a_which = which;
-			k->sh->a_t = t;
+			k->a.which = which;
+			k->a.t = t;
 			answer(tk, k, 1, k->qvt);
 			return 1;
 		}
@@ -1186,8 +1237,8 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 		/* crossed since qvt, up to now (which can be a lookahead past
 		 * it): the first of those answers, at its crossing */
 		if (first_mark(tk, k, TIMESIM_NEVER, &which, &t) && t < now) {
-			k->sh->a_which = which;
-			k->sh->a_t = t;
+			k->a.which = which;
+			k->a.t = t;
 			answer(tk, k, 1, t);
 			return 1;
 		}
@@ -1212,6 +1263,109 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 	default:
 		return 0; /* a barrier: answered when its last member arrives */
 	}
+}
+
+/* Core k's plan p, from its answer on: its posts and counter changes, then
+ * the wait it declared (taken as asked), or its clock after them. */
+static int follow(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_plan *p)
+{
+	torus_vt_t at = k->avt;
+	if (p->nev > EMU_TK_PLAN_EVS || p->qn > EMU_TK_PLANS)
+		return plan_refused(k, "is malformed");
+	for (uint32_t i = 0; i < p->nev; i++) {
+		struct emu_tk_ev ev = p->ev[i];
+		if (ev.type == EMU_TK_EXPECT)
+			return plan_refused(k, "makes a promise (emu_core_expect), which a step cannot");
+		if (ev.type != EMU_TK_REFUSE) {
+			ev.ready = add_sat(ev.ready, at);
+			if (ev.ready < k->lead_until) {
+				lead_broken(k, "declared an event", ev.ready);
+				return -EPROTO;
+			}
+		}
+		int rc = post(tk, k, &ev);
+		if (rc)
+			return rc;
+	}
+	tk->planned++;
+	torus_vt_t end = add_sat(at, p->end);
+	if (!p->qn) {
+		if (end > k->clock)
+			k->clock = end;
+		rebound(tk, k);
+		return 0;
+	}
+	if (end < k->lead_until) {
+		lead_broken(k, "declared a question", end);
+		return -EPROTO;
+	}
+	uint32_t lim = tk->cores[k->node] * tk->m->hdr->params.dma_counters;
+	for (uint32_t i = 0; i < p->qn; i++)
+		if (p->qids[i] >= lim)
+			return plan_refused(k, "waits on a counter that does not exist");
+	k->qseen++;
+	k->qtype = EMU_TKQ_MARK_WAIT;
+	k->qvt = end;
+	k->qlead = p->qlead;
+	k->qdeadline = 0;
+	k->qkey = 0;
+	k->qn = p->qn;
+	memcpy(k->qids, p->qids, p->qn * sizeof(uint32_t));
+	memcpy(k->qmarks, p->qmarks, p->qn * sizeof(uint32_t));
+	k->blocked = 0;
+	k->arrived_bar = 0;
+	k->zero_at = TIMESIM_NEVER;
+	k->waiting = 1;
+	k->declared = 1;
+	if (!try_answer(tk, k))
+		rebound(tk, k);
+	return 0;
+}
+
+/* Publish core k's answer; then follow its plan for it, if it made one
+ * (copied first: once answered, the core writes its next plans). */
+static int publish(struct emu_tk *tk, struct tk_core *k)
+{
+	struct emu_tk_core *sh = k->sh;
+	const struct emu_tk_plan *p = NULL;
+	/* the plans came before the query (its release store of qseq) */
+	if (k->last_qtype == EMU_TKQ_MARK_WAIT && k->afound &&
+	    atomic_load_explicit(&sh->plan_q, memory_order_relaxed) == k->qseen && k->a.which < sh->nplan &&
+	    sh->nplan <= EMU_TK_PLANS && sh->plan[k->a.which].valid) {
+		tk->plan = sh->plan[k->a.which];
+		p = &tk->plan;
+	}
+	refill_all(k);
+	sh->afound = k->afound;
+	sh->avt = k->avt;
+	sh->a_value = k->a.value;
+	sh->a_hits = k->a.hits;
+	sh->a_which = k->a.which;
+	sh->a_t = k->a.t;
+	/* pairs with the core's acquire load of aseq */
+	atomic_store_explicit(&sh->aseq, k->qseen, memory_order_release);
+	emu_bell_ring(&k->cs->bell);
+	return p ? follow(tk, k, p) : 0;
+}
+
+/* Publish the answers found (after the simulator's run: a plan posts). An
+ * answer to a declared wait the core has not asked yet is held until it
+ * does (look). Following a plan answers a core at most once more here. */
+static int flush(struct emu_tk *tk)
+{
+	for (uint32_t i = 0; i < tk->npub; i++) {
+		struct tk_core *k = &tk->c[tk->pubq[i]];
+		k->pub = 0;
+		if (k->declared) {
+			k->held = 1;
+			continue;
+		}
+		int rc = publish(tk, k);
+		if (rc)
+			return rc;
+	}
+	tk->npub = 0;
+	return 0;
 }
 
 /* The cores the simulation has paced past: they may post again. */
@@ -1317,6 +1471,8 @@ static int round_once(struct emu_tk *tk, int *err)
 			}
 		}
 	}
+	if (!*err && (*err = flush(tk)))
+		return 1;
 	if (*err)
 		return 1;
 	torus_vt_t before = timesim_now(tk->ts);
@@ -1342,6 +1498,11 @@ static int round_once(struct emu_tk *tk, int *err)
 		if (k->run || k->lim > now || !try_answer(tk, k))
 			break;
 		moved = 1; /* answered, or it blocks and its bound moved on */
+	}
+	if (tk->npub) {
+		moved = 1;
+		if ((*err = flush(tk)))
+			return 1;
 	}
 	return moved;
 }
@@ -1432,6 +1593,7 @@ int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err
 	for (tk->P = 1; tk->P < tk->ncores; tk->P *= 2)
 		;
 	if (!(tk->tree = malloc(2 * (size_t)tk->P * sizeof(uint32_t))) ||
+	    !(tk->pubq = malloc(2 * (size_t)h->total_cores * sizeof(uint32_t))) ||
 	    !(tk->pace = malloc((size_t)tk->ncores * sizeof(uint32_t)))) {
 		emu_tk_stop(tk);
 		snprintf(err, errlen, "out of memory for the timekeeper");
@@ -1538,11 +1700,12 @@ void emu_tk_stop(struct emu_tk *tk)
 			struct timesim_stats st;
 			timesim_stats(tk->ts, &st);
 			fprintf(stderr,
-				"torusrun: timekeeper: %llu events, %llu queries answered (%llu paces), %llu rounds, %llu sleeps; "
+				"torusrun: timekeeper: %llu events, %llu queries answered (%llu paces), %llu declared steps followed, "
+				"%llu rounds, %llu sleeps; "
 				"%llu hops, %llu simulator events (%llu stale, heap of at most %llu); "
 				"wall time simulating %.3f s, asleep %.3f s; thread CPU time %.3f s\n",
 				(unsigned long long)tk->events, (unsigned long long)tk->queries,
-				(unsigned long long)tk->paced, (unsigned long long)tk->rounds, (unsigned long long)tk->sleeps, (unsigned long long)st.hops,
+				(unsigned long long)tk->paced, (unsigned long long)tk->planned, (unsigned long long)tk->rounds, (unsigned long long)tk->sleeps, (unsigned long long)st.hops,
 				(unsigned long long)st.events, (unsigned long long)st.stale, (unsigned long long)st.heap_max,
 				(double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9, (double)tk->cpu_ns / 1e9);
 		}
@@ -1583,6 +1746,7 @@ void emu_tk_stop(struct emu_tk *tk)
 	free(tk->rf);
 	free(tk->cores);
 	free(tk->tree);
+	free(tk->pubq);
 	free(tk->pace);
 	free(tk->busy);
 	free(tk->free_at);

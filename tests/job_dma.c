@@ -6,7 +6,8 @@
  *   torusrun --torus 2x3 --cores-map 1,2,1,3,2,1 -- dma-check put 0 1 240 241 65536
  *
  * Scenarios: put|get|memfifo|copy SIZES..., many N, bad, full, barrier,
- * waitany, bandwidth BYTES.
+ * waitany, bandwidth BYTES; under --exact faulttime, markwait, leftwait,
+ * injorder, declare N W R [BREAK].
  *
  * Convention: every core registers its receive buffer first and allocates
  * its reception counter first, so their node-wide ids are
@@ -910,6 +911,91 @@ static int run_injorder(emu_core_t *c)
 }
 
 /* A counter nobody will ever decrement: only the hang detector ends this. */
+/*
+ * --exact: declared steps (emu_core_declare_begin). A token goes round the
+ * ring of every core R times: a core that gets it (a mark of its reception
+ * counter) holds it W ps (emu_core_compute), then puts N bytes to the next
+ * core. Before each wait a core declares that step and the wait after it.
+ * Every core prints its clock at the end: the same with and without
+ * declaring (TORUS_DECLARE=0). sizes: N W R [BREAK]; BREAK 1: core 1 puts
+ * one byte more than it declared in its second step, which stops the job.
+ */
+static int relay_step(emu_core_t *c, dma_injfifo_t *f, const uint8_t *buf, uint64_t n, torus_vt_t w, uint32_t inj)
+{
+	uint32_t node, core, g;
+	peer(c, 1, &node, &core, &g);
+	struct dma_desc d;
+	int rc = emu_core_compute(c, w);
+	if (!rc)
+		rc = dma_counter_add(c, inj, (int64_t)n);
+	if (rc)
+		return rc;
+	dma_desc_put(&d, node, buf, n, region_id(c, core), 0, counter_id(c, core), inj);
+	return dma_injfifo_post(f, &d, DMA_POST_WAIT);
+}
+
+static int run_declare(emu_core_t *c)
+{
+	if (!CHECK(c, emu_exact(c) && emu_core_total(c) >= 2 && nsizes >= 3 && sizes[0] && sizes[0] <= 4000 &&
+			      sizes[2] && sizes[2] <= 64,
+		   "declare needs --exact, two cores, and N (1 to 4000) W R (1 to 64)"))
+		return 1;
+	uint64_t n = sizes[0];
+	torus_vt_t w = sizes[1];
+	uint32_t R = (uint32_t)sizes[2], me = emu_core_global(c), reg, k, inj;
+	int brk = nsizes > 3 && sizes[3];
+	static _Thread_local uint8_t buf[4096];
+	dma_injfifo_t *f;
+	if (!CHECK(c, dma_mem_register(c, buf, sizeof(buf), &reg) == 0 && dma_counter_alloc(c, &k) == 0 &&
+			      dma_counter_alloc(c, &inj) == 0 && dma_injfifo_open(c, 0, &f) == 0,
+		   "set up"))
+		return 1;
+	int64_t levels[64];
+	for (uint32_t j = 0; j < R; j++)
+		levels[j] = (int64_t)(n * (R - 1 - j));
+	if (!CHECK(c, dma_counter_add(c, k, (int64_t)(n * R)) == 0 && dma_counter_watch(c, k, levels, R) == 0, "arm"))
+		return 1;
+	/* the calls' own checks */
+	uint32_t m0 = 0;
+	CHECK(c, emu_core_declare_begin(NULL, 0) == -EINVAL && emu_core_declare_begin(c, EMU_DECLARE_PAIRS) == -EINVAL &&
+			 emu_core_declare_end(c, &k, &m0, 1, 0, 1) == -EINVAL,
+	      "bad arguments refused");
+	if (emu_core_declare_begin(c, 0) == 0) {
+		CHECK(c, emu_core_declare_begin(c, 1) == -EBUSY &&
+				 emu_core_declare_end(c, &k, &m0, EMU_DECLARE_PAIRS + 1, 0, 1) == -EINVAL &&
+				 emu_core_declare_end(c, NULL, NULL, 0, 0, 0) == 0,
+		      "declaring twice, too many pairs, a step discarded");
+	}
+	if (dma_barrier(c))
+		return 1;
+	torus_vt_t t0 = emu_core_now(c);
+	int rc = me == 0 ? relay_step(c, f, buf, n, w, inj) : 0;
+	/* core 0 waits for laps 0..R-1 and puts after all but the last; the
+	 * others wait for the token R times and put after each */
+	for (uint32_t m = 0; !rc && m < R; m++) {
+		int puts = me != 0 || m + 1 < R, next_puts = me != 0 || m + 2 < R;
+		uint32_t next = m + 1;
+		torus_vt_t lead = puts ? w : 0;
+		if (emu_core_declare_begin(c, 0) == 0) {
+			int r2 = puts ? relay_step(c, f, buf, n, w, inj) : 0;
+			CHECK(c, emu_core_declare_end(c, &k, &next, m + 1 < R, next_puts ? w : 0, r2 == 0) == 0,
+			      "declare_end");
+		}
+		size_t which = 9;
+		rc = emu_core_lead(c, lead);
+		if (!rc)
+			rc = dma_counter_wait_marks(c, &k, &m, 1, &which);
+		if (!rc && puts)
+			rc = relay_step(c, f, buf, brk && me == 1 && m == 1 ? n + 1 : n, w, inj);
+	}
+	if (!CHECK(c, rc == 0, "the relay: %s", dma_strerror(rc)))
+		return 1;
+	CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
+	printf("declare: core %u at %.6f us after the barrier\n", me, (emu_core_now(c) - t0) * 1e-6);
+	fflush(stdout);
+	return 0;
+}
+
 static int run_hang(emu_core_t *c)
 {
 	uint32_t k;
@@ -953,6 +1039,8 @@ static int core_main(emu_core_t *c, void *arg)
 		rc = run_waitany(c);
 	else if (!strcmp(scenario, "bandwidth"))
 		rc = run_bandwidth(c);
+	else if (!strcmp(scenario, "declare"))
+		rc = run_declare(c);
 	else if (!strcmp(scenario, "hang"))
 		rc = run_hang(c);
 	if (rc == 0 && dma_barrier(c))
@@ -964,7 +1052,8 @@ int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
 		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | bad | rebind | full | barrier | "
-		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait | leftwait | injorder (these four: --exact)\n");
+		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait | leftwait | injorder | declare N W R [BREAK] "
+		       "(these five: --exact)\n");
 		return argc < 2 ? 2 : 0;
 	}
 	scenario = argv[1];

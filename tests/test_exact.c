@@ -457,6 +457,63 @@ static void test_lead(void)
 	result_free(&base);
 }
 
+/* "N declared steps followed" in a TORUS_TK_DEBUG report, or -1. */
+static long long declared_steps(const char *err)
+{
+	const char *p = strstr(err, " declared steps followed");
+	if (!p)
+		return -1;
+	while (p > err && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return atoll(p);
+}
+
+/*
+ * Declared steps (emu_core_declare_begin) change no emulated time: the
+ * relay of dma-check declare and the multicolor allreduce (which declares
+ * its steps under --exact) give the same times with them and without
+ * (TORUS_DECLARE=0), under chaos; the timekeeper followed some; and a core
+ * that does not do the step it declared stops the job with a message.
+ */
+static void test_declare(void)
+{
+	static const char *const relay[] = {"--torus 2x2 --cores 2 -- $B/dma-check declare 1000 2000000 5",
+					    "--torus 3 --chaos 3 -- $B/dma-check declare 4000 0 7",
+					    "--torus 2x3 --cores-map 1,2,1,3,2,1 --chaos 4 -- $B/dma-check declare 256 500000 4"};
+	for (size_t i = 0; i < sizeof(relay) / sizeof(relay[0]); i++) {
+		struct result off = run("TORUS_DECLARE=0 $B/torusrun --exact --quiet %s", relay[i]);
+		struct result on = run("TORUS_TK_DEBUG=1 $B/torusrun --exact --quiet %s", relay[i]);
+		long long n = declared_steps(on.err);
+		EXPECT(off.status == 0 && on.status == 0 && strstr(on.out, "declare: core 0 at ") && same_lines(off.out, on.out) &&
+			       n > 0,
+		       "%s: %d and %d, %lld steps followed\nwithout declaring:\n%s%s\ndeclaring:\n%s%s", relay[i], off.status,
+		       on.status, n, off.out, off.err, on.out, on.err);
+		result_free(&off);
+		result_free(&on);
+	}
+	struct result r = run("$B/torusrun --exact --quiet --torus 2x2 --cores 2 --timeout 30 -- $B/dma-check declare 1000 "
+			      "2000000 5 1");
+	EXPECT(r.status != 0 && strstr(r.err, "core 1 of node 0 did not do the step it declared (emu_core_declare_begin)"),
+	       "a step not done as declared: %d\n%s", r.status, r.err);
+	result_free(&r);
+	static const char *const ar[] = {"--torus 4x4x4 --cores 1 --chaos 5 -- $B/torus-bench allreduce --sizes 256K",
+					 "--torus 2x3x4 --cores 3 --chaos 6 -- $B/torus-bench allreduce --sizes 1M",
+					 "--torus 4x4x4x2 --cores 4 --chaos 7 -- $B/torus-bench allgather --sizes 1M"};
+	for (size_t i = 0; i < (light() ? 2u : 3u); i++) {
+		struct result off = run("TORUS_DECLARE=0 $B/torusrun --exact --quiet %s", ar[i]);
+		struct result on = run("TORUS_TK_DEBUG=1 $B/torusrun --exact --quiet %s", ar[i]);
+		char *a = bench_row(off.out), *b = bench_row(on.out);
+		long long n = declared_steps(on.err);
+		EXPECT(off.status == 0 && on.status == 0 && a && b && !strcmp(a, b) && strstr(b, " ok") && n > 0,
+		       "%s: '%s' without declaring, '%s' with (%lld steps followed)\n%s%s", ar[i], a ? a : "?",
+		       b ? b : "?", n, off.err, on.err);
+		free(a);
+		free(b);
+		result_free(&off);
+		result_free(&on);
+	}
+}
+
 int main(void)
 {
 	if (job_util_init())
@@ -469,6 +526,7 @@ int main(void)
 		{"trace_no_overlap", test_trace_no_overlap},
 		{"refusals", test_refusals},
 		{"lead", test_lead},
+		{"declare", test_declare},
 	};
 	static const struct cunit_suite suites[] = {{"exact", cases, sizeof(cases) / sizeof(cases[0])}};
 	int rc = cunit_main(suites, 1);

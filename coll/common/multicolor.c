@@ -104,6 +104,7 @@ struct mc_call {
 	int have_scratch, have_result, have_inj;
 	int keep;                   /* the set-up is kept for the next identical call (plan) */
 	int plan_on;                /* TORUS_MC_PLAN allows keeping (shape reads it) */
+	int dry;                    /* --exact: declaring a step (declare_steps): no data moves */
 	int own_scratch;            /* scratch is the call's own (a set-up that may be kept) */
 	size_t job_result_bytes;    /* a kept set-up's: its result region's length */
 	dma_injfifo_t *fifo[2 * TORUS_MAX_DIMS];
@@ -490,6 +491,8 @@ static int rs_arrived(struct mc_call *m, struct mc_stream *st, uint32_t i, uint3
 		/* the clock first: under --exact the timekeeper simulates the
 		 * reduction's virtual time while the host computes it */
 		coll_charge_reduce(m->c, (b - a) * m->esz);
+		if (m->dry)
+			return t + 2 < ph->d ? rs_send(m, st, i, t + 1, j) : 0;
 		const uint8_t *own = rs_input(m, st, i, a);
 		struct reduce_arg ra = {m, acc, a};
 		rc = own ? coll_reduce_local(m->job->dtype, m->job->op, acc, own, b - a)
@@ -679,6 +682,90 @@ static int run_streams(struct mc_call *m)
  * the fixed order of run_streams: by the number each stream has handled,
  * then by stream.
  */
+/* The next wait of run_streams_exact: the streams still going, in the
+ * fixed order; the first of them ready now, or else the marks to wait for
+ * (pair i: stream order[i]) and the work promised once one arrives. n = 0:
+ * every stream is done. */
+struct mc_wait {
+	uint32_t n, nw;
+	uint32_t order[2 * TORUS_MAX_DIMS], ids[2 * TORUS_MAX_DIMS], marks[2 * TORUS_MAX_DIMS];
+	torus_vt_t lead;
+	struct mc_stream *ready;
+};
+
+static void next_wait(struct mc_call *m, struct mc_wait *w)
+{
+	uint32_t order[2 * TORUS_MAX_DIMS], n = 0;
+	w->nw = 0;
+	w->ready = NULL;
+	for (uint32_t k = 0; k < m->nmine; k++) {
+		if (!m->st[k].starting && !m->st[k].stage)
+			continue;
+		uint32_t at = n++;
+		while (at > 0 && m->st[order[at - 1]].events > m->st[k].events) {
+			order[at] = order[at - 1];
+			at--;
+		}
+		order[at] = k;
+	}
+	w->n = n;
+	for (uint32_t i = 0; i < n && !w->ready; i++) {
+		struct mc_stream *s = &m->st[order[i]];
+		int32_t mk = s->starting ? -1 : expected_mark(m, s);
+		if (mk < 0) {
+			w->ready = s; /* ready now */
+		} else {
+			w->ids[w->nw] = s->ph[s->phase].counter;
+			w->marks[w->nw] = (uint32_t)mk;
+			w->order[w->nw++] = order[i];
+		}
+	}
+	/* whichever unit comes, the core reduces it before it acts (an
+	 * allgather unit: it forwards it at once) */
+	w->lead = UINT64_MAX;
+	for (uint32_t i = 0; i < w->nw; i++) {
+		const struct mc_stream *s = &m->st[w->order[i]];
+		size_t e0, e1, a, b;
+		torus_vt_t c = 0;
+		if (s->stage == MC_RS) {
+			rs_unit(m, s, s->phase, s->step, s->part, &e0, &e1, &a, &b);
+			c = a < b ? coll_reduce_cost(m->c, (b - a) * m->esz) : 0;
+		}
+		if (c < w->lead)
+			w->lead = c;
+	}
+}
+
+/*
+ * --exact: before the wait, declare what the core will do for each unit
+ * it may get (emu_core_declare_begin): the step, run dry on the stream
+ * (its posts written down, no data moved), and the wait that follows, if
+ * no stream is ready then. The timekeeper times the step at the answer and
+ * simulates on to that wait without waiting for the core. Declaring is
+ * best effort: a stream whose step does not fit is simply not declared.
+ */
+static void declare_steps(struct mc_call *m, const struct mc_wait *w)
+{
+	for (uint32_t i = 0; i < w->nw && i < EMU_DECLARE_PAIRS; i++) {
+		struct mc_stream *s = &m->st[w->order[i]];
+		struct mc_stream save = *s;
+		if (emu_core_declare_begin(m->c, i))
+			return; /* not under --exact, or declaring is off */
+		m->dry = 1;
+		int rc = advance(m, s);
+		m->dry = 0;
+		s->events++;
+		struct mc_wait nx = {0};
+		if (!rc)
+			next_wait(m, &nx);
+		uint32_t n = nx.n && !nx.ready && nx.nw <= EMU_DECLARE_PAIRS ? nx.nw : 0;
+		rc = emu_core_declare_end(m->c, nx.ids, nx.marks, n, n ? nx.lead : 0, !rc) || rc;
+		*s = save;
+		if (rc)
+			return;
+	}
+}
+
 static int run_streams_exact(struct mc_call *m)
 {
 	for (uint32_t k = 0; k < m->nmine; k++) {
@@ -686,53 +773,20 @@ static int run_streams_exact(struct mc_call *m)
 		m->st[k].events = 0;
 	}
 	for (;;) {
-		uint32_t order[2 * TORUS_MAX_DIMS], n = 0, ids[2 * TORUS_MAX_DIMS], marks[2 * TORUS_MAX_DIMS], nw = 0;
-		for (uint32_t k = 0; k < m->nmine; k++) {
-			if (!m->st[k].starting && !m->st[k].stage)
-				continue;
-			uint32_t at = n++;
-			while (at > 0 && m->st[order[at - 1]].events > m->st[k].events) {
-				order[at] = order[at - 1];
-				at--;
-			}
-			order[at] = k;
-		}
-		if (!n)
+		struct mc_wait w;
+		next_wait(m, &w);
+		if (!w.n)
 			return 0;
-		struct mc_stream *st = NULL;
-		for (uint32_t i = 0; i < n && !st; i++) {
-			struct mc_stream *s = &m->st[order[i]];
-			int32_t mk = s->starting ? -1 : expected_mark(m, s);
-			if (mk < 0) {
-				st = s; /* ready now */
-			} else {
-				ids[nw] = s->ph[s->phase].counter;
-				marks[nw] = (uint32_t)mk;
-				order[nw++] = order[i];
-			}
-		}
+		struct mc_stream *st = w.ready;
 		if (!st) {
-			/* whichever unit comes, the core reduces it before it acts
-			 * (an allgather unit: it forwards it at once) */
-			torus_vt_t lead = UINT64_MAX;
-			for (uint32_t i = 0; i < nw; i++) {
-				const struct mc_stream *s = &m->st[order[i]];
-				size_t e0, e1, a, b;
-				torus_vt_t c = 0;
-				if (s->stage == MC_RS) {
-					rs_unit(m, s, s->phase, s->step, s->part, &e0, &e1, &a, &b);
-					c = a < b ? coll_reduce_cost(m->c, (b - a) * m->esz) : 0;
-				}
-				if (c < lead)
-					lead = c;
-			}
-			size_t w = 0;
-			int rc = emu_core_lead(m->c, lead);
+			declare_steps(m, &w);
+			size_t which = 0;
+			int rc = emu_core_lead(m->c, w.lead);
 			if (!rc)
-				rc = dma_counter_wait_marks(m->c, ids, marks, nw, &w);
+				rc = dma_counter_wait_marks(m->c, w.ids, w.marks, w.nw, &which);
 			if (rc)
 				return rc;
-			st = &m->st[order[w]];
+			st = &m->st[w.order[which]];
 		}
 		int rc = st->starting ? start(m, st) : advance(m, st);
 		if (rc)

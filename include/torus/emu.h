@@ -147,6 +147,37 @@ int emu_core_expect(emu_core_t *c, uint64_t packets);
  */
 int emu_core_lead(emu_core_t *c, torus_vt_t ps);
 
+/*
+ * Declared steps (torusrun --exact): what this core will do once its next
+ * wait on marks (dma_counter_wait_marks) is answered, for each pair of that
+ * wait. The timekeeper then times the step at the answer and simulates on,
+ * to the next wait the step names, without waiting for the core to run.
+ *
+ * emu_core_declare_begin(c, pair) starts the step for pair `pair` (fewer
+ * than EMU_DECLARE_PAIRS) of the next wait: until emu_core_declare_end, the
+ * core's DMA posts and counter adds are written down, not made (no
+ * descriptor, no counter change), and its clock runs from 0
+ * (emu_core_compute charges as usual; the clock is put back at the end).
+ * It must not wait or ask anything meanwhile. emu_core_declare_end(c, ids,
+ * marks, n, lead, keep) ends it with the wait on marks that follows (n
+ * pairs, at most EMU_DECLARE_PAIRS, and the emu_core_lead it will promise;
+ * n = 0: none declared) and keep (0 discards the step).
+ *
+ * The wait then carries the steps. Once it is answered by a pair with a
+ * step, the core must post exactly what the step says, at the same offsets
+ * from the answer, then ask exactly the wait it named: each post is
+ * checked, and any difference stops the job with a message (-EPROTO). A
+ * step changes no emulated time. -EINVAL for bad arguments, -EOPNOTSUPP
+ * without --exact, with exact_lead set, or with TORUS_DECLARE=0 in the
+ * environment (steps are then told as they are made), -EBUSY while
+ * declaring, while posts of the last step are still to come, or under
+ * emu_core_expect.
+ */
+#define EMU_DECLARE_PAIRS 12u
+int emu_core_declare_begin(emu_core_t *c, uint32_t pair);
+int emu_core_declare_end(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, uint32_t n, torus_vt_t lead,
+		      int keep);
+
 /* Counters of this node's outgoing link along (dim, dir) (dir 0: plus, 1:
  * minus), like a hardware performance counter: cumulative since the job
  * began. -EINVAL for a dimension without links. */
