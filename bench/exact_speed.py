@@ -9,7 +9,7 @@ counts (TORUS_TK_DEBUG, medians over the exact runs: queries answered, and
 the timekeeper's wall time simulating, arrivals answered included, and
 asleep waiting for cores).
 
-    bench/exact_speed.py [--build build] [--anchor OLDBUILD | --anchor-commit REV]
+    bench/exact_speed.py [--build build] [--anchor OLDBUILD | --anchor-commit REV | --ab NAME=VALUE]
                          [--rounds 3] [--jobs ar-1,ar-3,stress-8x8x8]
 
 --anchor runs the engine column from another build. The issue's anchor is
@@ -17,6 +17,10 @@ the last commit before its work, f636e3a: --anchor-commit f636e3a builds it
 once (a git worktree and its build under bench/out/anchor-REV) and runs the
 engine column from there. Without either, the engine column is this build
 without --exact.
+
+--ab NAME=VALUE compares --exact with itself, without and with NAME=VALUE in
+the environment (TORUS_DECLARE=0: declared steps off), and also shows the
+collective call's own wall time (torus-bench's wall_s).
 
 Jobs: ar-C (the 4 MiB allreduce on 4x4x4 with C cores, the default
 algorithm), stress-SHAPE (torus-stress --packets 1). The issue's goal is an
@@ -41,12 +45,16 @@ def job(build, name):
     sys.exit(f"exact_speed: unknown job {name} (ar-C or stress-SHAPE)")
 
 
-def run(build, name, exact, anchor=None):
+def run(build, name, exact, anchor=None, ab=None):
+    """One job: (wall s, emulated us, timekeeper counts or None, the call's wall s or None).
+    ab: (NAME, VALUE) set in the environment of a run with --exact."""
     if not exact and anchor:
         build = anchor
     opts, prog = job(build, name)
     cmd = [os.path.join(build, "bin", "torusrun")] + (["--exact"] if exact else []) + opts + ["--"] + prog
     env = dict(os.environ, TORUS_TK_DEBUG="1") if exact else None
+    if ab and exact:
+        env[ab[0]] = ab[1]
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.monotonic() - t0
@@ -54,7 +62,9 @@ def run(build, name, exact, anchor=None):
         sys.exit(f"exact_speed: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
     m = re.search(r"job finished: .* emulated time ([0-9.]+) us", p.stderr)
     tk = re.search(r"(\d+) queries answered(?: \(\d+ paces\))?, .* wall time simulating ([0-9.]+) s, asleep ([0-9.]+) s", p.stderr)
-    return wall, m.group(1) if m else "?", (int(tk.group(1)), float(tk.group(2)), float(tk.group(3))) if tk else None
+    call = re.search(r"^ +\d+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9.]+) ", p.stdout, re.M)
+    return (wall, m.group(1) if m else "?", (int(tk.group(1)), float(tk.group(2)), float(tk.group(3))) if tk else None,
+            float(call.group(1)) if call else None)
 
 
 def build_anchor(rev):
@@ -84,7 +94,14 @@ def main():
                     help="build REV under bench/out/anchor-REV (once) and use it as --anchor (the issue's: f636e3a)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", default="ar-1,ar-3,stress-8x8x8")
+    ap.add_argument("--ab", default=None, metavar="NAME=VALUE",
+                    help="compare --exact without and with NAME=VALUE in the environment (no engine column)")
     a = ap.parse_args()
+    ab = None
+    if a.ab:
+        if "=" not in a.ab or a.anchor or a.anchor_commit:
+            sys.exit("exact_speed: --ab NAME=VALUE, without --anchor")
+        ab = tuple(a.ab.split("=", 1))
     if a.rounds < 1:
         sys.exit("exact_speed: --rounds must be at least 1")
     if a.anchor and a.anchor_commit:
@@ -98,12 +115,30 @@ def main():
     for r in range(a.rounds):
         for j in jobs:
             for e in (False, True):
-                res[(j, e)].append(run(a.build, j, e, a.anchor))
-                w, emu, _ = res[(j, e)][-1]
-                print(f"# round {r + 1}/{a.rounds}: {j} {'--exact' if e else 'engine'}: {w:.2f} s wall, "
+                if ab:
+                    res[(j, e)].append(run(a.build, j, True, None, ab if e else None))
+                else:
+                    res[(j, e)].append(run(a.build, j, e, a.anchor))
+                w, emu, _, _ = res[(j, e)][-1]
+                what = (f"--exact {a.ab}" if e else "--exact") if ab else ("--exact" if e else "engine")
+                print(f"# round {r + 1}/{a.rounds}: {j} {what}: {w:.2f} s wall, "
                       f"{emu} us emulated", file=sys.stderr, flush=True)
     print(f"{a.rounds} alternating rounds; wall time medians"
           + (f"; engine column from {a.anchor}" if a.anchor else "") + "\n")
+    if ab:
+        print(f"| job | --exact wall (s) | with {a.ab} (s) | ratio | call (s) | call with it (s) "
+              "| --exact emulated (us) | with it (us) |")
+        print("|---|---:|---:|---:|---:|---:|---|---|")
+        for j in jobs:
+            w0 = statistics.median(x[0] for x in res[(j, False)])
+            w1 = statistics.median(x[0] for x in res[(j, True)])
+            c0 = [x[3] for x in res[(j, False)] if x[3] is not None]
+            c1 = [x[3] for x in res[(j, True)] if x[3] is not None]
+            cs = (f"{statistics.median(c0):.3f} | {statistics.median(c1):.3f}" if c0 and c1 else "- | -")
+            e0 = ", ".join(sorted({x[1] for x in res[(j, False)]}))
+            e1 = ", ".join(sorted({x[1] for x in res[(j, True)]}))
+            print(f"| {j} | {w0:.2f} | {w1:.2f} | {w1 / w0:.2f} | {cs} | {e0} | {e1} |")
+        return
     print("| job | engine wall (s) | --exact wall (s) | ratio | engine emulated (us) | --exact emulated (us) "
           "| queries | simulating (s) | asleep (s) |")
     print("|---|---:|---:|---:|---|---|---:|---:|---:|")

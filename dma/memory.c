@@ -718,7 +718,7 @@ int dma_counter_wait_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *m
 		if (!(ws[i] = watch_of(c->node, ids[i])) || marks[i] >= ws[i]->n)
 			return -EINVAL;
 	}
-	if (c->tk) {
+	if (c->tk && !c->program) { /* (a program's waits are physical: its times are the timekeeper's) */
 		size_t w;
 		torus_vt_t vt;
 		int rc = tk_marks(c, ids, marks, n, EMU_TKQ_MARK_WAIT, &w, &vt);

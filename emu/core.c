@@ -233,6 +233,16 @@ static int plan_broken(emu_core_t *c, const char *what)
 	return -EPROTO;
 }
 
+/* A core whose program does not match what it does. */
+static int prog_broken(emu_core_t *c, const char *what)
+{
+	fprintf(stderr,
+		"torusrun: core %u of node %u did not make the step its program told (emu_core_program_start): %s, "
+		"stream %u, step %zu\n",
+		c->index, c->node->rank, what, c->prog_s, c->prog_st[c->prog_s % EMU_TK_PLANS].next);
+	return -EPROTO;
+}
+
 /* The query about to be asked, against the wait its plan declared. */
 static int plan_check_ask(emu_core_t *c, uint32_t type)
 {
@@ -256,6 +266,19 @@ uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 	}
 	if (c->replay && plan_check_ask(c, type))
 		return 0;
+	if (c->program) {
+		fprintf(stderr, "torusrun: core %u of node %u asked the timekeeper while its program ran "
+				"(emu_core_program_start)\n", c->index, c->node->rank);
+		return 0;
+	}
+	if (type != EMU_TKQ_PROGRAM && c->prog_events) {
+		/* steps told for a program it gave up: the timekeeper drops
+		 * them at this query too */
+		for (uint32_t k = 0; k < EMU_TK_PLANS; k++)
+			c->prog_st[k].n = c->prog_st[k].next = 0;
+		c->prog_nev = 0;
+		c->prog_events = 0;
+	}
 	t->qtype = type;
 	t->qvt = c->vt;
 	t->qdeadline = deadline;
@@ -329,28 +352,55 @@ int emu_core_tk_pace(emu_core_t *c)
 	return tk_ask(c, EMU_TKQ_PACE, at);
 }
 
+/* A step or plan being recorded: the event written down (one that does
+ * not fit, or a promise, spoils it). */
+static void record(emu_core_t *c, struct emu_tk_ev *evs, uint32_t *n, uint32_t max, const struct emu_tk_ev *ev)
+{
+	if (ev->type == EMU_TK_EXPECT || *n == max)
+		c->plan_ok = 0;
+	else
+		evs[(*n)++] = *ev;
+}
+
+/* Is ev the event told before, at the same offset from base? */
+static int same_event(const struct emu_tk_ev *told, torus_vt_t base, const struct emu_tk_ev *ev)
+{
+	struct emu_tk_ev want = *told;
+	if (want.type != EMU_TK_REFUSE) /* (a refusal has no time) */
+		want.ready += base;
+	return !memcmp(&want, ev, sizeof(want));
+}
+
 /* Tell the timekeeper about something sent. */
 int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 {
 	struct emu_tk_core *t = c->tk;
 	if (emu_core_promised(c) && ev->type != EMU_TK_EXPECT)
 		return -EBUSY; /* emu_core_expect: it promised not to */
+	if (c->plan_rec == 2) {
+		record(c, c->step_ev, &c->step_nev, EMU_TK_STEP_EVS, ev);
+		return 0;
+	}
+	if (c->program) {
+		/* the timekeeper has it from the program */
+		if (!c->prog_cur || c->prog_pos == c->prog_cur_n)
+			return prog_broken(c, "it posted more than the step said");
+		if (!same_event(&c->prog_cur[c->prog_pos], c->prog_base, ev))
+			return prog_broken(c, "a post or counter change differs from the step's");
+		c->prog_pos++;
+		c->prog_told++;
+		return 0;
+	}
 	if (c->plan_rec) {
 		struct emu_tk_plan *p = &t->plan[c->plan_i];
-		if (ev->type == EMU_TK_EXPECT || p->nev == EMU_TK_PLAN_EVS)
-			c->plan_ok = 0;
-		else
-			p->ev[p->nev++] = *ev;
+		record(c, p->ev, &p->nev, EMU_TK_PLAN_EVS, ev);
 		return 0;
 	}
 	if (c->replay) {
-		/* told already: the same event, at the same offset */
+		/* told already */
 		if (c->rp_pos == c->rp.nev)
 			return plan_broken(c, "it posted more than it declared");
-		struct emu_tk_ev want = c->rp.ev[c->rp_pos];
-		if (want.type != EMU_TK_REFUSE)
-			want.ready += c->rp_base;
-		if (memcmp(&want, ev, sizeof(want)))
+		if (!same_event(&c->rp.ev[c->rp_pos], c->rp_base, ev))
 			return plan_broken(c, "a post or counter change differs from the declared one");
 		if (++c->rp_pos == c->rp.nev && !c->rp.qn)
 			c->replay = 0;
@@ -472,18 +522,24 @@ int emu_core_expect(emu_core_t *c, uint64_t packets)
 
 _Static_assert(EMU_TK_PLANS == EMU_DECLARE_PAIRS, "one limit");
 
+/* NAME=0 in the environment, read once into *cache (-1: not yet). */
+static int env_off(_Atomic int *cache, const char *name)
+{
+	int off = atomic_load_explicit(cache, memory_order_relaxed);
+	if (off < 0) {
+		const char *e = getenv(name);
+		off = e && !strcmp(e, "0");
+		atomic_store_explicit(cache, off, memory_order_relaxed);
+	}
+	return off;
+}
+
 int emu_core_declare_begin(emu_core_t *c, uint32_t pair)
 {
 	if (!c || pair >= EMU_TK_PLANS)
 		return -EINVAL;
-	static _Atomic int declare_off = -1; /* TORUS_DECLARE=0, read once */
-	int off = atomic_load_explicit(&declare_off, memory_order_relaxed);
-	if (off < 0) {
-		const char *e = getenv("TORUS_DECLARE");
-		off = e && !strcmp(e, "0");
-		atomic_store_explicit(&declare_off, off, memory_order_relaxed);
-	}
-	if (!c->tk || c->node->params->exact_lead_ps || off)
+	static _Atomic int declare_off = -1;
+	if (!c->tk || c->node->params->exact_lead_ps || env_off(&declare_off, "TORUS_DECLARE"))
 		return -EOPNOTSUPP; /* (a paced post asks the timekeeper) */
 	if (c->plan_rec || (c->replay && c->rp_pos < c->rp.nev) || emu_core_promised(c))
 		return -EBUSY;
@@ -519,6 +575,129 @@ int emu_core_declare_end(emu_core_t *c, const uint32_t *ids, const uint32_t *mar
 	p->valid = keep && c->plan_ok;
 	c->vt = c->plan_vt;
 	c->plan_rec = 0;
+	return 0;
+}
+
+int emu_core_step_begin(emu_core_t *c)
+{
+	if (!c)
+		return -EINVAL;
+	static _Atomic int program_off = -1;
+	if (env_off(&program_off, "TORUS_PROGRAM"))
+		return -EOPNOTSUPP;
+	int rc = emu_core_declare_begin(c, 0); /* the same conditions */
+	if (rc)
+		return rc;
+	c->plan_rec = 2; /* into step_ev, not a plan */
+	c->step_nev = 0;
+	return 0;
+}
+
+int emu_core_step_end(emu_core_t *c, uint32_t stream, uint32_t id, int64_t mark, int keep)
+{
+	if (!c || c->plan_rec != 2)
+		return -EINVAL;
+	torus_vt_t end = c->vt;
+	int ok = keep && c->plan_ok;
+	c->vt = c->plan_vt;
+	c->plan_rec = 0;
+	if (!ok)
+		return -EAGAIN;
+	if (stream >= EMU_DECLARE_PAIRS || mark < -1)
+		return -EINVAL;
+	/* kept, to check the step when it is made */
+	if (c->prog_nev + c->step_nev > c->prog_cap) {
+		size_t nc = c->prog_cap ? c->prog_cap : 1024;
+		while (nc < c->prog_nev + c->step_nev)
+			nc *= 2;
+		void *p = realloc(c->prog_ev, nc * sizeof(*c->prog_ev));
+		if (!p)
+			return -ENOMEM;
+		c->prog_ev = p;
+		c->prog_cap = nc;
+	}
+	if (c->prog_st[stream].n == c->prog_st[stream].cap) {
+		size_t nc = c->prog_st[stream].cap ? 2 * c->prog_st[stream].cap : 64;
+		void *p = realloc(c->prog_st[stream].step, nc * sizeof(*c->prog_st[stream].step));
+		if (!p)
+			return -ENOMEM;
+		c->prog_st[stream].step = p;
+		c->prog_st[stream].cap = nc;
+	}
+	c->prog_st[stream].step[c->prog_st[stream].n].first = c->prog_nev;
+	c->prog_st[stream].step[c->prog_st[stream].n++].nev = c->step_nev;
+	if (c->step_nev)
+		memcpy(c->prog_ev + c->prog_nev, c->step_ev, c->step_nev * sizeof(*c->step_ev));
+	c->prog_nev += c->step_nev;
+	struct emu_tk_ev h = {.type = EMU_TK_STEP, .core = stream, .rec = id,
+			      .id = mark < 0 ? UINT64_MAX : (uint64_t)mark, .len = c->step_nev, .ready = end};
+	int rc = emu_core_tk_event(c, &h);
+	for (uint32_t i = 0; !rc && i < c->step_nev; i++)
+		rc = emu_core_tk_event(c, &c->step_ev[i]);
+	c->prog_events += c->step_nev;
+	return rc;
+}
+
+int emu_core_program_start(emu_core_t *c, uint32_t nstreams)
+{
+	if (!c || !nstreams || nstreams > EMU_DECLARE_PAIRS)
+		return -EINVAL;
+	if (!c->tk)
+		return -EOPNOTSUPP;
+	if (c->plan_rec || c->replay || c->program)
+		return -EBUSY;
+	c->tk->qn = nstreams;
+	c->prog_q = emu_core_tk_ask(c, EMU_TKQ_PROGRAM, 0);
+	c->program = 1;
+	c->prog_told = 0;
+	c->prog_cur = NULL;
+	return 0;
+}
+
+int emu_core_program_step(emu_core_t *c, uint32_t stream)
+{
+	if (!c || !c->program || stream >= EMU_TK_PLANS)
+		return -EINVAL;
+	if (c->prog_cur && c->prog_pos != c->prog_cur_n)
+		return prog_broken(c, "it began a step before it finished the last one");
+	c->prog_s = stream;
+	if (c->prog_st[stream].next == c->prog_st[stream].n)
+		return prog_broken(c, "the stream has no step left");
+	size_t i = c->prog_st[stream].next++;
+	c->prog_cur = c->prog_ev + c->prog_st[stream].step[i].first;
+	c->prog_cur_n = c->prog_st[stream].step[i].nev;
+	c->prog_pos = 0;
+	c->prog_base = c->vt;
+	return 0;
+}
+
+int emu_core_program_finish(emu_core_t *c)
+{
+	if (!c || !c->program)
+		return -EINVAL;
+	uint64_t told = c->prog_told, declared = c->prog_events;
+	int left = c->prog_cur && c->prog_pos != c->prog_cur_n;
+	for (uint32_t k = 0; k < EMU_TK_PLANS; k++) {
+		left |= c->prog_st[k].next != c->prog_st[k].n;
+		c->prog_st[k].n = c->prog_st[k].next = 0;
+	}
+	c->program = 0;
+	c->prog_events = 0;
+	c->prog_nev = 0;
+	c->prog_cur = NULL;
+	int rc = emu_core_tk_answer(c, c->prog_q);
+	if (rc)
+		return rc;
+	if (told != declared || left) {
+		fprintf(stderr,
+			"torusrun: core %u of node %u made %llu posts and counter changes in its program, which "
+			"told %llu, and %s (emu_core_program_start)\n",
+			c->index, c->node->rank, (unsigned long long)told, (unsigned long long)declared,
+			left ? "did not make every step" : "made every step");
+		return -EPROTO;
+	}
+	c->vt = c->tk->avt; /* (its clock ran without the waits meanwhile) */
+	publish(c);
 	return 0;
 }
 

@@ -140,6 +140,9 @@ enum emu_tk_ev_type {
 	EMU_TK_CTR_LEVEL = 6,    /* watermark id of counter rec is level delta */
 	EMU_TK_REFUSE = 7,       /* the next EMU_TK_DMA (an unchecked post) is refused, in part or whole */
 	EMU_TK_EXPECT = 8,       /* emu_core_expect: no event until the core's raw arrivals total len */
+	EMU_TK_STEP = 9,         /* a step of a program (emu_core_step_end): stream core, after mark id of
+				  * counter rec (id UINT64_MAX: none), its clock ready after the len events
+				  * that follow (times from the step's start) */
 };
 /*
  * What the destination will refuse of an unchecked descriptor, worked out
@@ -184,6 +187,8 @@ enum emu_tk_query {
 				  * deadline (afound 0), whichever comes first */
 	EMU_TKQ_PACE = 10,       /* answered once the simulation is at or past deadline (a core that
 				  * ran too far ahead: tk_now + exact_lead); it stays a running core */
+	EMU_TKQ_PROGRAM = 11,    /* run the qn streams of steps sent before (EMU_TK_STEP): answered at
+				  * the end of the last step */
 };
 /* Arrival queues (RECV and WAIT_RECV name one in qkey): raw packets, and
  * memory-FIFO packets (the DMA unit's) */
@@ -216,6 +221,7 @@ struct emu_tk_aq {
  */
 #define EMU_TK_PLANS 12u      /* pairs of one wait that may have a plan */
 #define EMU_TK_PLAN_EVS 32u   /* events of one plan */
+#define EMU_TK_STEP_EVS 256u  /* events of one step of a program (EMU_TK_STEP) */
 struct emu_tk_plan {
 	uint32_t valid;          /* 0: none for this pair (the core tells the timekeeper as it goes) */
 	uint32_t nev;

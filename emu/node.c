@@ -262,6 +262,9 @@ void emu_node_teardown(struct emu_node_rt *rt)
 			continue;
 		emu_node_unit.core_teardown(rt->cores[c]);
 		emu_stash_free(&rt->cores[c]->stash);
+		free(rt->cores[c]->prog_ev);
+		for (uint32_t k = 0; k < EMU_TK_PLANS; k++)
+			free(rt->cores[c]->prog_st[k].step);
 		free(rt->cores[c]);
 	}
 	emu_node_unit.node_teardown(rt);

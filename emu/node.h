@@ -158,6 +158,22 @@ struct emu_core {
 	 * written for the next wait, the query they went with, and the one
 	 * being followed after its answer (its posts are checked, not told) */
 	int plan_rec, plan_ok, replay;
+	/* a program (emu_core_program_start): its steps, and while it runs the
+	 * events its posts would tell (counted, not told) */
+	int program;
+	uint32_t prog_q, prog_s;      /* the program's query; the stream of the step being made */
+	uint64_t prog_told, prog_events;
+	struct emu_tk_ev *prog_ev;    /* every step's events, as told */
+	size_t prog_nev, prog_cap;
+	struct {
+		struct { size_t first; uint32_t nev; } *step;
+		size_t n, cap, next;  /* steps told; the next one to make */
+	} prog_st[EMU_TK_PLANS];
+	const struct emu_tk_ev *prog_cur; /* the step being made: its events, how many made */
+	uint32_t prog_cur_n, prog_pos;
+	torus_vt_t prog_base;
+	uint32_t step_nev;
+	struct emu_tk_ev step_ev[EMU_TK_STEP_EVS];
 	uint32_t plan_i, plan_n, plan_q, rp_pos;
 	torus_vt_t plan_vt, rp_base;
 	struct emu_tk_plan rp;

@@ -37,6 +37,21 @@ struct tk_queue {
 	size_t narr, head, cap;
 };
 
+/* A step of a program (EMU_TK_STEP): after mark `mark` of counter id
+ * (UINT64_MAX: none), nev events from pool index ev, its clock end after
+ * them (times from its start). */
+struct tk_step {
+	uint64_t mark;
+	uint32_t id, nev;
+	torus_vt_t end;
+	size_t ev;
+};
+struct tk_stream {
+	struct tk_step *s;
+	size_t n, cap, head;
+	uint32_t handled;
+};
+
 struct tk_core {
 	struct emu_tk_core *sh;
 	struct emu_core_shm *cs;
@@ -88,6 +103,15 @@ struct tk_core {
 	 * asked (qseen is its number) until the core asks it; an answer to it
 	 * found before that is held */
 	int declared, held;
+	/* a program (EMU_TKQ_PROGRAM): its streams' steps and their events;
+	 * while it runs, the wait the timekeeper asks for it (porder: the
+	 * stream of each pair) */
+	struct tk_stream *pst;
+	struct emu_tk_ev *pev;
+	size_t npev, cappev;
+	uint32_t fill, fill_stream; /* events of the step being received still to come */
+	int prog, prog_done;
+	uint32_t nprog, porder[EMU_TK_PLANS];
 };
 
 /* What a destination refuses of an unchecked descriptor (EMU_TK_REFUSE;
@@ -147,10 +171,12 @@ struct emu_tk {
 	 * qdeadline, a heap by it (core indices) */
 	uint32_t *pace;
 	uint32_t npace;
-	/* answers to publish (a core at most twice: see flush) */
+	/* answers to publish (flush) */
 	uint32_t *pubq, npub;
+	size_t cappub;
 	struct emu_tk_plan plan; /* the one being followed, copied from the core */
 	uint64_t events, queries, paced, sleeps, rounds, planned;
+	int prog_err;             /* a program that could not be run (try_answer has no error path) */
 	uint64_t sim_ns, sleep_ns; /* wall time simulating, and asleep (TORUS_TK_DEBUG) */
 	uint64_t cpu_ns;          /* the timekeeper thread's CPU time, at its end */
 };
@@ -344,6 +370,22 @@ static torus_vt_t first_arrival(const struct tk_core *k, uint32_t qi)
 	return q->head < q->narr ? q->arr[q->head].t : TIMESIM_NEVER;
 }
 
+/* Core k has an answer to publish (flush); a program's core can have a
+ * chain of them in one flush, so the queue grows. */
+static void pub_push(struct emu_tk *tk, struct tk_core *k)
+{
+	if (k->pub)
+		return;
+	void *p = grow(tk->pubq, &tk->cappub, tk->npub + 1, sizeof(*tk->pubq), 64);
+	if (!p) {
+		tk->prog_err = -ENOMEM;
+		return;
+	}
+	tk->pubq = p;
+	k->pub = 1;
+	tk->pubq[tk->npub++] = (uint32_t)(k - tk->c);
+}
+
 /* Answer core k's query: its clock becomes vt. The answer is published by
  * flush (after the simulator's run, when a plan of the core's can be
  * timed). */
@@ -362,10 +404,7 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 	k->lead_until = add_sat(vt, k->qlead);
 	rebound(tk, k);
 	tk->queries++;
-	if (!k->pub) {
-		k->pub = 1;
-		tk->pubq[tk->npub++] = (uint32_t)(k - tk->c);
-	}
+	pub_push(tk, k);
 }
 
 /* Arrival a of queue qi at core k: into its ring (arrivals are final as
@@ -982,6 +1021,116 @@ static void lead_broken(const struct tk_core *k, const char *what, torus_vt_t at
 		k->core, k->node, what, (unsigned long long)at, (unsigned long long)k->lead_until);
 }
 
+static int try_answer(struct emu_tk *tk, struct tk_core *k);
+
+/* A step of core k's program (EMU_TK_STEP), or the next of its events. */
+static int step_take(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
+{
+	if (k->prog)
+		return plan_refused(k, "came while its program ran");
+	if (!k->pst && !(k->pst = calloc(EMU_TK_PLANS, sizeof(*k->pst))))
+		return -ENOMEM;
+	if (k->fill) {
+		if (ev->type == EMU_TK_STEP || ev->type == EMU_TK_EXPECT)
+			return plan_refused(k, "of a program is cut short");
+		void *p = grow(k->pev, &k->cappev, k->npev + 1, sizeof(*k->pev), 256);
+		if (!p)
+			return -ENOMEM;
+		k->pev = p;
+		k->pev[k->npev++] = *ev;
+		k->fill--;
+		return 0;
+	}
+	uint32_t lim = tk->cores[k->node] * tk->m->hdr->params.dma_counters;
+	if (ev->core >= EMU_TK_PLANS || ev->len > EMU_TK_STEP_EVS || (ev->id != UINT64_MAX && ev->id > UINT32_MAX) ||
+	    (ev->id != UINT64_MAX && ev->rec >= lim))
+		return plan_refused(k, "of a program is malformed");
+	struct tk_stream *st = &k->pst[ev->core];
+	void *p = grow(st->s, &st->cap, st->n + 1, sizeof(*st->s), 64);
+	if (!p)
+		return -ENOMEM;
+	st->s = p;
+	st->s[st->n++] = (struct tk_step){ev->id, ev->rec, (uint32_t)ev->len, ev->ready, k->npev};
+	k->fill = (uint32_t)ev->len;
+	return 0;
+}
+
+/* Take stream s's next step from `at`: its events, then its clock. */
+static int step_apply(struct emu_tk *tk, struct tk_core *k, uint32_t s, torus_vt_t at)
+{
+	struct tk_stream *st = &k->pst[s];
+	const struct tk_step *p = &st->s[st->head++];
+	st->handled++;
+	for (uint32_t i = 0; i < p->nev; i++) {
+		struct emu_tk_ev ev = k->pev[p->ev + i];
+		if (ev.type != EMU_TK_REFUSE)
+			ev.ready = add_sat(ev.ready, at);
+		int rc = post(tk, k, &ev);
+		if (rc)
+			return rc;
+	}
+	tk->planned++;
+	k->clock = add_sat(at, p->end);
+	return 0;
+}
+
+/* Run core k's program on from its clock, as the core serves its streams:
+ * steps without a mark at once (the first in order of steps had, then of
+ * stream), else a wait for the first mark crossed among the streams'
+ * next steps (answered in publish); at the end, the program's query. */
+static int prog_next(struct emu_tk *tk, struct tk_core *k)
+{
+	for (;;) {
+		uint32_t order[EMU_TK_PLANS], n = 0, nw = 0;
+		for (uint32_t s = 0; s < k->nprog; s++) {
+			const struct tk_stream *st = &k->pst[s];
+			if (st->head == st->n)
+				continue;
+			uint32_t at = n++;
+			while (at > 0 && k->pst[order[at - 1]].handled > st->handled) {
+				order[at] = order[at - 1];
+				at--;
+			}
+			order[at] = s;
+		}
+		if (!n) {
+			k->prog_done = 1;
+			k->qtype = EMU_TKQ_PROGRAM;
+			answer(tk, k, 1, k->clock);
+			return 0;
+		}
+		int ready = -1;
+		for (uint32_t i = 0; i < n && ready < 0; i++) {
+			const struct tk_step *p = &k->pst[order[i]].s[k->pst[order[i]].head];
+			if (p->mark == UINT64_MAX) {
+				ready = (int)order[i];
+			} else {
+				k->qids[nw] = p->id;
+				k->qmarks[nw] = (uint32_t)p->mark;
+				k->porder[nw++] = order[i];
+			}
+		}
+		if (ready >= 0) {
+			int rc = step_apply(tk, k, (uint32_t)ready, k->clock);
+			if (rc)
+				return rc;
+			continue;
+		}
+		k->qtype = EMU_TKQ_MARK_WAIT;
+		k->qvt = k->clock;
+		k->qn = nw;
+		k->qlead = 0;
+		k->qdeadline = 0;
+		k->qkey = 0;
+		k->blocked = 0;
+		k->zero_at = TIMESIM_NEVER;
+		k->waiting = 1;
+		if (!try_answer(tk, k))
+			rebound(tk, k);
+		return 0;
+	}
+}
+
 /* Take what core k has said since the last look; 1 if anything. */
 static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 {
@@ -1002,6 +1151,18 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 		return 1;
 	}
 	while (tail != head) {
+		const struct emu_tk_ev *pe = &sh->ev[tail % EMU_TK_SLOTS];
+		if (k->fill || pe->type == EMU_TK_STEP) {
+			/* a program's step, or one of its events */
+			int rc = step_take(tk, k, pe);
+			if (rc) {
+				*err = rc;
+				return 1;
+			}
+			tail++;
+			moved = 1;
+			continue;
+		}
 		/* (a refusal has no time: the descriptor after it has) */
 		if (sh->ev[tail % EMU_TK_SLOTS].type != EMU_TK_REFUSE && sh->ev[tail % EMU_TK_SLOTS].ready < k->lead_until) {
 			lead_broken(k, "posted an event", sh->ev[tail % EMU_TK_SLOTS].ready);
@@ -1030,14 +1191,19 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 				return 1;
 			}
 			k->declared = 0;
-			if (k->held && !k->pub) {
-				k->pub = 1;
-				tk->pubq[tk->npub++] = (uint32_t)(k - tk->c);
-			}
+			if (k->held)
+				pub_push(tk, k);
 			k->held = 0;
 			moved = 1;
 		}
 	} else if (q != k->qseen) {
+		if (k->pst && !k->prog && sh->qtype != EMU_TKQ_PROGRAM) {
+			/* steps told for a program the core gave up: gone */
+			for (uint32_t s = 0; s < EMU_TK_PLANS; s++)
+				k->pst[s].n = k->pst[s].head = k->pst[s].handled = 0;
+			k->npev = 0;
+			k->fill = 0;
+		}
 		k->qseen = q;
 		k->qtype = sh->qtype;
 		k->qvt = sh->qvt;
@@ -1066,6 +1232,10 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 				}
 			if (k->qtype == EMU_TKQ_MARK || k->qtype == EMU_TKQ_MARK_WAIT)
 				memcpy(k->qmarks, sh->qmarks, k->qn * sizeof(uint32_t));
+		}
+		if (k->qtype == EMU_TKQ_PROGRAM && (k->qn == 0 || k->qn > EMU_TK_PLANS || k->fill)) {
+			*err = plan_refused(k, "(a program) is malformed");
+			return 1;
 		}
 		if (((k->qtype == EMU_TKQ_RECV || k->qtype == EMU_TKQ_WAIT_RECV || k->qtype == EMU_TKQ_CTR_OR_RECV) &&
 		     k->qkey >= EMU_TK_NQ) ||
@@ -1250,6 +1420,21 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 		rebound(tk, k);
 		return 2;
 	}
+	case EMU_TKQ_PROGRAM: {
+		if (k->prog)
+			return 0;
+		/* it starts at its clock: the timekeeper runs it from here */
+		k->prog = 1;
+		k->nprog = k->qn;
+		if (k->qvt > k->clock)
+			k->clock = k->qvt;
+		int rc = prog_next(tk, k);
+		if (rc) {
+			tk->prog_err = rc;
+			timesim_stop(tk->ts);
+		}
+		return 2;
+	}
 	case EMU_TKQ_PACE:
 		/* the heap answers it once it is there (pace_answer) */
 		if (k->in_pace)
@@ -1327,6 +1512,20 @@ static int follow(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_plan
 static int publish(struct emu_tk *tk, struct tk_core *k)
 {
 	struct emu_tk_core *sh = k->sh;
+	if (k->prog && !k->prog_done) {
+		/* the wait of its program: the stream whose mark came */
+		if (!k->afound || k->a.which >= k->qn)
+			return plan_refused(k, "(a program) lost its way");
+		int rc = step_apply(tk, k, k->porder[k->a.which], k->avt);
+		return rc ? rc : prog_next(tk, k);
+	}
+	if (k->prog) {
+		/* its end: the next program starts afresh */
+		k->prog = k->prog_done = 0;
+		for (uint32_t s = 0; s < EMU_TK_PLANS && k->pst; s++)
+			k->pst[s].n = k->pst[s].head = k->pst[s].handled = 0;
+		k->npev = 0;
+	}
 	const struct emu_tk_plan *p = NULL;
 	/* the plans came before the query (its release store of qseq) */
 	if (k->last_qtype == EMU_TKQ_MARK_WAIT && k->afound &&
@@ -1365,7 +1564,7 @@ static int flush(struct emu_tk *tk)
 			return rc;
 	}
 	tk->npub = 0;
-	return 0;
+	return tk->prog_err;
 }
 
 /* The cores the simulation has paced past: they may post again. */
@@ -1593,7 +1792,6 @@ int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err
 	for (tk->P = 1; tk->P < tk->ncores; tk->P *= 2)
 		;
 	if (!(tk->tree = malloc(2 * (size_t)tk->P * sizeof(uint32_t))) ||
-	    !(tk->pubq = malloc(2 * (size_t)h->total_cores * sizeof(uint32_t))) ||
 	    !(tk->pace = malloc((size_t)tk->ncores * sizeof(uint32_t)))) {
 		emu_tk_stop(tk);
 		snprintf(err, errlen, "out of memory for the timekeeper");
@@ -1720,6 +1918,11 @@ void emu_tk_stop(struct emu_tk *tk)
 	free(tk->trace);
 	if (tk->c)
 		for (uint32_t i = 0; i < tk->ncores; i++) {
+			if (tk->c[i].pst)
+				for (uint32_t st = 0; st < EMU_TK_PLANS; st++)
+					free(tk->c[i].pst[st].s);
+			free(tk->c[i].pst);
+			free(tk->c[i].pev);
 			for (uint32_t qi = 0; qi < EMU_TK_NQ; qi++)
 				free(tk->c[i].q[qi].arr);
 			for (uint32_t f = 0; tk->c[i].fifo && f < tk->m->hdr->params.inj_fifos; f++)

@@ -7,7 +7,7 @@
  *
  * Scenarios: put|get|memfifo|copy SIZES..., many N, bad, full, barrier,
  * waitany, bandwidth BYTES; under --exact faulttime, markwait, leftwait,
- * injorder, declare N W R [BREAK].
+ * injorder, declare N W R [BREAK], program N W R [BREAK].
  *
  * Convention: every core registers its receive buffer first and allocates
  * its reception counter first, so their node-wide ids are
@@ -934,27 +934,50 @@ static int relay_step(emu_core_t *c, dma_injfifo_t *f, const uint8_t *buf, uint6
 	return dma_injfifo_post(f, &d, DMA_POST_WAIT);
 }
 
-static int run_declare(emu_core_t *c)
+/* The relay's set-up: N W R from sizes, a buffer, the token's counter k
+ * armed for R arrivals with a mark each, an injection counter. */
+struct relay {
+	uint64_t n;
+	torus_vt_t w;
+	uint32_t R, me, k, inj;
+	int brk;
+	dma_injfifo_t *f;
+};
+
+/* its fields under short names */
+#define RELAY_NAMES(rl)                                                                          \
+	uint64_t n = (rl).n;                                                                     \
+	torus_vt_t w = (rl).w;                                                                   \
+	uint32_t R = (rl).R, me = (rl).me, k = (rl).k, inj = (rl).inj;                           \
+	int brk = (rl).brk;                                                                      \
+	dma_injfifo_t *f = (rl).f
+
+static int relay_setup(emu_core_t *c, struct relay *r, uint8_t *buf, size_t len)
 {
 	if (!CHECK(c, emu_exact(c) && emu_core_total(c) >= 2 && nsizes >= 3 && sizes[0] && sizes[0] <= 4000 &&
 			      sizes[2] && sizes[2] <= 64,
-		   "declare needs --exact, two cores, and N (1 to 4000) W R (1 to 64)"))
+		   "%s needs --exact, two cores, and N (1 to 4000) W R (1 to 64)", scenario))
 		return 1;
-	uint64_t n = sizes[0];
-	torus_vt_t w = sizes[1];
-	uint32_t R = (uint32_t)sizes[2], me = emu_core_global(c), reg, k, inj;
-	int brk = nsizes > 3 && sizes[3];
-	static _Thread_local uint8_t buf[4096];
-	dma_injfifo_t *f;
-	if (!CHECK(c, dma_mem_register(c, buf, sizeof(buf), &reg) == 0 && dma_counter_alloc(c, &k) == 0 &&
-			      dma_counter_alloc(c, &inj) == 0 && dma_injfifo_open(c, 0, &f) == 0,
+	uint32_t reg;
+	*r = (struct relay){sizes[0], sizes[1], (uint32_t)sizes[2], emu_core_global(c), 0, 0, nsizes > 3 && sizes[3], NULL};
+	if (!CHECK(c, dma_mem_register(c, buf, len, &reg) == 0 && dma_counter_alloc(c, &r->k) == 0 &&
+			      dma_counter_alloc(c, &r->inj) == 0 && dma_injfifo_open(c, 0, &r->f) == 0,
 		   "set up"))
 		return 1;
 	int64_t levels[64];
-	for (uint32_t j = 0; j < R; j++)
-		levels[j] = (int64_t)(n * (R - 1 - j));
-	if (!CHECK(c, dma_counter_add(c, k, (int64_t)(n * R)) == 0 && dma_counter_watch(c, k, levels, R) == 0, "arm"))
+	for (uint32_t j = 0; j < r->R; j++)
+		levels[j] = (int64_t)(r->n * (r->R - 1 - j));
+	return !CHECK(c, dma_counter_add(c, r->k, (int64_t)(r->n * r->R)) == 0 && dma_counter_watch(c, r->k, levels, r->R) == 0,
+		      "arm");
+}
+
+static int run_declare(emu_core_t *c)
+{
+	static _Thread_local uint8_t buf[4096];
+	struct relay rl;
+	if (relay_setup(c, &rl, buf, sizeof(buf)))
 		return 1;
+	RELAY_NAMES(rl);
 	/* the calls' own checks */
 	uint32_t m0 = 0;
 	CHECK(c, emu_core_declare_begin(NULL, 0) == -EINVAL && emu_core_declare_begin(c, EMU_DECLARE_PAIRS) == -EINVAL &&
@@ -991,7 +1014,67 @@ static int run_declare(emu_core_t *c)
 	if (!CHECK(c, rc == 0, "the relay: %s", dma_strerror(rc)))
 		return 1;
 	CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
-	printf("declare: core %u at %.6f us after the barrier\n", me, (emu_core_now(c) - t0) * 1e-6);
+	printf("relay: core %u at %.6f us after the barrier\n", me, (emu_core_now(c) - t0) * 1e-6);
+	fflush(stdout);
+	return 0;
+}
+
+/*
+ * --exact: the same relay as one program per core (emu_core_program_start):
+ * every step told first, then made as the token physically comes. The
+ * times are declare's. Without programs (TORUS_PROGRAM=0) each step waits
+ * on the timekeeper as usual. sizes: N W R [BREAK] as for declare.
+ */
+static int run_program(emu_core_t *c)
+{
+	static _Thread_local uint8_t buf[4096];
+	struct relay rl;
+	if (relay_setup(c, &rl, buf, sizeof(buf)))
+		return 1;
+	RELAY_NAMES(rl);
+	CHECK(c, emu_core_program_step(c, 0) == -EINVAL && emu_core_program_finish(c) == -EINVAL &&
+			 emu_core_program_start(c, 0) == -EINVAL && emu_core_step_end(c, 0, k, -1, 1) == -EINVAL,
+	      "bad calls refused");
+	if (dma_barrier(c))
+		return 1;
+	torus_vt_t t0 = emu_core_now(c);
+	/* the steps: core 0 first puts at once, then after laps 0..R-2, and
+	 * takes the last lap without putting; the others put after each */
+	uint32_t nsteps = me == 0 ? R + 1 : R;
+	int rc = 0, prog = 1;
+	for (uint32_t i = 0; i < nsteps && !rc; i++) {
+		int64_t mark = me == 0 ? (int64_t)i - 1 : (int64_t)i;
+		int puts = me != 0 || i < R;
+		if ((rc = emu_core_step_begin(c)))
+			break;
+		int r2 = puts ? relay_step(c, f, buf, n, w, inj) : 0;
+		rc = emu_core_step_end(c, 0, k, mark, r2 == 0);
+	}
+	if (rc == -EOPNOTSUPP)
+		prog = rc = 0; /* programs off: step by step */
+	else if (!rc)
+		rc = emu_core_program_start(c, 1);
+	for (uint32_t i = 0; i < nsteps && !rc; i++) {
+		int64_t mark = me == 0 ? (int64_t)i - 1 : (int64_t)i;
+		int puts = me != 0 || i < R;
+		size_t which;
+		uint32_t mk = (uint32_t)mark;
+		if (mark >= 0)
+			rc = dma_counter_wait_marks(c, &k, &mk, 1, &which);
+		if (!rc && prog)
+			rc = emu_core_program_step(c, 0);
+		if (!rc && puts)
+			rc = relay_step(c, f, buf, brk && me == 1 && i == 1 ? n + 1 : n, w, inj);
+	}
+	if (prog) {
+		int r2 = emu_core_program_finish(c);
+		if (!rc)
+			rc = r2;
+	}
+	if (!CHECK(c, rc == 0, "the relay: %s", dma_strerror(rc)))
+		return 1;
+	CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
+	printf("relay: core %u at %.6f us after the barrier\n", me, (emu_core_now(c) - t0) * 1e-6);
 	fflush(stdout);
 	return 0;
 }
@@ -1041,6 +1124,8 @@ static int core_main(emu_core_t *c, void *arg)
 		rc = run_bandwidth(c);
 	else if (!strcmp(scenario, "declare"))
 		rc = run_declare(c);
+	else if (!strcmp(scenario, "program"))
+		rc = run_program(c);
 	else if (!strcmp(scenario, "hang"))
 		rc = run_hang(c);
 	if (rc == 0 && dma_barrier(c))
@@ -1053,7 +1138,7 @@ int main(int argc, char **argv)
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
 		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | bad | rebind | full | barrier | "
 		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait | leftwait | injorder | declare N W R [BREAK] "
-		       "(these five: --exact)\n");
+		       "| program N W R [BREAK] (these six: --exact)\n");
 		return argc < 2 ? 2 : 0;
 	}
 	scenario = argv[1];

@@ -469,48 +469,72 @@ static long long declared_steps(const char *err)
 }
 
 /*
- * Declared steps (emu_core_declare_begin) change no emulated time: the
- * relay of dma-check declare and the multicolor allreduce (which declares
- * its steps under --exact) give the same times with them and without
- * (TORUS_DECLARE=0), under chaos; the timekeeper followed some; and a core
- * that does not do the step it declared stops the job with a message.
+ * Declared steps (emu_core_declare_begin) and programs
+ * (emu_core_program_start) change no emulated time: the relay of dma-check
+ * declare and program and the multicolor collectives (which run as
+ * programs under --exact) give the same times with them, with declared
+ * steps only (TORUS_PROGRAM=0) and with neither (TORUS_DECLARE=0), under
+ * chaos; the timekeeper followed some; and a core that does not do the step
+ * it declared or told stops the job with a message.
  */
 static void test_declare(void)
 {
-	static const char *const relay[] = {"--torus 2x2 --cores 2 -- $B/dma-check declare 1000 2000000 5",
-					    "--torus 3 --chaos 3 -- $B/dma-check declare 4000 0 7",
-					    "--torus 2x3 --cores-map 1,2,1,3,2,1 --chaos 4 -- $B/dma-check declare 256 500000 4"};
+	static const char *const relay[] = {"--torus 2x2 --cores 2 -- $B/dma-check %s 1000 2000000 5",
+					    "--torus 3 --chaos 3 -- $B/dma-check %s 4000 0 7",
+					    "--torus 2x3 --cores-map 1,2,1,3,2,1 --chaos 4 -- $B/dma-check %s 256 500000 4"};
+	static const char *const modes[] = {"TORUS_DECLARE=0", "TORUS_PROGRAM=0", "TORUS_TK_DEBUG=1"};
 	for (size_t i = 0; i < sizeof(relay) / sizeof(relay[0]); i++) {
-		struct result off = run("TORUS_DECLARE=0 $B/torusrun --exact --quiet %s", relay[i]);
-		struct result on = run("TORUS_TK_DEBUG=1 $B/torusrun --exact --quiet %s", relay[i]);
-		long long n = declared_steps(on.err);
-		EXPECT(off.status == 0 && on.status == 0 && strstr(on.out, "declare: core 0 at ") && same_lines(off.out, on.out) &&
-			       n > 0,
-		       "%s: %d and %d, %lld steps followed\nwithout declaring:\n%s%s\ndeclaring:\n%s%s", relay[i], off.status,
-		       on.status, n, off.out, off.err, on.out, on.err);
-		result_free(&off);
-		result_free(&on);
+		char *first = NULL;
+		for (int sc = 0; sc < 2; sc++)
+			for (size_t md = 0; md < 3; md++) {
+				char cmd[256];
+				snprintf(cmd, sizeof(cmd), relay[i], sc ? "program" : "declare");
+				struct result r = run("%s $B/torusrun --exact --quiet %s", modes[md], cmd);
+				long long n = declared_steps(r.err);
+				EXPECT(r.status == 0 && strstr(r.out, "relay: core 0 at ") && (md < 2 || n > 0) &&
+					       (!first || same_lines(first, r.out)),
+				       "%s %s: %d, %lld steps followed\n%s%s\nthe first run:\n%s", modes[md], cmd, r.status, n,
+				       r.out, r.err, first ? first : "");
+				if (!first)
+					first = strdup(r.out);
+				result_free(&r);
+			}
+		free(first);
 	}
-	struct result r = run("$B/torusrun --exact --quiet --torus 2x2 --cores 2 --timeout 30 -- $B/dma-check declare 1000 "
-			      "2000000 5 1");
-	EXPECT(r.status != 0 && strstr(r.err, "core 1 of node 0 did not do the step it declared (emu_core_declare_begin)"),
-	       "a step not done as declared: %d\n%s", r.status, r.err);
-	result_free(&r);
+	static const char *const brk[][2] = {
+		{"declare", "core 1 of node 0 did not do the step it declared (emu_core_declare_begin)"},
+		{"program", "core 1 of node 0 did not make the step its program told (emu_core_program_start)"}};
+	for (size_t i = 0; i < 2; i++) {
+		struct result r = run("$B/torusrun --exact --quiet --torus 2x2 --cores 2 --timeout 30 -- $B/dma-check %s 1000 "
+				      "2000000 5 1",
+				      brk[i][0]);
+		EXPECT(r.status != 0 && strstr(r.err, brk[i][1]), "%s, a step not made as told: %d\n%s", brk[i][0], r.status,
+		       r.err);
+		result_free(&r);
+	}
 	static const char *const ar[] = {"--torus 4x4x4 --cores 1 --chaos 5 -- $B/torus-bench allreduce --sizes 256K",
 					 "--torus 2x3x4 --cores 3 --chaos 6 -- $B/torus-bench allreduce --sizes 1M",
-					 "--torus 4x4x4x2 --cores 4 --chaos 7 -- $B/torus-bench allgather --sizes 1M"};
-	for (size_t i = 0; i < (light() ? 2u : 3u); i++) {
-		struct result off = run("TORUS_DECLARE=0 $B/torusrun --exact --quiet %s", ar[i]);
-		struct result on = run("TORUS_TK_DEBUG=1 $B/torusrun --exact --quiet %s", ar[i]);
-		char *a = bench_row(off.out), *b = bench_row(on.out);
-		long long n = declared_steps(on.err);
-		EXPECT(off.status == 0 && on.status == 0 && a && b && !strcmp(a, b) && strstr(b, " ok") && n > 0,
-		       "%s: '%s' without declaring, '%s' with (%lld steps followed)\n%s%s", ar[i], a ? a : "?",
-		       b ? b : "?", n, off.err, on.err);
-		free(a);
-		free(b);
-		result_free(&off);
-		result_free(&on);
+					 "--torus 4x4x4x2 --cores 4 --chaos 7 -- $B/torus-bench allgather --sizes 1M",
+					 /* one color, two streams on three cores: a core without any */
+					 "--torus 2x2 --cores 3 --chaos 8 -- $B/torus-bench allreduce --sizes 16"};
+	for (size_t i = 0; i < sizeof(ar) / sizeof(ar[0]); i++) {
+		if (light() && i == 2)
+			continue;
+		char *first = NULL;
+		for (size_t md = 0; md < 3; md++) {
+			struct result r = run("%s $B/torusrun --exact --quiet %s", modes[md], ar[i]);
+			char *row = bench_row(r.out);
+			long long n = declared_steps(r.err);
+			EXPECT(r.status == 0 && row && strstr(row, " ok") && (md < 2 || n > 0) && (!first || !strcmp(first, row)),
+			       "%s %s: '%s' (%lld steps followed), the first run '%s'\n%s", modes[md], ar[i], row ? row : "?", n,
+			       first ? first : "", r.err);
+			if (!first)
+				first = row;
+			else
+				free(row);
+			result_free(&r);
+		}
+		free(first);
 	}
 }
 

@@ -682,6 +682,15 @@ static int run_streams(struct mc_call *m)
  * the fixed order of run_streams: by the number each stream has handled,
  * then by stream.
  */
+/* Every stream to start, none handled. */
+static void streams_reset(struct mc_call *m)
+{
+	for (uint32_t k = 0; k < m->nmine; k++) {
+		m->st[k].starting = 1;
+		m->st[k].events = 0;
+	}
+}
+
 /* The next wait of run_streams_exact: the streams still going, in the
  * fixed order; the first of them ready now, or else the marks to wait for
  * (pair i: stream order[i]) and the work promised once one arrives. n = 0:
@@ -766,12 +775,72 @@ static void declare_steps(struct mc_call *m, const struct mc_wait *w)
 	}
 }
 
+/*
+ * --exact, the whole call at once (emu_core_program_start): every step of
+ * every stream, run dry and told to the timekeeper, which takes them as
+ * run_streams_exact would (first come, first served in virtual time, ties
+ * in the same order) without the core. The core then moves its bytes as
+ * the units physically come, in any order, and its clock ends where the
+ * timekeeper says. -EOPNOTSUPP or -EAGAIN: not here (no --exact, programs
+ * off, or a step too big), nothing started.
+ */
+static int run_streams_program(struct mc_call *m)
+{
+	int rc = 0;
+	if (!m->nmine)
+		return 0; /* no stream on this core (short vectors take fewer colors) */
+	for (uint32_t k = 0; k < m->nmine && !rc; k++) {
+		struct mc_stream *st = &m->st[k], save = *st;
+		st->starting = 1;
+		st->events = 0;
+		m->dry = 1;
+		while (!rc && (st->starting || st->stage)) {
+			int32_t mk = st->starting ? -1 : expected_mark(m, st);
+			uint32_t id = mk < 0 ? 0 : st->ph[st->phase].counter;
+			if ((rc = emu_core_step_begin(m->c)))
+				break;
+			int r2 = st->starting ? start(m, st) : advance(m, st);
+			st->events++;
+			rc = emu_core_step_end(m->c, k, id, mk, !r2);
+			if (!rc)
+				rc = r2;
+		}
+		m->dry = 0;
+		*st = save;
+	}
+	if (!rc)
+		rc = emu_core_program_start(m->c, m->nmine);
+	if (rc)
+		return rc; /* (the timekeeper drops steps told in vain) */
+	streams_reset(m);
+	for (;;) {
+		struct mc_wait w;
+		next_wait(m, &w);
+		if (!w.n)
+			break;
+		struct mc_stream *st = w.ready;
+		if (!st) {
+			size_t which = 0;
+			/* physical: the bytes are there */
+			if ((rc = dma_counter_wait_marks(m->c, w.ids, w.marks, w.nw, &which)))
+				break;
+			st = &m->st[w.order[which]];
+		}
+		if ((rc = emu_core_program_step(m->c, (uint32_t)(st - m->st))) ||
+		    (rc = st->starting ? start(m, st) : advance(m, st)))
+			break;
+		st->events++;
+	}
+	int rc2 = emu_core_program_finish(m->c);
+	return rc ? rc : rc2;
+}
+
 static int run_streams_exact(struct mc_call *m)
 {
-	for (uint32_t k = 0; k < m->nmine; k++) {
-		m->st[k].starting = 1;
-		m->st[k].events = 0;
-	}
+	int rc = run_streams_program(m);
+	if (rc != -EOPNOTSUPP && rc != -EAGAIN)
+		return rc;
+	streams_reset(m);
 	for (;;) {
 		struct mc_wait w;
 		next_wait(m, &w);
@@ -781,15 +850,14 @@ static int run_streams_exact(struct mc_call *m)
 		if (!st) {
 			declare_steps(m, &w);
 			size_t which = 0;
-			int rc = emu_core_lead(m->c, w.lead);
+			rc = emu_core_lead(m->c, w.lead);
 			if (!rc)
 				rc = dma_counter_wait_marks(m->c, w.ids, w.marks, w.nw, &which);
 			if (rc)
 				return rc;
 			st = &m->st[w.order[which]];
 		}
-		int rc = st->starting ? start(m, st) : advance(m, st);
-		if (rc)
+		if ((rc = st->starting ? start(m, st) : advance(m, st)))
 			return rc;
 		st->events++;
 	}

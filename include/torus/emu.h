@@ -174,6 +174,36 @@ int emu_core_lead(emu_core_t *c, torus_vt_t ps);
  * emu_core_expect.
  */
 #define EMU_DECLARE_PAIRS 12u
+/*
+ * Programs (torusrun --exact): every step of up to EMU_DECLARE_PAIRS
+ * streams, told before they run. A stream's step waits for mark `mark` of
+ * counter `id` (mark -1: none), then posts. The core serves its streams as
+ * the multicolor collectives do: a step without a mark first, in the order
+ * of the steps each stream has had, then of stream number; otherwise it
+ * waits for the first of the streams' marks to be crossed (ties: in that
+ * order) and takes that stream's step from the crossing (or its clock, if
+ * later). The timekeeper times all of it alone.
+ *
+ * emu_core_step_begin(c) ... emu_core_step_end(c, stream, id, mark, keep)
+ * records one step as emu_core_declare_begin does (posts written down, not
+ * made, the clock from 0) and tells it (keep 0, or a step that does not
+ * fit: -EAGAIN, nothing told). emu_core_program_start(c, nstreams) starts
+ * the program; the core then moves its bytes in any order, waiting on
+ * physical marks (dma_counter_wait_marks), and tells the timekeeper
+ * nothing: it must not ask it anything either. Before each step it calls
+ * emu_core_program_step(c, stream); the step's posts are checked against
+ * what was told (any difference: -EPROTO, and the job stops).
+ * emu_core_program_finish(c)
+ * waits for the timekeeper to reach the program's end and sets the clock
+ * there; -EPROTO if the core posted other than its steps said. -EINVAL,
+ * -EOPNOTSUPP (as emu_core_declare_begin) and -EBUSY as above.
+ */
+int emu_core_step_begin(emu_core_t *c);
+int emu_core_step_end(emu_core_t *c, uint32_t stream, uint32_t id, int64_t mark, int keep);
+int emu_core_program_start(emu_core_t *c, uint32_t nstreams);
+int emu_core_program_step(emu_core_t *c, uint32_t stream);
+int emu_core_program_finish(emu_core_t *c);
+
 int emu_core_declare_begin(emu_core_t *c, uint32_t pair);
 int emu_core_declare_end(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, uint32_t n, torus_vt_t lead,
 		      int keep);
