@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -94,6 +95,20 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		struct sched_param sp = {0};
 		if (sched_setscheduler(0, SCHED_IDLE, &sp)) /* a speed matter: say so, and go on */
 			fprintf(stderr, "torus: node %u: cannot run at idle priority (%s); --exact may be slow\n", rank,
+				strerror(errno));
+	} else if (rt->exact) {
+		/* Fewer threads: 10 steps nicer than torusrun. Under --exact the
+		 * collectives run as programs (emu_core_program_start): the cores
+		 * move bytes without waiting for the timekeeper, which is then
+		 * the job's one serial part and should not wait for a CPU. Side
+		 * by side, six rounds, the 4 MiB allreduce on 4x4x4: 1.22 s of
+		 * wall time against 1.10 with one core, 1.39 against 1.27 with
+		 * three (nice 19 was no better with one core, worse with three).
+		 * Emulated time is the timekeeper's: nothing else changes. */
+		errno = 0;
+		int now = getpriority(PRIO_PROCESS, 0);
+		if ((now == -1 && errno) || setpriority(PRIO_PROCESS, 0, now + 10 > 19 ? 19 : now + 10))
+			fprintf(stderr, "torus: node %u: cannot lower its priority (%s); --exact may be slow\n", rank,
 				strerror(errno));
 	}
 	torus_rank_to_coords(s, rank, rt->coords);
