@@ -47,6 +47,8 @@ extern uint32_t emu_engine_spin_polls, emu_engine_idle_polls;
 #define EMU_ENGINE_PARK_MAX_MS 8
 /* ... and none under --exact beyond this many threads (emu_node_attach) */
 #define EMU_ENGINE_EXACT_NO_YIELD 1024u
+/* --exact up to this many threads: the nodes run nicer than torusrun */
+#define EMU_EXACT_NICE_THREADS 512u
 
 static inline void emu_cpu_relax(void)
 {
