@@ -243,6 +243,16 @@ static int prog_broken(emu_core_t *c, const char *what)
 	return -EPROTO;
 }
 
+/* No program's steps told, none being made. */
+static void prog_clear(emu_core_t *c)
+{
+	for (uint32_t k = 0; k < EMU_TK_PLANS; k++)
+		c->prog_st[k].n = c->prog_st[k].next = 0;
+	c->prog_nev = 0;
+	c->prog_events = 0;
+	c->prog_cur = NULL;
+}
+
 /* The query about to be asked, against the wait its plan declared. */
 static int plan_check_ask(emu_core_t *c, uint32_t type)
 {
@@ -271,14 +281,8 @@ uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 				"(emu_core_program_start)\n", c->index, c->node->rank);
 		return 0;
 	}
-	if (type != EMU_TKQ_PROGRAM && c->prog_events) {
-		/* steps told for a program it gave up: the timekeeper drops
-		 * them at this query too */
-		for (uint32_t k = 0; k < EMU_TK_PLANS; k++)
-			c->prog_st[k].n = c->prog_st[k].next = 0;
-		c->prog_nev = 0;
-		c->prog_events = 0;
-	}
+	if (type != EMU_TKQ_PROGRAM && c->prog_events)
+		prog_clear(c); /* steps told for a program it gave up: the timekeeper drops them here too */
 	t->qtype = type;
 	t->qvt = c->vt;
 	t->qdeadline = deadline;
@@ -352,6 +356,24 @@ int emu_core_tk_pace(emu_core_t *c)
 	return tk_ask(c, EMU_TKQ_PACE, at);
 }
 
+/* Into the event ring, waiting (asleep) for room; the caller pokes. */
+static int ring_put(emu_core_t *c, const struct emu_tk_ev *ev)
+{
+	struct emu_tk_core *t = c->tk;
+	uint32_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
+	if (head - atomic_load_explicit(&t->tail, memory_order_acquire) >= EMU_TK_SLOTS) {
+		emu_core_tk_poke(c);
+		struct emu_wait ew = {tk_room, NULL, NULL, c};
+		int r = emu_core_block(c, &ew, -1);
+		if (r <= 0)
+			return r < 0 ? r : -ETIMEDOUT;
+	}
+	t->ev[head % EMU_TK_SLOTS] = *ev;
+	/* pairs with the timekeeper's acquire load of head */
+	atomic_store_explicit(&t->head, head + 1, memory_order_release);
+	return 0;
+}
+
 /* A step or plan being recorded: the event written down (one that does
  * not fit, or a promise, spoils it). */
 static void record(emu_core_t *c, struct emu_tk_ev *evs, uint32_t *n, uint32_t max, const struct emu_tk_ev *ev)
@@ -378,7 +400,16 @@ int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 	if (emu_core_promised(c) && ev->type != EMU_TK_EXPECT)
 		return -EBUSY; /* emu_core_expect: it promised not to */
 	if (c->plan_rec == 2) {
-		record(c, c->step_ev, &c->step_nev, EMU_TK_STEP_EVS, ev);
+		/* a step of a program: after the steps told before it */
+		if (c->prog_nev + c->step_nev == c->prog_cap) {
+			size_t nc = c->prog_cap ? 2 * c->prog_cap : 1024;
+			void *p = realloc(c->prog_ev, nc * sizeof(*c->prog_ev));
+			if (!p)
+				return -ENOMEM;
+			c->prog_ev = p;
+			c->prog_cap = nc;
+		}
+		record(c, c->prog_ev + c->prog_nev, &c->step_nev, EMU_TK_STEP_EVS, ev);
 		return 0;
 	}
 	if (c->program) {
@@ -406,19 +437,10 @@ int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 			c->replay = 0;
 		return 0;
 	}
-	uint32_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
-	if (head - atomic_load_explicit(&t->tail, memory_order_acquire) >= EMU_TK_SLOTS) {
+	int rc = ring_put(c, ev);
+	if (!rc)
 		emu_core_tk_poke(c);
-		struct emu_wait ew = {tk_room, NULL, NULL, c};
-		int r = emu_core_block(c, &ew, -1);
-		if (r <= 0)
-			return r < 0 ? r : -ETIMEDOUT;
-	}
-	t->ev[head % EMU_TK_SLOTS] = *ev;
-	/* pairs with the timekeeper's acquire load of head */
-	atomic_store_explicit(&t->head, head + 1, memory_order_release);
-	emu_core_tk_poke(c);
-	return 0;
+	return rc;
 }
 
 /* The stashed packet from (node, core) with send number id, or -1. */
@@ -522,27 +544,48 @@ int emu_core_expect(emu_core_t *c, uint64_t packets)
 
 _Static_assert(EMU_TK_PLANS == EMU_DECLARE_PAIRS, "one limit");
 
-/* NAME=0 in the environment, read once into *cache (-1: not yet). */
-static int env_off(_Atomic int *cache, const char *name)
+/* A switch in the environment, read once into *cache (-2: not yet): 1 if
+ * NAME is 0 (off), 0 if it is 1, empty or unset, -EINVAL for anything else
+ * (every core of the job alike: the same environment). */
+static int env_switch(_Atomic int *cache, const char *name)
 {
 	int off = atomic_load_explicit(cache, memory_order_relaxed);
-	if (off < 0) {
+	if (off == -2) {
 		const char *e = getenv(name);
-		off = e && !strcmp(e, "0");
+		off = !e || !*e || !strcmp(e, "1") ? 0 : !strcmp(e, "0") ? 1 : -EINVAL;
+		if (off < 0 && atomic_exchange_explicit(cache, off, memory_order_relaxed) == -2)
+			fprintf(stderr, "torus: %s must be 0 or 1, not '%s'\n", name, e);
 		atomic_store_explicit(cache, off, memory_order_relaxed);
 	}
 	return off;
+}
+
+/* Start recording (mode 1: a declared step, 2: a program's step): what
+ * both allow, and the clock put aside. */
+static int record_begin(emu_core_t *c, int mode)
+{
+	static _Atomic int declare_off = -2;
+	int off = env_switch(&declare_off, "TORUS_DECLARE");
+	if (off < 0)
+		return off;
+	if (!c->tk || c->node->params->exact_lead_ps || off)
+		return -EOPNOTSUPP; /* (a paced post asks the timekeeper) */
+	if (c->plan_rec || c->program || (c->replay && c->rp_pos < c->rp.nev) || emu_core_promised(c))
+		return -EBUSY;
+	c->plan_rec = mode;
+	c->plan_ok = 1;
+	c->plan_vt = c->vt;
+	c->vt = 0;
+	return 0;
 }
 
 int emu_core_declare_begin(emu_core_t *c, uint32_t pair)
 {
 	if (!c || pair >= EMU_TK_PLANS)
 		return -EINVAL;
-	static _Atomic int declare_off = -1;
-	if (!c->tk || c->node->params->exact_lead_ps || env_off(&declare_off, "TORUS_DECLARE"))
-		return -EOPNOTSUPP; /* (a paced post asks the timekeeper) */
-	if (c->plan_rec || (c->replay && c->rp_pos < c->rp.nev) || emu_core_promised(c))
-		return -EBUSY;
+	int rc = record_begin(c, 1);
+	if (rc)
+		return rc;
 	struct emu_tk_core *t = c->tk;
 	for (uint32_t i = c->plan_n; i < pair; i++)
 		t->plan[i].valid = 0;
@@ -551,18 +594,14 @@ int emu_core_declare_begin(emu_core_t *c, uint32_t pair)
 	struct emu_tk_plan *p = &t->plan[pair];
 	p->valid = 0;
 	p->nev = p->qn = 0;
-	c->plan_rec = 1;
-	c->plan_ok = 1;
 	c->plan_i = pair;
-	c->plan_vt = c->vt;
-	c->vt = 0;
 	return 0;
 }
 
 int emu_core_declare_end(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, uint32_t n, torus_vt_t lead,
 		      int keep)
 {
-	if (!c || !c->plan_rec || n > EMU_TK_PLANS || (n && (!ids || !marks)))
+	if (!c || c->plan_rec != 1 || n > EMU_TK_PLANS || (n && (!ids || !marks)))
 		return -EINVAL;
 	struct emu_tk_plan *p = &c->tk->plan[c->plan_i];
 	p->end = c->vt;
@@ -582,15 +621,14 @@ int emu_core_step_begin(emu_core_t *c)
 {
 	if (!c)
 		return -EINVAL;
-	static _Atomic int program_off = -1;
-	if (env_off(&program_off, "TORUS_PROGRAM"))
-		return -EOPNOTSUPP;
-	int rc = emu_core_declare_begin(c, 0); /* the same conditions */
-	if (rc)
-		return rc;
-	c->plan_rec = 2; /* into step_ev, not a plan */
-	c->step_nev = 0;
-	return 0;
+	static _Atomic int program_off = -2;
+	int off = env_switch(&program_off, "TORUS_PROGRAM");
+	if (off)
+		return off < 0 ? off : -EOPNOTSUPP;
+	int rc = record_begin(c, 2);
+	if (!rc)
+		c->step_nev = 0;
+	return rc;
 }
 
 int emu_core_step_end(emu_core_t *c, uint32_t stream, uint32_t id, int64_t mark, int keep)
@@ -605,17 +643,7 @@ int emu_core_step_end(emu_core_t *c, uint32_t stream, uint32_t id, int64_t mark,
 		return -EAGAIN;
 	if (stream >= EMU_DECLARE_PAIRS || mark < -1)
 		return -EINVAL;
-	/* kept, to check the step when it is made */
-	if (c->prog_nev + c->step_nev > c->prog_cap) {
-		size_t nc = c->prog_cap ? c->prog_cap : 1024;
-		while (nc < c->prog_nev + c->step_nev)
-			nc *= 2;
-		void *p = realloc(c->prog_ev, nc * sizeof(*c->prog_ev));
-		if (!p)
-			return -ENOMEM;
-		c->prog_ev = p;
-		c->prog_cap = nc;
-	}
+	/* its events stay in prog_ev, to check the step when it is made */
 	if (c->prog_st[stream].n == c->prog_st[stream].cap) {
 		size_t nc = c->prog_st[stream].cap ? 2 * c->prog_st[stream].cap : 64;
 		void *p = realloc(c->prog_st[stream].step, nc * sizeof(*c->prog_st[stream].step));
@@ -626,14 +654,14 @@ int emu_core_step_end(emu_core_t *c, uint32_t stream, uint32_t id, int64_t mark,
 	}
 	c->prog_st[stream].step[c->prog_st[stream].n].first = c->prog_nev;
 	c->prog_st[stream].step[c->prog_st[stream].n++].nev = c->step_nev;
-	if (c->step_nev)
-		memcpy(c->prog_ev + c->prog_nev, c->step_ev, c->step_nev * sizeof(*c->step_ev));
-	c->prog_nev += c->step_nev;
 	struct emu_tk_ev h = {.type = EMU_TK_STEP, .core = stream, .rec = id,
 			      .id = mark < 0 ? UINT64_MAX : (uint64_t)mark, .len = c->step_nev, .ready = end};
-	int rc = emu_core_tk_event(c, &h);
+	/* into the ring unpoked: the timekeeper has nothing to do with a
+	 * program's steps before emu_core_program_start asks it to run them */
+	int rc = ring_put(c, &h);
 	for (uint32_t i = 0; !rc && i < c->step_nev; i++)
-		rc = emu_core_tk_event(c, &c->step_ev[i]);
+		rc = ring_put(c, &c->prog_ev[c->prog_nev + i]);
+	c->prog_nev += c->step_nev;
 	c->prog_events += c->step_nev;
 	return rc;
 }
@@ -677,14 +705,10 @@ int emu_core_program_finish(emu_core_t *c)
 		return -EINVAL;
 	uint64_t told = c->prog_told, declared = c->prog_events;
 	int left = c->prog_cur && c->prog_pos != c->prog_cur_n;
-	for (uint32_t k = 0; k < EMU_TK_PLANS; k++) {
+	for (uint32_t k = 0; k < EMU_TK_PLANS; k++)
 		left |= c->prog_st[k].next != c->prog_st[k].n;
-		c->prog_st[k].n = c->prog_st[k].next = 0;
-	}
 	c->program = 0;
-	c->prog_events = 0;
-	c->prog_nev = 0;
-	c->prog_cur = NULL;
+	prog_clear(c);
 	int rc = emu_core_tk_answer(c, c->prog_q);
 	if (rc)
 		return rc;

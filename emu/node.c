@@ -97,8 +97,8 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 			fprintf(stderr, "torus: node %u: cannot run at idle priority (%s); --exact may be slow\n", rank,
 				strerror(errno));
 	} else if (rt->exact && (uint64_t)rt->hdr->total_cores + s->nnodes <= EMU_EXACT_NICE_THREADS) {
-		/* A few hundred threads: 10 steps nicer than torusrun
-		 * (TORUS_EXACT_NICE=N: N steps, 0 none). Under --exact the
+		/* A few hundred threads: 10 steps nicer than torusrun (the
+		 * parameter exact_nice; 0: as torusrun). Under --exact the
 		 * collectives run as programs (emu_core_program_start): the cores
 		 * move bytes without waiting for the timekeeper, which is then
 		 * the job's one serial part and should not wait for a CPU. Side
@@ -108,8 +108,7 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		 * core, worse with three. torus-stress on 8x8x8 (1024 threads,
 		 * which wait for the timekeeper's arrivals) lost: 2.07 s against
 		 * 1.86. Emulated time is the timekeeper's: nothing else changes. */
-		const char *e = getenv("TORUS_EXACT_NICE");
-		int by = e && *e ? atoi(e) : 10;
+		int by = (int)rt->params->exact_nice;
 		errno = 0;
 		int now = getpriority(PRIO_PROCESS, 0);
 		if (by > 0 && ((now == -1 && errno) || setpriority(PRIO_PROCESS, 0, now + by > 19 ? 19 : now + by)))

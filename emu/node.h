@@ -174,8 +174,7 @@ struct emu_core {
 	const struct emu_tk_ev *prog_cur; /* the step being made: its events, how many made */
 	uint32_t prog_cur_n, prog_pos;
 	torus_vt_t prog_base;
-	uint32_t step_nev;
-	struct emu_tk_ev step_ev[EMU_TK_STEP_EVS];
+	uint32_t step_nev;            /* events of the step being recorded (after prog_nev) */
 	uint32_t plan_i, plan_n, plan_q, rp_pos;
 	torus_vt_t plan_vt, rp_base;
 	struct emu_tk_plan rp;

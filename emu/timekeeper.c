@@ -1023,6 +1023,21 @@ static void lead_broken(const struct tk_core *k, const char *what, torus_vt_t at
 
 static int try_answer(struct emu_tk *tk, struct tk_core *k);
 
+/* Node-wide counter ids of core k's node: below this. */
+static uint32_t counters_of(const struct emu_tk *tk, const struct tk_core *k)
+{
+	return tk->cores[k->node] * tk->m->hdr->params.dma_counters;
+}
+
+/* No program's steps held for core k. */
+static void prog_clear(struct tk_core *k)
+{
+	for (uint32_t s = 0; k->pst && s < EMU_TK_PLANS; s++)
+		k->pst[s].n = k->pst[s].head = k->pst[s].handled = 0;
+	k->npev = 0;
+	k->fill = 0;
+}
+
 /* A step of core k's program (EMU_TK_STEP), or the next of its events. */
 static int step_take(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
 {
@@ -1041,7 +1056,7 @@ static int step_take(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_e
 		k->fill--;
 		return 0;
 	}
-	uint32_t lim = tk->cores[k->node] * tk->m->hdr->params.dma_counters;
+	uint32_t lim = counters_of(tk, k);
 	if (ev->core >= EMU_TK_PLANS || ev->len > EMU_TK_STEP_EVS || (ev->id != UINT64_MAX && ev->id > UINT32_MAX) ||
 	    (ev->id != UINT64_MAX && ev->rec >= lim))
 		return plan_refused(k, "of a program is malformed");
@@ -1197,13 +1212,8 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 			moved = 1;
 		}
 	} else if (q != k->qseen) {
-		if (k->pst && !k->prog && sh->qtype != EMU_TKQ_PROGRAM) {
-			/* steps told for a program the core gave up: gone */
-			for (uint32_t s = 0; s < EMU_TK_PLANS; s++)
-				k->pst[s].n = k->pst[s].head = k->pst[s].handled = 0;
-			k->npev = 0;
-			k->fill = 0;
-		}
+		if (k->pst && !k->prog && sh->qtype != EMU_TKQ_PROGRAM)
+			prog_clear(k); /* steps told for a program the core gave up: gone */
 		k->qseen = q;
 		k->qtype = sh->qtype;
 		k->qvt = sh->qvt;
@@ -1224,7 +1234,7 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 				return 1;
 			}
 			memcpy(k->qids, sh->qids, k->qn * sizeof(uint32_t));
-			uint32_t lim = tk->cores[k->node] * tk->m->hdr->params.dma_counters;
+			uint32_t lim = counters_of(tk, k);
 			for (uint32_t i = 0; i < k->qn; i++)
 				if (k->qids[i] >= lim) {
 					*err = -EPROTO;
@@ -1484,7 +1494,7 @@ static int follow(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_plan
 		lead_broken(k, "declared a question", end);
 		return -EPROTO;
 	}
-	uint32_t lim = tk->cores[k->node] * tk->m->hdr->params.dma_counters;
+	uint32_t lim = counters_of(tk, k);
 	for (uint32_t i = 0; i < p->qn; i++)
 		if (p->qids[i] >= lim)
 			return plan_refused(k, "waits on a counter that does not exist");
@@ -1522,9 +1532,7 @@ static int publish(struct emu_tk *tk, struct tk_core *k)
 	if (k->prog) {
 		/* its end: the next program starts afresh */
 		k->prog = k->prog_done = 0;
-		for (uint32_t s = 0; s < EMU_TK_PLANS && k->pst; s++)
-			k->pst[s].n = k->pst[s].head = k->pst[s].handled = 0;
-		k->npev = 0;
+		prog_clear(k);
 	}
 	const struct emu_tk_plan *p = NULL;
 	/* the plans came before the query (its release store of qseq) */

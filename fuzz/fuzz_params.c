@@ -51,6 +51,7 @@ static const struct spec {
 	{"barrier_latency", offsetof(struct torus_params, barrier_latency_ps), 1, TIME, 0, 1000000000000ull},
 	{"reduce_bw", offsetof(struct torus_params, reduce_bw), 1, BW, 1000, 1000000000000ull},
 	{"poll_cost", offsetof(struct torus_params, poll_cost_ps), 1, TIME, 1, 1000000000000ull},
+	{"exact_nice", offsetof(struct torus_params, exact_nice), 0, COUNT, 0, 19},
 	{"exact_lead", offsetof(struct torus_params, exact_lead_ps), 1, TIME, 0, 1000000000000ull},
 };
 #define NSPECS (sizeof(specs) / sizeof(specs[0]))

@@ -971,6 +971,17 @@ static int relay_setup(emu_core_t *c, struct relay *r, uint8_t *buf, size_t len)
 		      "arm");
 }
 
+/* The relay's end: its result, the bytes gone, the core's clock printed. */
+static int relay_finish(emu_core_t *c, const struct relay *r, int rc, torus_vt_t t0)
+{
+	if (!CHECK(c, rc == 0, "the relay: %s", dma_strerror(rc)))
+		return 1;
+	CHECK(c, dma_counter_wait(c, r->inj) == 0, "injection wait");
+	printf("relay: core %u at %.6f us after the barrier\n", r->me, (emu_core_now(c) - t0) * 1e-6);
+	fflush(stdout);
+	return 0;
+}
+
 static int run_declare(emu_core_t *c)
 {
 	static _Thread_local uint8_t buf[4096];
@@ -1011,12 +1022,7 @@ static int run_declare(emu_core_t *c)
 		if (!rc && puts)
 			rc = relay_step(c, f, buf, brk && me == 1 && m == 1 ? n + 1 : n, w, inj);
 	}
-	if (!CHECK(c, rc == 0, "the relay: %s", dma_strerror(rc)))
-		return 1;
-	CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
-	printf("relay: core %u at %.6f us after the barrier\n", me, (emu_core_now(c) - t0) * 1e-6);
-	fflush(stdout);
-	return 0;
+	return relay_finish(c, &rl, rc, t0);
 }
 
 /*
@@ -1041,10 +1047,12 @@ static int run_program(emu_core_t *c)
 	/* the steps: core 0 first puts at once, then after laps 0..R-2, and
 	 * takes the last lap without putting; the others put after each */
 	uint32_t nsteps = me == 0 ? R + 1 : R;
+#define STEP_MARK(i) (me == 0 ? (int64_t)(i) - 1 : (int64_t)(i)) /* -1: none */
+#define STEP_PUTS(i) (me != 0 || (i) < R)
 	int rc = 0, prog = 1;
 	for (uint32_t i = 0; i < nsteps && !rc; i++) {
-		int64_t mark = me == 0 ? (int64_t)i - 1 : (int64_t)i;
-		int puts = me != 0 || i < R;
+		int64_t mark = STEP_MARK(i);
+		int puts = STEP_PUTS(i);
 		if ((rc = emu_core_step_begin(c)))
 			break;
 		int r2 = puts ? relay_step(c, f, buf, n, w, inj) : 0;
@@ -1055,8 +1063,8 @@ static int run_program(emu_core_t *c)
 	else if (!rc)
 		rc = emu_core_program_start(c, 1);
 	for (uint32_t i = 0; i < nsteps && !rc; i++) {
-		int64_t mark = me == 0 ? (int64_t)i - 1 : (int64_t)i;
-		int puts = me != 0 || i < R;
+		int64_t mark = STEP_MARK(i);
+		int puts = STEP_PUTS(i);
 		size_t which;
 		uint32_t mk = (uint32_t)mark;
 		if (mark >= 0)
@@ -1071,13 +1079,10 @@ static int run_program(emu_core_t *c)
 		if (!rc)
 			rc = r2;
 	}
-	if (!CHECK(c, rc == 0, "the relay: %s", dma_strerror(rc)))
-		return 1;
-	CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
-	printf("relay: core %u at %.6f us after the barrier\n", me, (emu_core_now(c) - t0) * 1e-6);
-	fflush(stdout);
-	return 0;
+	return relay_finish(c, &rl, rc, t0);
 }
+#undef STEP_MARK
+#undef STEP_PUTS
 
 static int run_hang(emu_core_t *c)
 {

@@ -512,6 +512,21 @@ static void test_declare(void)
 		       r.err);
 		result_free(&r);
 	}
+	/* bad switches: an error on every member, which says why; a bad
+	 * exact_nice before anything starts */
+	static const char *const bad[][2] = {{"TORUS_PROGRAM=2", "TORUS_PROGRAM must be 0 or 1, not '2'"},
+					     {"TORUS_PROGRAM=0 TORUS_DECLARE=yes", "TORUS_DECLARE must be 0 or 1, not 'yes'"}};
+	for (size_t i = 0; i < 2; i++) {
+		struct result r = run("%s $B/torusrun --exact --quiet --torus 2x2 -- $B/torus-bench allreduce --sizes 1K",
+				      bad[i][0]);
+		EXPECT(r.status != 0 && strstr(r.err, bad[i][1]) && strstr(r.err, "Invalid argument"), "%s: %d\n%s",
+		       bad[i][0], r.status, r.err);
+		result_free(&r);
+	}
+	struct result rn = run("$B/torusrun --exact --quiet --torus 2 --param exact_nice=20 -- $B/torus-hello");
+	EXPECT(rn.status == 2 && strstr(rn.err, "exact_nice: 20 is out of range [0, 19]"), "exact_nice=20: %d\n%s",
+	       rn.status, rn.err);
+	result_free(&rn);
 	static const char *const ar[] = {"--torus 4x4x4 --cores 1 --chaos 5 -- $B/torus-bench allreduce --sizes 256K",
 					 "--torus 2x3x4 --cores 3 --chaos 6 -- $B/torus-bench allreduce --sizes 1M",
 					 "--torus 4x4x4x2 --cores 4 --chaos 7 -- $B/torus-bench allgather --sizes 1M",

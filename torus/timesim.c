@@ -175,6 +175,15 @@ static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
 	return 0;
 }
 
+/* The first non-empty bucket after 0 (the heap holds something). */
+static size_t first_bucket(const struct timesim *s)
+{
+	size_t i = 1;
+	while (i < 64 && !s->rb[i].n)
+		i++;
+	return i;
+}
+
 /* The earliest time in the heap, without taking anything out (a peek must
  * not move rlast: events may still be posted before the next one). */
 static torus_vt_t heap_min_time(struct timesim *s)
@@ -185,9 +194,7 @@ static torus_vt_t heap_min_time(struct timesim *s)
 		return s->rlast;
 	if (s->rmin_ok)
 		return s->rmin;
-	size_t i = 1;
-	while (!s->rb[i].n)
-		i++;
+	size_t i = first_bucket(s);
 	torus_vt_t m = s->rb[i].e[0].t;
 	for (size_t j = 1; j < s->rb[i].n; j++)
 		m = s->rb[i].e[j].t < m ? s->rb[i].e[j].t : m;
@@ -202,10 +209,7 @@ static const struct entry *heap_top(struct timesim *s)
 	if (!s->nheap)
 		return NULL;
 	if (!s->rb[0].n) {
-		size_t i = 1; /* (heap_min_time finds the same bucket) */
-		while (!s->rb[i].n)
-			i++;
-		struct rbucket *b = &s->rb[i];
+		struct rbucket *b = &s->rb[first_bucket(s)];
 		torus_vt_t m = heap_min_time(s);
 		s->rlast = m;
 		s->rmin_ok = 0;

@@ -753,15 +753,16 @@ static void next_wait(struct mc_call *m, struct mc_wait *w)
  * simulates on to that wait without waiting for the core. Declaring is
  * best effort: a stream whose step does not fit is simply not declared.
  */
-static void declare_steps(struct mc_call *m, const struct mc_wait *w)
+static int declare_steps(struct mc_call *m, const struct mc_wait *w)
 {
 	for (uint32_t i = 0; i < w->nw && i < EMU_DECLARE_PAIRS; i++) {
 		struct mc_stream *s = &m->st[w->order[i]];
 		struct mc_stream save = *s;
-		if (emu_core_declare_begin(m->c, i))
-			return; /* not under --exact, or declaring is off */
+		int rc = emu_core_declare_begin(m->c, i);
+		if (rc)
+			return rc == -EINVAL ? rc : 0; /* a bad TORUS_DECLARE; else off, or not here */
 		m->dry = 1;
-		int rc = advance(m, s);
+		rc = advance(m, s);
 		m->dry = 0;
 		s->events++;
 		struct mc_wait nx = {0};
@@ -771,8 +772,9 @@ static void declare_steps(struct mc_call *m, const struct mc_wait *w)
 		rc = emu_core_declare_end(m->c, nx.ids, nx.marks, n, n ? nx.lead : 0, !rc) || rc;
 		*s = save;
 		if (rc)
-			return;
+			return 0; /* (best effort: the rest undeclared) */
 	}
+	return 0;
 }
 
 /*
@@ -848,9 +850,9 @@ static int run_streams_exact(struct mc_call *m)
 			return 0;
 		struct mc_stream *st = w.ready;
 		if (!st) {
-			declare_steps(m, &w);
 			size_t which = 0;
-			rc = emu_core_lead(m->c, w.lead);
+			if (!(rc = declare_steps(m, &w)))
+				rc = emu_core_lead(m->c, w.lead);
 			if (!rc)
 				rc = dma_counter_wait_marks(m->c, w.ids, w.marks, w.nw, &which);
 			if (rc)

@@ -120,7 +120,7 @@ struct torus_params {
 	uint32_t inj_fifos;        /* DMA injection FIFOs per core */
 	uint32_t dma_counters;     /* DMA byte counters per core */
 	uint32_t dma_regions;      /* registered memory regions per core */
-	uint32_t pad_;
+	uint32_t exact_nice;       /* --exact: steps nicer than torusrun its nodes run, up to 512 threads (host knob) */
 	uint64_t inj_overhead_ps;  /* core time to post one DMA descriptor */
 	uint64_t copy_bw;          /* bytes per second of a local DMA copy */
 	uint64_t barrier_latency_ps; /* latency of the barrier network */
