@@ -359,6 +359,14 @@ struct emu_tk;
 /* trace_fd: the job's trace file (--trace), which the timekeeper writes
  * under --exact instead of the engines; -1 for none. */
 int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err, size_t errlen);
+/* The same without its thread, for tests and fuzzing: the caller runs
+ * its rounds (emu_tk_rounds), and stops it with emu_tk_stop. */
+int emu_tk_open(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err, size_t errlen);
+/* Rounds until one moves nothing, at most max_rounds: 0, the timekeeper's
+ * error (negative errno: -EPROTO for news it refuses, -ENOMEM), -EBUSY if
+ * it still moved after max_rounds, -EINVAL if it has a thread. The number
+ * run in *rounds if not NULL. */
+int emu_tk_rounds(struct emu_tk *tk, uint32_t max_rounds, uint32_t *rounds);
 /* Stop it; write what the links did (busy time, free_at) into their counters. */
 void emu_tk_stop(struct emu_tk *tk);
 /* node: map the job's shared memory from an inherited fd and check it. */

@@ -139,6 +139,7 @@ struct tk_fifo {
 struct emu_tk {
 	struct emu_shm *m;
 	pthread_t thread;
+	int threaded;         /* emu_tk_start: its thread runs; emu_tk_open: the caller's rounds */
 	_Atomic int stop;
 	int failed;
 	struct timesim *ts;
@@ -995,7 +996,10 @@ static int post(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev
 	uint32_t global = (uint32_t)(k - tk->c);
 	struct timesim_xfer x = {TIMESIM_RAW, k->node, k->core, 0, ev->node, ev->len, ev->ready, ev->hints,
 				 raw_cookie(global, ev->core, (uint32_t)ev->id)};
-	int rc = timesim_post(tk->ts, &x);
+	/* the destination core: the simulator knows nodes only, and the
+	 * arrival goes to that core's queue (fuzz-tkevents found a write past
+	 * the cores when it did not exist) */
+	int rc = ev->node < tk->m->hdr->nnodes && ev->core < tk->cores[ev->node] ? timesim_post(tk->ts, &x) : -EINVAL;
 	if (rc)
 		fprintf(stderr, "torusrun: timekeeper: core %u of node %u sent an event it cannot time (%s): type %u to node %u "
 				"core %u, %llu bytes, ready at %llu ps (simulated up to %llu ps)\n",
@@ -1435,7 +1439,10 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 			return 0;
 		/* it starts at its clock: the timekeeper runs it from here */
 		k->prog = 1;
-		k->nprog = k->qn;
+		/* no step told at all (nothing allocated): streams with no
+		 * steps, which end at once (fuzz-tkevents found a null
+		 * dereference here) */
+		k->nprog = k->pst ? k->qn : 0;
 		if (k->qvt > k->clock)
 			k->clock = k->qvt;
 		int rc = prog_next(tk, k);
@@ -1661,6 +1668,11 @@ static int round_once(struct emu_tk *tk, int *err)
 		for (; bits && !*err; bits &= bits - 1) {
 			struct tk_core *k = &tk->c[w * 64 + (uint32_t)__builtin_ctzll(bits)];
 			if (look(tk, k, err)) {
+				/* news it refuses: nothing of it is used (a refused
+				 * query's fields are not checked; fuzz-tkevents
+				 * found its queue number used past the queues) */
+				if (*err)
+					return 1;
 				moved = 1;
 				refill_all(k);
 				if (k->waiting && k->qtype == EMU_TKQ_BARRIER && !k->arrived_bar) {
@@ -1775,7 +1787,36 @@ static void *tk_main(void *arg)
 	return NULL;
 }
 
+int emu_tk_rounds(struct emu_tk *tk, uint32_t max_rounds, uint32_t *rounds)
+{
+	int err = 0;
+	uint32_t n = 0;
+	if (!tk || tk->threaded || !max_rounds)
+		return -EINVAL;
+	while (n < max_rounds && round_once(tk, &err) && !err)
+		n++;
+	if (rounds)
+		*rounds = n;
+	return err ? err : n == max_rounds ? -EBUSY : 0;
+}
+
 int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err, size_t errlen)
+{
+	struct emu_tk *tk;
+	int rc = emu_tk_open(m, trace_fd, &tk, err, errlen);
+	if (rc)
+		return rc;
+	if ((rc = pthread_create(&tk->thread, NULL, tk_main, tk))) {
+		emu_tk_stop(tk);
+		snprintf(err, errlen, "cannot start the timekeeper: %s", strerror(rc));
+		return -rc;
+	}
+	tk->threaded = 1;
+	*out = tk;
+	return 0;
+}
+
+int emu_tk_open(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err, size_t errlen)
 {
 	const struct emu_shm_hdr *h = m->hdr;
 	const uint32_t N = h->nnodes;
@@ -1866,13 +1907,6 @@ int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err
 		snprintf(err, errlen, "timekeeper: %s", strerror(-rc));
 		return rc;
 	}
-	if ((rc = pthread_create(&tk->thread, NULL, tk_main, tk))) {
-		timesim_destroy(tk->ts);
-		tk->ts = NULL;
-		emu_tk_stop(tk);
-		snprintf(err, errlen, "cannot start the timekeeper: %s", strerror(rc));
-		return -rc;
-	}
 	*out = tk;
 	return 0;
 }
@@ -1889,7 +1923,8 @@ void emu_tk_stop(struct emu_tk *tk)
 		if (atomic_load(&tk->m->hdr->abort))
 			timesim_cancel(tk->ts);
 		emu_bell_ring_slow(&tk->m->hdr->tk_bell);
-		pthread_join(tk->thread, NULL);
+		if (tk->threaded)
+			pthread_join(tk->thread, NULL);
 		/* the links' busy time and free_at are the timekeeper's */
 		const struct emu_shm_hdr *h = tk->m->hdr;
 		for (uint32_t r = 0; r < h->nnodes; r++)

@@ -26,6 +26,7 @@
 #include "../dma/dma_internal.h"
 #include "emu_internal.h"
 #include "node.h"
+#include "fuzz_reader.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -114,22 +115,6 @@ static void setup(void)
 
 /* ------------------------------------------------------------ the input */
 
-struct reader {
-	const uint8_t *p;
-	size_t n;
-};
-static uint64_t rd(struct reader *r, unsigned bytes)
-{
-	uint64_t v = 0;
-	for (unsigned i = 0; i < bytes; i++) {
-		v = v << 8 | (r->n ? *r->p : 0);
-		if (r->n) {
-			r->p++;
-			r->n--;
-		}
-	}
-	return v;
-}
 
 /* a region id: a real one, one past the wire's 16 bits, or anything */
 static uint32_t pick_region(struct reader *r, uint32_t node)
