@@ -491,6 +491,11 @@ static void test_empty_algo_env(void)
 			      "allreduce --sizes 1K");
 	CU_ASSERT_EQUAL(r.status, 0);
 	EXPECT(count_lines(r.out, " ok") == 1, "empty: %.500s\n%.500s", r.out, r.err);
+	/* the header names what ran, and the allreduce that gathers the link
+	 * loads runs it too (it was handed the empty name, failed with
+	 * -ENOENT, and a fallback hid that until torus-bench reported it) */
+	EXPECT(strstr(r.out, "algo multicolor (default)") != NULL, "header: %.500s", r.out);
+	EXPECT(strstr(r.err, "gathers the link loads") == NULL, "bookkeeping failed: %.500s", r.err);
 	result_free(&r);
 	r = run("TORUS_COLL_ALLREDUCE=nosuch $B/torusrun --torus 2x2 --quiet --timeout 60 -- $B/torus-bench "
 		"allreduce --sizes 1K");
