@@ -365,7 +365,8 @@ int emu_tk_open(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err,
 /* Rounds until one moves nothing, at most max_rounds: 0, the timekeeper's
  * error (negative errno: -EPROTO for news it refuses, -ENOMEM), -EBUSY if
  * it still moved after max_rounds, -EINVAL if it has a thread. The number
- * run in *rounds if not NULL. */
+ * run in *rounds if not NULL. After an error every later call returns it
+ * and runs nothing, as torusrun stops the job. */
 int emu_tk_rounds(struct emu_tk *tk, uint32_t max_rounds, uint32_t *rounds);
 /* Stop it; write what the links did (busy time, free_at) into their counters. */
 void emu_tk_stop(struct emu_tk *tk);

@@ -178,6 +178,7 @@ struct emu_tk {
 	struct emu_tk_plan plan; /* the one being followed, copied from the core */
 	uint64_t events, queries, paced, sleeps, rounds, planned;
 	int prog_err;             /* a program that could not be run (try_answer has no error path) */
+	int rounds_err;           /* emu_tk_rounds: the error that stopped it, for every later call */
 	uint64_t sim_ns, sleep_ns; /* wall time simulating, and asleep (TORUS_TK_DEBUG) */
 	uint64_t cpu_ns;          /* the timekeeper thread's CPU time, at its end */
 };
@@ -216,6 +217,7 @@ struct tk_ctr {
 	int64_t *level;
 	torus_vt_t *xvt;
 	uint32_t nl, crossed;
+	uint32_t nset;        /* levels given so far (they come in order) */
 };
 
 /* A local copy's counter decrement, at t (after the network's events at t). */
@@ -687,7 +689,7 @@ static int watch_op(struct emu_tk *tk, uint32_t node, const struct emu_tk_ev *ev
 		free(c->xvt);
 		c->level = NULL;
 		c->xvt = NULL;
-		c->nl = c->crossed = 0;
+		c->nl = c->crossed = c->nset = 0;
 		if (!ev->id)
 			return 0;
 		if (!(c->level = malloc(ev->id * sizeof(int64_t))) || !(c->xvt = malloc(ev->id * sizeof(torus_vt_t))))
@@ -696,9 +698,12 @@ static int watch_op(struct emu_tk *tk, uint32_t node, const struct emu_tk_ev *ev
 		c->crossed = c->nl; /* none is pending until the levels are in */
 		return 0;
 	}
-	if (ev->id >= c->nl || (ev->id && ev->delta >= c->level[ev->id - 1]))
+	/* in order, each below the one before (dma_counter_watch sends them
+	 * so): a level out of order would leave one unset */
+	if (ev->id >= c->nl || ev->id != c->nset || (ev->id && ev->delta >= c->level[ev->id - 1]))
 		return -EPROTO;
 	c->level[ev->id] = ev->delta;
+	c->nset++;
 	if (ev->id + 1 == c->nl) {
 		/* marks the counter stands at were crossed when it last changed */
 		c->crossed = 0;
@@ -1164,6 +1169,14 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 	int done = atomic_load_explicit(&k->cs->state, memory_order_acquire) == EMU_CORE_DONE;
 	uint32_t head = atomic_load_explicit(&sh->head, memory_order_acquire);
 	uint32_t tail = atomic_load_explicit(&sh->tail, memory_order_relaxed);
+	if (head - tail > EMU_TK_SLOTS) {
+		/* more events than the ring holds: a damaged index, which would
+		 * replay the ring for up to 2^32 events in one round */
+		fprintf(stderr, "torusrun: timekeeper: core %u of node %u: its event ring's indices are damaged (%u events)\n",
+			k->core, k->node, head - tail);
+		*err = -EPROTO;
+		return 1;
+	}
 	if (tail != head && k->declared) {
 		/* between its plan's answer and the wait the plan declared */
 		*err = plan_refused(k, "is not what it did: it posted before asking the wait the step named");
@@ -1216,6 +1229,17 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 			moved = 1;
 		}
 	} else if (q != k->qseen) {
+		/* a core asks only once its last question is answered
+		 * (emu_core_tk_answer waits for it, and nothing is asked while
+		 * its program runs): another question would be answered in the
+		 * state of the first (fuzz-tkevents: a program's wait answered
+		 * with a pair past the program's streams) */
+		if (k->waiting || k->prog || sh->qtype < EMU_TKQ_RECV || sh->qtype > EMU_TKQ_PROGRAM) {
+			fprintf(stderr, "torusrun: timekeeper: core %u of node %u asked question %u (type %u) %s\n", k->core,
+				k->node, q, sh->qtype, k->waiting || k->prog ? "before its last was answered" : "of no known type");
+			*err = -EPROTO;
+			return 1;
+		}
 		if (k->pst && !k->prog && sh->qtype != EMU_TKQ_PROGRAM)
 			prog_clear(k); /* steps told for a program the core gave up: gone */
 		k->qseen = q;
@@ -1531,7 +1555,7 @@ static int publish(struct emu_tk *tk, struct tk_core *k)
 	struct emu_tk_core *sh = k->sh;
 	if (k->prog && !k->prog_done) {
 		/* the wait of its program: the stream whose mark came */
-		if (!k->afound || k->a.which >= k->qn)
+		if (!k->afound || k->a.which >= k->qn || k->a.which >= EMU_TK_PLANS || k->qtype != EMU_TKQ_MARK_WAIT)
 			return plan_refused(k, "(a program) lost its way");
 		int rc = step_apply(tk, k, k->porder[k->a.which], k->avt);
 		return rc ? rc : prog_next(tk, k);
@@ -1542,10 +1566,12 @@ static int publish(struct emu_tk *tk, struct tk_core *k)
 		prog_clear(k);
 	}
 	const struct emu_tk_plan *p = NULL;
-	/* the plans came before the query (its release store of qseq) */
+	/* the plans came before the query (its release store of qseq); the
+	 * count read once, as the core could change it meanwhile */
+	const uint32_t nplan = sh->nplan;
 	if (k->last_qtype == EMU_TKQ_MARK_WAIT && k->afound &&
-	    atomic_load_explicit(&sh->plan_q, memory_order_relaxed) == k->qseen && k->a.which < sh->nplan &&
-	    sh->nplan <= EMU_TK_PLANS && sh->plan[k->a.which].valid) {
+	    atomic_load_explicit(&sh->plan_q, memory_order_relaxed) == k->qseen && k->a.which < nplan &&
+	    nplan <= EMU_TK_PLANS && sh->plan[k->a.which].valid) {
 		tk->plan = sh->plan[k->a.which];
 		p = &tk->plan;
 	}
@@ -1630,8 +1656,8 @@ static int barrier_arrive(struct emu_tk *tk, struct tk_core *k)
 			return -ENOMEM;
 		}
 	}
-	if (b->n != k->qn || b->arrived >= b->n)
-		return -EPROTO; /* members disagree on the team */
+	if (b->n != k->qn || b->arrived >= b->n || b->n > tk->ncores)
+		return -EPROTO; /* members disagree on the team, or it cannot be */
 	b->members[b->arrived++] = (uint32_t)(k - tk->c);
 	if (k->qvt > b->max)
 		b->max = k->qvt;
@@ -1666,7 +1692,10 @@ static int round_once(struct emu_tk *tk, int *err)
 		/* acquire: pairs with the cores' release in tk_poke */
 		uint64_t bits = atomic_exchange_explicit(&dirty[w], 0, memory_order_acquire);
 		for (; bits && !*err; bits &= bits - 1) {
-			struct tk_core *k = &tk->c[w * 64 + (uint32_t)__builtin_ctzll(bits)];
+			const uint32_t g = w * 64 + (uint32_t)__builtin_ctzll(bits);
+			if (g >= tk->ncores)
+				continue; /* (a bit past the cores: nobody's) */
+			struct tk_core *k = &tk->c[g];
 			if (look(tk, k, err)) {
 				/* news it refuses: nothing of it is used (a refused
 				 * query's fields are not checked; fuzz-tkevents
@@ -1793,10 +1822,13 @@ int emu_tk_rounds(struct emu_tk *tk, uint32_t max_rounds, uint32_t *rounds)
 	uint32_t n = 0;
 	if (!tk || tk->threaded || !max_rounds)
 		return -EINVAL;
+	if (tk->rounds_err)
+		return tk->rounds_err; /* as torusrun, which stops the job */
 	while (n < max_rounds && round_once(tk, &err) && !err)
 		n++;
 	if (rounds)
 		*rounds = n;
+	tk->rounds_err = err;
 	return err ? err : n == max_rounds ? -EBUSY : 0;
 }
 

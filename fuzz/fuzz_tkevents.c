@@ -21,6 +21,8 @@
  *   - a declared step for the core's next question (its plan: events,
  *     the wait it asks next, its end), well formed or not;
  *   - a core's clock moved, or the core finished (as at its return);
+ *   - damage: a dirty bit of no core, or an event ring's head far past
+ *     its tail;
  *   - rounds of the timekeeper.
  * At the end every core finishes, as at a job's end, and the timekeeper
  * runs until it moves nothing.
@@ -179,6 +181,21 @@ static void plan(struct reader *r)
 	atomic_store(&t->plan_q, atomic_load(&t->qseq) + 1);
 }
 
+/* What a stray write leaves: a dirty bit of no core, or an event ring's
+ * head far past its tail. */
+static void damage(struct reader *r)
+{
+	uint32_t sel = (uint32_t)rd(r, 1);
+	uint32_t v = (uint32_t)rd(r, 4);
+	if (sel & 1) {
+		atomic_fetch_or(&emu_shm_tk_dirty(&m.shm)[0], 1ull << (v % 64));
+	} else {
+		struct emu_tk_core *t = emu_shm_tk(&m.shm, (sel >> 1) % NCORES);
+		atomic_store(&t->head, atomic_load(&t->tail) + v);
+		poke((sel >> 1) % NCORES);
+	}
+}
+
 static void clock_or_done(struct reader *r)
 {
 	uint32_t sel = (uint32_t)rd(r, 1), g = sel % NCORES;
@@ -220,10 +237,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct reader r = {data, size};
 	int stopped = 0;
 	while (r.n && !stopped) {
-		/* (an op byte of 0xf6 or 0xfe is a plan: the corpus's inputs,
-		 * from before plans, decode as they did) */
+		/* (an op byte of 0xf6 or 0xfe is a plan, 0xf5 damage: the
+		 * corpus's inputs, from before these, decode as they did) */
 		uint32_t op = (uint32_t)rd(&r, 1);
-		switch (op >= 0xf0 && op % 8 == 6 ? 8 : op % 8) {
+		switch (op == 0xf5 ? 9 : op >= 0xf0 && op % 8 == 6 ? 8 : op % 8) {
 		case 0:
 		case 1:
 		case 2:
@@ -239,6 +256,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 8:
 			plan(&r);
+			break;
+		case 9:
+			damage(&r);
 			break;
 		default:
 			stopped = rounds(tk);

@@ -204,7 +204,7 @@ int main(int argc, char **argv)
 						       {"coll.links.light", light_links, CUNIT_COUNT(light_links)}};
 	_Static_assert(CUNIT_COUNT(all) == CUNIT_COUNT(sanitized), "one light suite per suite");
 	int light = getenv("TORUS_TEST_LIGHT") != NULL;
-	int rc = cunit_main_only(light ? sanitized : all, CUNIT_COUNT(all), (const char *const *)argv + 1, (size_t)(argc - 1));
+	int rc = cunit_main_only(light ? sanitized : all, CUNIT_COUNT(all), (const char *const *)argv + 1, argc > 1 ? (size_t)(argc - 1) : 0);
 	job_util_cleanup();
 	return rc;
 }
