@@ -1839,6 +1839,10 @@ int emu_tk_start(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err
 	if (rc)
 		return rc;
 	if ((rc = pthread_create(&tk->thread, NULL, tk_main, tk))) {
+		/* nothing simulated: free it without the stop's account (the
+		 * links' counters, TORUS_TK_DEBUG), as before emu_tk_open */
+		timesim_destroy(tk->ts);
+		tk->ts = NULL;
 		emu_tk_stop(tk);
 		snprintf(err, errlen, "cannot start the timekeeper: %s", strerror(rc));
 		return -rc;
