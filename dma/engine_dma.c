@@ -29,9 +29,12 @@ int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen)
 	const struct torus_params *p = rt->params;
 	struct dma_engine *e = calloc(1, sizeof(*e));
 	if (!e || !(e->fifo = calloc((size_t)rt->ncores * p->inj_fifos, sizeof(*e->fifo))) ||
-	    !(e->memfifo = calloc(rt->ncores, sizeof(*e->memfifo)))) {
-		if (e)
+	    !(e->memfifo = calloc(rt->ncores, sizeof(*e->memfifo))) ||
+	    !(e->peer = calloc(rt->first_core[rt->hdr->nnodes], sizeof(*e->peer)))) {
+		if (e) {
 			free(e->fifo);
+			free(e->memfifo);
+		}
 		free(e);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -58,6 +61,7 @@ void dma_node_teardown(struct emu_node_rt *rt)
 		return;
 	free(rt->dma->fifo);
 	free(rt->dma->memfifo);
+	free(rt->dma->peer);
 	free(rt->dma->replies);
 	free(rt->dma->nacks);
 	free(rt->dma->nack_dest);

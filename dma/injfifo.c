@@ -87,28 +87,32 @@ int dma_injfifo_open(emu_core_t *c, uint32_t index, dma_injfifo_t **out)
 	return 0;
 }
 
-/* The DMA block of (node, core), or NULL. */
-static struct dma_core_shm *remote_core(struct emu_node_rt *rt, uint32_t node, uint32_t core)
+/* The DMA block of (node, core) and its tables, or NULL (struct dma_peer). */
+static struct dma_peer *remote_core(struct emu_node_rt *rt, uint32_t node, uint32_t core)
 {
-	if (node >= rt->hdr->nnodes)
+	if (node >= rt->hdr->nnodes || core >= rt->first_core[node + 1] - rt->first_core[node])
 		return NULL;
-	struct emu_node_shm *n = emu_shm_node(&rt->shm, node);
-	if (core >= n->ncores)
-		return NULL;
-	return dma_core_shm_of(&rt->shm, emu_shm_core(&rt->shm, n, core));
+	struct dma_peer *p = &rt->dma->peer[rt->first_core[node] + core];
+	if (!atomic_load_explicit(&p->d, memory_order_acquire)) {
+		struct dma_core_shm *d =
+			dma_core_shm_of(&rt->shm, emu_shm_core(&rt->shm, emu_shm_node(&rt->shm, node), core));
+		atomic_store_explicit(&p->regions, dma_shm_region(rt->shm.base, d, 0), memory_order_relaxed);
+		atomic_store_explicit(&p->counters, dma_shm_counter(rt->shm.base, d, 0), memory_order_relaxed);
+		atomic_store_explicit(&p->d, d, memory_order_release);
+	}
+	return p;
 }
 
-/* Is [offset, offset+len) inside region `id` of `node`? */
 /* Region id of node: 0 and its size, or DMA_ERR_REGION. */
 static int region_size(struct emu_node_rt *rt, uint32_t node, uint32_t id, uint64_t *size)
 {
 	uint32_t per = rt->hdr->params.dma_regions;
 	if (id == UINT32_MAX || id > DMA_MAX_IDS)
 		return DMA_ERR_REGION;
-	struct dma_core_shm *d = remote_core(rt, node, id / per);
+	struct dma_peer *d = remote_core(rt, node, id / per);
 	if (!d)
 		return DMA_ERR_REGION;
-	struct dma_region_shm *r = dma_shm_region(rt->shm.base, d, id % per);
+	struct dma_region_shm *r = atomic_load_explicit(&d->regions, memory_order_relaxed) + id % per;
 	if (!atomic_load_explicit(&r->valid, memory_order_acquire))
 		return DMA_ERR_REGION;
 	*size = atomic_load_explicit(&r->size, memory_order_relaxed);
@@ -133,8 +137,10 @@ static int check_counter(struct emu_node_rt *rt, uint32_t node, uint32_t id)
 		return 0;
 	if (id > DMA_MAX_IDS)
 		return DMA_ERR_COUNTER;
-	struct dma_core_shm *d = remote_core(rt, node, id / per);
-	if (!d || !atomic_load_explicit(&dma_shm_counter(rt->shm.base, d, id % per)->allocated, memory_order_acquire))
+	struct dma_peer *d = remote_core(rt, node, id / per);
+	if (!d ||
+	    !atomic_load_explicit(&(atomic_load_explicit(&d->counters, memory_order_relaxed) + id % per)->allocated,
+				  memory_order_acquire))
 		return DMA_ERR_COUNTER;
 	return 0;
 }
@@ -160,9 +166,10 @@ static int validate(emu_core_t *c, const struct dma_desc *d)
 		return d->node < rt->hdr->nnodes || d->kind == DMA_COPY ? 0 : DMA_ERR_DEST;
 	switch (d->kind) {
 	case DMA_MEMFIFO: {
-		struct dma_core_shm *dst = remote_core(rt, d->node, d->core);
-		if (!dst)
+		struct dma_peer *p = remote_core(rt, d->node, d->core);
+		if (!p)
 			return DMA_ERR_DEST;
+		struct dma_core_shm *dst = atomic_load_explicit(&p->d, memory_order_relaxed);
 		if (d->dispatch == 0 || d->dispatch > 255)
 			return d->dispatch == 0 ? 0 : DMA_ERR_HANDLER;
 		uint64_t bits = atomic_load_explicit(&dst->handlers[d->dispatch / 64], memory_order_acquire);
@@ -203,7 +210,8 @@ static int refusal(struct emu_node_rt *rt, const struct dma_desc *d, struct emu_
 	*ev = (struct emu_tk_ev){.type = EMU_TK_REFUSE, .rec = (uint32_t)-DMA_ERR_RANGE, .node = UINT32_MAX};
 	switch (d->kind) {
 	case DMA_MEMFIFO: {
-		struct dma_core_shm *dst = remote_core(rt, d->node, d->core);
+		struct dma_peer *p = remote_core(rt, d->node, d->core);
+		struct dma_core_shm *dst = p ? atomic_load_explicit(&p->d, memory_order_relaxed) : NULL;
 		if (!dst)
 			all = DMA_ERR_DEST;
 		else if (d->dispatch && !(atomic_load_explicit(&dst->handlers[d->dispatch / 64], memory_order_acquire) &

@@ -395,6 +395,11 @@ static int run_bad(emu_core_t *c)
 		{"unchecked get reply region past 16 bits", DMA_ERR_REGION},
 		{"unchecked get reply offset past 32 bits", DMA_ERR_RANGE},
 		{"unchecked empty put at offset 2^32", DMA_ERR_RANGE},
+		/* the first core the destination lacks (uneven core maps: this
+		 * node may have it; each process remembers where a destination's
+		 * tables are, by the destination's own cores) */
+		{"memfifo to the destination's core count", DMA_ERR_DEST},
+		{"put into a region of the destination's core count", DMA_ERR_REGION},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		switch (i) {
@@ -421,8 +426,12 @@ static int run_bad(emu_core_t *c)
 		case 17: dma_desc_get(&d, to_node, rr, 0, 16, reg + 65536, 0, cnt); break;
 		case 18: dma_desc_get(&d, to_node, rr, 0, 16, reg, (1ull << 32) - 8, cnt); break;
 		case 19: dma_desc_put(&d, to_node, NULL, 0, rr, 1ull << 32, rc_, DMA_NO_COUNTER); break;
+		case 20: dma_desc_memfifo(&d, to_node, emu_cores_of(c, to_node), 0, 0, buf, 16, DMA_NO_COUNTER); break;
+		case 21:
+			dma_desc_put(&d, to_node, buf, 16, region_id(c, emu_cores_of(c, to_node)), 0, rc_, DMA_NO_COUNTER);
+			break;
 		}
-		if (i == 13 || i == 14 || i >= 16)
+		if (i == 13 || i == 14 || (i >= 16 && i <= 19))
 			d.flags = DMA_F_UNCHECKED;
 		int rc = dma_injfifo_post(f, &d, 0);
 		CHECK(c, rc == cases[i].want, "%s: got %d (%s), want %d", cases[i].what, rc, dma_strerror(rc), cases[i].want);

@@ -1305,6 +1305,23 @@ static void test_calendar(void)
 	EXPECT(torus_calendar_share(&c2, 500, 10) == 520, "the next sharing packet follows the first");
 	EXPECT(c2.iv[c2.n - 1].end == 1130, "the stretch grew by the shared packets: %llu",
 	       (unsigned long long)c2.iv[c2.n - 1].end);
+	/* a full calendar: a late packet finds the stretch it is ready in,
+	 * first, middle or last (the search halves), and shares only that one */
+	for (uint32_t at = 0; at < TORUS_CAL_SLOTS; at += 21) {
+		struct torus_calendar cf = {0};
+		for (uint32_t i = 0; i < TORUS_CAL_SLOTS; i++)
+			for (uint32_t k = 0; k < 6; k++) /* [1000 i, 1000 i + 60), ready up to 1000 i + 50 */
+				torus_calendar_reserve(&cf, (torus_vt_t)i * 1000 + 10 * k, 10);
+		struct torus_busy old[TORUS_CAL_SLOTS];
+		memcpy(old, cf.iv, sizeof(old));
+		torus_vt_t r = (torus_vt_t)at * 1000 + 5;
+		EXPECT(cf.n == TORUS_CAL_SLOTS && torus_calendar_share(&cf, r, 10) == r + 10,
+		       "stretch %u: shares one packet after ready (n %u)", at, cf.n);
+		int same = cf.n == TORUS_CAL_SLOTS;
+		for (uint32_t i = 0; same && i < TORUS_CAL_SLOTS; i++)
+			same = cf.iv[i].start == old[i].start && cf.iv[i].end == old[i].end + (i == at ? 10 : 0);
+		EXPECT(same, "stretch %u grew by one packet, and only it", at);
+	}
 	/* K senders saturating one link, emitted in ready order: they queue, so
 	 * the link carries its bandwidth, never more */
 	for (uint32_t K = 2; K <= 8; K *= 2) {
