@@ -424,6 +424,7 @@ static inline torus_vt_t emu_route_send(struct emu_node_rt *rt, struct emu_route
 static inline void emu_route_done(struct emu_node_rt *rt, struct emu_route *r)
 {
 	emu_engine_mark_dirty(rt, r->v, r->out->consumer_bell);
+	torus_ring_prefetch_next(r->v);
 }
 
 /*

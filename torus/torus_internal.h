@@ -128,6 +128,31 @@ TORUS_HOT struct torus_packet *torus_ring_reserve(struct torus_ring_view *v, str
 	return &v->slot[v->pos & v->mask];
 }
 TORUS_HOT void torus_ring_commit(struct torus_ring_view *v) { v->pos++; }
+/*
+ * Producer, after a commit: ask for the lines of the slot the next packet
+ * takes, for writing, if the consumer is done with it (as far as this side
+ * knows). The slot was last read by the consumer, another process on
+ * another CPU or long gone from cache; a store that misses on it waits for
+ * the line (the hottest instruction of the engines' copy, 7% of drain's
+ * samples in the 8x8x8 all-to-all). Nothing is read or written; a slot not
+ * yet free is left alone, so the consumer's copy is not taken from it.
+ */
+TORUS_HOT void torus_ring_prefetch_next(const struct torus_ring_view *v)
+{
+	if (v->pos - v->cached > v->mask)
+		return;
+	const char *p = (const char *)&v->slot[v->pos & v->mask];
+	_Static_assert(sizeof(struct torus_packet) == 256, "four cache lines");
+	for (int i = 0; i < 256; i += 64) {
+#if defined(__x86_64__) && defined(__GNUC__)
+		/* PREFETCHW (3DNow!Prefetch / PRFCHW), a NOP where absent;
+		 * __builtin_prefetch(p, 1) gives prefetcht0 without -mprfchw */
+		__asm__ volatile("prefetchw %0" : : "m"(p[i]));
+#else
+		__builtin_prefetch(p + i, 1);
+#endif
+	}
+}
 /* Producer: make commits visible; returns nonzero if there were any. */
 TORUS_HOT int torus_ring_publish_head(struct torus_ring_view *v)
 {
