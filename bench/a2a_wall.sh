@@ -98,13 +98,18 @@ SIZE=$((BLOCK * NP))
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+LOG=$(mktemp "${TMPDIR:-/tmp}/a2a_wall.XXXXXX")
+trap 'rm -f "$LOG"' EXIT
+
 ROWS=()
 SG_CALL=() EM_CALL=() RATIO=() SG_RUN=() EM_JOB=()
 SG_SIM='' EM_SIM=()
 for ((r = 1; r <= ROUNDS; r++)); do
 	echo "a2a_wall: round $r/$ROUNDS: SimGrid $SG_ALGO on $TORUS, $BLOCK-byte blocks, $REPS timed call(s) ..." >&2
-	sg=$("$HERE/simgrid_alltoall.sh" --torus "$TORUS" --block "$BLOCK" --algos "$SG_ALGO" --reps "$REPS" 2>/dev/null) ||
-		die "round $r: SimGrid failed:"$'\n'"$sg"
+	sg=$("$HERE/simgrid_alltoall.sh" --torus "$TORUS" --block "$BLOCK" --algos "$SG_ALGO" --reps "$REPS" 2>"$LOG") || {
+		cat "$LOG" >&2
+		die "round $r: SimGrid failed${sg:+:}"$'\n'"$sg"
+	}
 	row=$(grep -E "^\| $SG_ALGO \|" <<<"$sg" | tail -n1)
 	IFS='|' read -r _ _ _ sg_sim sg_call sg_run _ <<<"$row"
 	sg_sim=${sg_sim// /} sg_call=${sg_call// /} sg_run=${sg_run// /}
@@ -129,7 +134,7 @@ done
 med() { printf '%s\n' "$@" | median; }
 echo "One all-to-all call on $TORUS ($NP ranks, $BLOCK bytes per block, $SIZE per rank): SimGrid SMPI $SG_ALGO"
 echo "against the emulator's $ALGO (fifo_slots=$FIFO_SLOTS), wall seconds; each run's figure is the median of"
-echo "$REPS timed calls after a warm-up; rounds alternate SimGrid then the emulator."
+echo "$REPS timed call(s) after a warm-up; rounds alternate SimGrid then the emulator."
 echo
 echo "| round | SimGrid call wall s | emulator call wall s | ratio | SimGrid run s | emulator job s | SimGrid simulated us | emulated us |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"

@@ -206,7 +206,7 @@ int main(int argc, char **argv)
 			double med = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2;
 			double wmed = reps % 2 ? walls[reps / 2] : (walls[reps / 2 - 1] + walls[reps / 2]) / 2;
 			printf("mpi_alltoall: ranks %d block %lld bytes: median %.9f s (min %.9f, max %.9f), "
-			       "call wall median %.3f s, check ok\n",
+			       "call wall median %.6f s, check ok\n",
 			       p, bytes, med, times[0], times[reps - 1], wmed);
 		}
 		fflush(stdout);
