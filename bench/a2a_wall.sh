@@ -96,7 +96,6 @@ NP=1
 for d in "${DIMS[@]}"; do NP=$((NP * d)); done
 SIZE=$((BLOCK * NP))
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 LOG=$(mktemp "${TMPDIR:-/tmp}/a2a_wall.XXXXXX")
 trap 'rm -f "$LOG"' EXIT
@@ -131,7 +130,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	echo "a2a_wall: round $r: SimGrid $sg_call s, emulator $em_call s a call: ratio $ratio" >&2
 done
 
-med() { printf '%s\n' "$@" | median; }
+# the median of the arguments
+med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "One all-to-all call on $TORUS ($NP ranks, $BLOCK bytes per block, $SIZE per rank): SimGrid SMPI $SG_ALGO"
 echo "against the emulator's $ALGO (fifo_slots=$FIFO_SLOTS), wall seconds; each run's figure is the median of"
 echo "$REPS timed call(s) after a warm-up; rounds alternate SimGrid then the emulator."
