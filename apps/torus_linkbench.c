@@ -208,7 +208,7 @@ static int bench_link(uint64_t n, uint32_t slots)
 		/* like the engine: publish every few packets, ring once per batch */
 		if (++i % EMU_PUBLISH_EVERY == 0)
 			torus_ring_publish_head(&v);
-		if (i % EMU_ENGINE_BATCH == 0)
+		if (i % emu_engine_batch(slots) == 0)
 			emu_bell_ring(cons_bell);
 	}
 	if (torus_ring_publish_head(&v))

@@ -464,7 +464,7 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 	torus_vt_t cursor = j->cursor > j->ready && !rt->exact ? j->cursor : j->ready;
 	const uint32_t inj = d->inj_counter, tag = d->tag, aux = j->aux;
 	const int memfifo = d->kind == DMA_MEMFIFO;
-	while (n < EMU_ENGINE_BATCH) {
+	while (n < rt->batch) {
 		uint64_t rest = total - jdone;
 		const uint8_t *src;
 		if (j->src_region == UINT32_MAX) {
@@ -551,7 +551,7 @@ static uint32_t inject_fifo(struct emu_node_rt *rt, struct dma_engine_fifo *f)
 {
 	struct torus_side *side;
 	uint32_t moved = 0;
-	while (moved < EMU_ENGINE_BATCH) {
+	while (moved < rt->batch) {
 		if (!f->active) {
 			struct torus_packet *slot = torus_ring_peek(&f->view, &side);
 			if (!slot)

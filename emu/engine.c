@@ -179,7 +179,7 @@ static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const s
 	struct torus_packet *pkt;
 	uint32_t n = 0;
 
-	while (n < EMU_ENGINE_BATCH && (pkt = torus_ring_peek(v, &side))) {
+	while (n < rt->batch && (pkt = torus_ring_peek(v, &side))) {
 		if (v->pos + 1 != v->cached) {
 			/* the next packet, written by another engine: fetch its
 			 * lines while this one is routed */

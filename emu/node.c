@@ -57,6 +57,7 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 	}
 	rt->core_passes = !rt->exact && !(cp && !strcmp(cp, "0"));
 	torus_cost_init(&rt->cost, rt->params);
+	rt->batch = emu_engine_batch(rt->params->fifo_slots);
 	rt->rank = rank;
 	rt->me = emu_shm_node(&rt->shm, rank);
 	rt->ncores = rt->me->ncores;

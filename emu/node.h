@@ -9,7 +9,18 @@
 
 #include <torus/trace.h>
 
-#define EMU_ENGINE_BATCH 32u   /* packets taken from one input before the next */
+/* Packets taken from one input (or one DMA job) before the next: rt->batch,
+ * an eighth of a link FIFO within these bounds. 32 with the default 64
+ * slots; 128 from 1024 slots, where each input's drain then carries four
+ * times the packets for one publish and doorbell round (the 8x8x8
+ * all-to-all with 1024 slots: BENCHMARKS.md, issue 14's third session). */
+#define EMU_ENGINE_BATCH_MIN 32u
+#define EMU_ENGINE_BATCH_MAX 128u
+static inline uint32_t emu_engine_batch(uint32_t fifo_slots)
+{
+	uint32_t b = fifo_slots / 8;
+	return b < EMU_ENGINE_BATCH_MIN ? EMU_ENGINE_BATCH_MIN : b > EMU_ENGINE_BATCH_MAX ? EMU_ENGINE_BATCH_MAX : b;
+}
 #define EMU_PUBLISH_EVERY 8u   /* publish FIFO indices at least this often, so the
 				* two ends of a FIFO work in parallel (even small ones) */
 #define EMU_SLEEP_SLICE_MS 100 /* sleeps re-check abort/shutdown this often */
@@ -234,6 +245,7 @@ struct emu_node_rt {
 	struct torus_cost cost;
 	struct torus_cost *link_cost[2 * TORUS_MAX_DIMS]; /* --link: this node's links with their own */
 	uint32_t rank, ncores;
+	uint32_t batch;             /* EMU_ENGINE_BATCH_MIN..MAX */
 	uint32_t coords[TORUS_MAX_DIMS];
 	uint8_t *route;
 	struct emu_engine_in in[2 * TORUS_MAX_DIMS];

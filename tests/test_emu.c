@@ -1578,6 +1578,17 @@ static void test_stash_index(void)
 	free(mem);
 }
 
+/* The engine's batch: an eighth of a link FIFO, 32 to 128 packets; the
+ * default 64 slots keep the old 32. */
+static void test_engine_batch(void)
+{
+	static const uint32_t slots[] = {1, 2, 64, 255, 256, 264, 512, 1000, 1024, 4096, 65536};
+	static const uint32_t want[] = {32, 32, 32, 32, 32, 33, 64, 125, 128, 128, 128};
+	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
+		EXPECT(emu_engine_batch(slots[i]) == want[i], "fifo_slots %u: batch %u, expected %u", slots[i],
+		       emu_engine_batch(slots[i]), want[i]);
+}
+
 /* ---------------------------------------------------------------- main */
 
 static const struct cunit_case layout_cases[] = {
@@ -1585,7 +1596,7 @@ static const struct cunit_case layout_cases[] = {
 	CUNIT_CASE(test_shm_layout),
 	CUNIT_CASE(test_shm_create_attach),
 	CUNIT_CASE(test_shm_attach_bad), CUNIT_CASE(test_shm_attach_truncated), CUNIT_CASE(test_stall_classify),
-	CUNIT_CASE(test_stash_index),
+	CUNIT_CASE(test_stash_index), CUNIT_CASE(test_engine_batch),
 };
 
 static const struct cunit_case bell_cases[] = {

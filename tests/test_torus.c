@@ -1348,6 +1348,23 @@ static void test_calendar(void)
 	for (uint32_t i = 0; i < c3.n; i++)
 		merged |= c3.iv[i].start == 795 && c3.iv[i].end == 801;
 	EXPECT(merged, "the closest pair ([795,796) and [800,801)) merged");
+	/* the closest pair first or last, and of two equally close pairs the
+	 * earlier merges (the choice decides later packets' times) */
+	static const uint32_t close_at[][2] = {{0, 0}, {TORUS_CAL_SLOTS - 2, TORUS_CAL_SLOTS - 2}, {9, 40}};
+	for (size_t k = 0; k < sizeof(close_at) / sizeof(close_at[0]); k++) {
+		struct torus_calendar c4 = {0};
+		for (uint32_t i = 0; i < TORUS_CAL_SLOTS; i++)
+			torus_calendar_reserve(&c4, (torus_vt_t)i * 100 +
+							    (i == close_at[k][0] + 1 || i == close_at[k][1] + 1 ? -3 : 0),
+					       1);
+		torus_calendar_reserve(&c4, 100000, 1);
+		uint32_t a = close_at[k][0];
+		torus_vt_t s0 = (torus_vt_t)a * 100, e0 = (torus_vt_t)(a + 1) * 100 - 3 + 1;
+		EXPECT(c4.n == TORUS_CAL_SLOTS && c4.iv[a].start == s0 && c4.iv[a].end == e0,
+		       "closest pair at %u (and %u): interval %u is [%llu,%llu), expected [%llu,%llu)", a,
+		       close_at[k][1], a, (unsigned long long)c4.iv[a].start, (unsigned long long)c4.iv[a].end,
+		       (unsigned long long)s0, (unsigned long long)e0);
+	}
 	/* full, but a packet that only extends the last stretch needs no new
 	 * interval: nothing merges (no gap is lost) */
 	struct torus_busy before[TORUS_CAL_SLOTS];
