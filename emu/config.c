@@ -863,7 +863,7 @@ int emu_config_check_limits(const struct emu_job_config *cfg, char *err, size_t 
 			 (unsigned long long)threads, (unsigned long long)lim);
 		return -E2BIG;
 	}
-	uint64_t shm = emu_shm_layout(&cfg->shape, &cfg->params, cfg->cores, NULL);
+	uint64_t shm = emu_shm_layout(&cfg->shape, &cfg->params, cfg->cores, NULL, NULL);
 	uint64_t need = shm + n * NODE_PROCESS_BYTES + cores * CORE_THREAD_BYTES;
 	uint64_t avail = mem_available();
 	if (avail && need > avail) {

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 
 #define EMU_SHM_MAGIC 0x54524f5553454d55ull /* "TORUSEMU" */
-#define EMU_SHM_VERSION 3u
+#define EMU_SHM_VERSION 4u
 #define EMU_PAGE 4096u
 
 /* --------------------------------------------------------------- doorbell */
@@ -103,6 +103,9 @@ struct emu_shm_hdr {
 	 * core count touches a few pages, not one per node (on 16x16x16 that
 	 * was 874 page-table pages per process: 14 GB of page tables) */
 	uint64_t off_first_core;
+	/* the slot area: every node's slot block (emu_node_shm.off_slot_block),
+	 * the packets of its rings, apart from the tables every node reads */
+	uint64_t off_slots, slots_bytes;
 	alignas(64) _Atomic uint32_t shutdown; /* torusrun: every node done, network drained */
 	_Atomic uint32_t abort;                /* torusrun: tearing the job down */
 	/* --trace: the file's end, where the next chunk goes; buffers per node */
@@ -295,6 +298,9 @@ struct emu_node_shm {
 	uint64_t off_cores;                    /* emu_core_shm[ncores] */
 	uint64_t off_links_in;                 /* torus_link[2*ndims], incoming, by (dim,dir of travel) */
 	uint64_t region_bytes;                 /* whole page-aligned region of this node */
+	/* its page-aligned block in the slot area: the slots of its incoming
+	 * link rings, then of each core's injection and reception rings */
+	uint64_t off_slot_block, slot_block_bytes;
 };
 _Static_assert(sizeof(struct emu_node_shm) % 64 == 0, "node block is whole cache lines");
 
@@ -337,9 +343,11 @@ typedef void (*emu_link_fn)(void *arg, uint32_t node, uint32_t dim, uint32_t dir
 			    const struct torus_link_counters *c);
 uint64_t emu_shm_each_link(const struct emu_shm *m, emu_link_fn fn, void *arg);
 
-/* Bytes the job needs; fills node offsets if node_off != NULL. */
+/* Bytes the job needs; fills the offsets of node regions (node_off) and
+ * of their slot blocks (slot_off) where not NULL. The regions come first,
+ * one after another; then the slot area, the blocks one after another. */
 uint64_t emu_shm_layout(const struct torus_shape *s, const struct torus_params *p,
-			const uint32_t *cores, uint64_t *node_off);
+			const uint32_t *cores, uint64_t *node_off, uint64_t *slot_off);
 /* torusrun: create the shared memory (a memfd, owner-only, no name on any
  * file system, freed when the last process holding it exits); exact: with
  * the timekeeper's channels. */
@@ -373,6 +381,10 @@ void emu_tk_stop(struct emu_tk *tk);
 /* node: map the job's shared memory from an inherited fd and check it. */
 int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen);
 void emu_shm_detach(struct emu_shm *m);
+/* node `rank`: unmap the slot area but for its own block and the rings of
+ * its outgoing links (their receivers' blocks): 0, or -EINVAL (damaged
+ * ring offsets, err says which) or munmap's error. */
+int emu_shm_trim(struct emu_shm *m, uint32_t rank, char *err, size_t errlen);
 /* Everything the hang detector prints: every non-empty FIFO and node state. */
 void emu_shm_dump(const struct emu_shm *m, FILE *out);
 

@@ -45,6 +45,9 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		snprintf(err, errlen, "TORUS_RANK %u out of range (%u nodes)", rank, rt->hdr->nnodes);
 		return -EINVAL;
 	}
+	/* only our rings stay mapped (emu/shm.c says why) */
+	if ((rc = emu_shm_trim(&rt->shm, rank, err, errlen)))
+		return rc;
 	const struct torus_shape *s = &rt->hdr->shape;
 	void *base = rt->shm.base;
 	rt->params = &rt->hdr->params;

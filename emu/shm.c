@@ -3,10 +3,19 @@
  * processes, and the dump the hang detector prints.
  *
  * Layout: header | node offset table | first core rank per node | per
- * node, page aligned: node block, core blocks, incoming link blocks, then
- * the slots of every incoming link ring and of every core's injection and
- * reception ring. A node's region holds all the memory it receives on, so
- * one mbind places it.
+ * node, page aligned: node block, core blocks, incoming link blocks, the
+ * cores' DMA blocks | the slot area: per node, page aligned, the slots of
+ * its incoming link rings and of its cores' injection and reception rings
+ * (its slot block) | under --exact, the timekeeper's channels. A node's
+ * region and slot block hold all the memory it receives on; two mbinds
+ * place them.
+ *
+ * Every node process maps the whole file, then unmaps the slot area but
+ * for its own block and its outgoing links' rings (emu_shm_trim): a ring's
+ * pages are mapped by 3 processes, not by all of them. The kernel walks
+ * every mapping of a page to age it, and DAMON, where the host runs it,
+ * ages pages all the time: on 8x8x8 with 1024-slot links its kdamond took
+ * 5 to 12% of both CPUs while 1.5 GB of rings were mapped 513 times.
  */
 #include "emu_internal.h"
 #include "unit.h"
@@ -27,16 +36,22 @@ static uint64_t node_region_bytes(const struct torus_shape *s, const struct toru
 	uint64_t b = sizeof(struct emu_node_shm);
 	b += (uint64_t)ncores * sizeof(struct emu_core_shm);
 	b += (uint64_t)2 * s->ndims * sizeof(struct torus_link);
-	for (uint32_t d = 0; d < s->ndims; d++)
-		if (torus_dim_has_links(s, d))
-			b += 2 * 2 * torus_ring_bytes(p->fifo_slots);
-	b += (uint64_t)ncores * (torus_ring_bytes(p->inj_slots) + torus_ring_bytes(p->rx_slots));
 	b += (uint64_t)ncores * (emu_node_unit.core_shm_bytes(p) + 64);
 	return align_up(b, EMU_PAGE);
 }
 
+static uint64_t node_slot_bytes(const struct torus_shape *s, const struct torus_params *p, uint32_t ncores)
+{
+	uint64_t b = 0;
+	for (uint32_t d = 0; d < s->ndims; d++)
+		if (torus_dim_has_links(s, d))
+			b += 2 * 2 * torus_ring_bytes(p->fifo_slots);
+	b += (uint64_t)ncores * (torus_ring_bytes(p->inj_slots) + torus_ring_bytes(p->rx_slots));
+	return align_up(b, EMU_PAGE);
+}
+
 uint64_t emu_shm_layout(const struct torus_shape *s, const struct torus_params *p,
-			const uint32_t *cores, uint64_t *node_off)
+			const uint32_t *cores, uint64_t *node_off, uint64_t *slot_off)
 {
 	uint64_t off = align_up(sizeof(struct emu_shm_hdr) + (uint64_t)s->nnodes * sizeof(uint64_t) +
 					(uint64_t)(s->nnodes + 1) * sizeof(uint32_t),
@@ -46,16 +61,22 @@ uint64_t emu_shm_layout(const struct torus_shape *s, const struct torus_params *
 			node_off[r] = off;
 		off += node_region_bytes(s, p, cores[r]);
 	}
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		if (slot_off)
+			slot_off[r] = off;
+		off += node_slot_bytes(s, p, cores[r]);
+	}
 	return off;
 }
 
-/* Initialise node r's region (after its pages were bound to their NUMA node). */
-static void init_node(struct emu_shm *m, uint32_t r, uint32_t ncores, uint64_t off)
+/* Initialise node r's region and slot block (after their pages were bound
+ * to their NUMA node). */
+static void init_node(struct emu_shm *m, uint32_t r, uint32_t ncores, uint64_t off, uint64_t slot_off)
 {
 	const struct torus_shape *s = &m->hdr->shape;
 	const struct torus_params *p = &m->hdr->params;
 	struct emu_node_shm *n = (struct emu_node_shm *)((char *)m->base + off);
-	uint64_t cur = off + sizeof(*n);
+	uint64_t cur = off + sizeof(*n), slot = slot_off;
 
 	n->rank = r;
 	n->ncores = ncores;
@@ -63,6 +84,8 @@ static void init_node(struct emu_shm *m, uint32_t r, uint32_t ncores, uint64_t o
 	cur += (uint64_t)ncores * sizeof(struct emu_core_shm);
 	n->off_links_in = cur;
 	cur += (uint64_t)2 * s->ndims * sizeof(struct torus_link);
+	n->off_slot_block = slot_off;
+	n->slot_block_bytes = node_slot_bytes(s, p, ncores);
 	for (uint32_t d = 0; d < s->ndims; d++) {
 		for (uint32_t dir = 0; dir < 2; dir++) {
 			struct torus_link *l = (struct torus_link *)((char *)m->base + n->off_links_in) + 2 * d + dir;
@@ -73,17 +96,17 @@ static void init_node(struct emu_shm *m, uint32_t r, uint32_t ncores, uint64_t o
 			if (!torus_dim_has_links(s, d))
 				continue;
 			for (int vc = 0; vc < 2; vc++) {
-				torus_ring_init(&l->vc[vc], p->fifo_slots, cur);
-				cur += torus_ring_bytes(p->fifo_slots);
+				torus_ring_init(&l->vc[vc], p->fifo_slots, slot);
+				slot += torus_ring_bytes(p->fifo_slots);
 			}
 		}
 	}
 	for (uint32_t c = 0; c < ncores; c++) {
 		struct emu_core_shm *cs = (struct emu_core_shm *)((char *)m->base + n->off_cores) + c;
-		torus_ring_init(&cs->inj, p->inj_slots, cur);
-		cur += torus_ring_bytes(p->inj_slots);
-		torus_ring_init(&cs->rx, p->rx_slots, cur);
-		cur += torus_ring_bytes(p->rx_slots);
+		torus_ring_init(&cs->inj, p->inj_slots, slot);
+		slot += torus_ring_bytes(p->inj_slots);
+		torus_ring_init(&cs->rx, p->rx_slots, slot);
+		slot += torus_ring_bytes(p->rx_slots);
 		cur = align_up(cur, 64);
 		cs->off_dma = cur;
 		emu_node_unit.core_shm_init((char *)m->base + cur, cur, p);
@@ -96,7 +119,7 @@ static void init_node(struct emu_shm *m, uint32_t r, uint32_t ncores, uint64_t o
 int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, const uint32_t *cores,
 		   const int *numa_of_node, int exact, struct emu_shm *out, int *fd_out, char *err, size_t errlen)
 {
-	uint64_t *offs = malloc((size_t)s->nnodes * sizeof(uint64_t));
+	uint64_t *offs = malloc((size_t)s->nnodes * 2 * sizeof(uint64_t)), *slot_offs = offs + s->nnodes;
 	int fd = -1, rc;
 	void *base = MAP_FAILED;
 
@@ -105,7 +128,7 @@ int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, co
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	uint64_t bytes = emu_shm_layout(s, p, cores, offs), off_tk = bytes;
+	uint64_t bytes = emu_shm_layout(s, p, cores, offs, slot_offs), off_tk = bytes;
 	if (exact) {
 		uint64_t total = 0;
 		for (uint32_t r = 0; r < s->nnodes; r++)
@@ -149,6 +172,8 @@ int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, co
 	h->off_node_table = sizeof(*h);
 	uint64_t *table = (uint64_t *)((char *)base + h->off_node_table);
 	h->off_first_core = h->off_node_table + (uint64_t)s->nnodes * sizeof(uint64_t);
+	h->off_slots = slot_offs[0];
+	h->slots_bytes = off_tk - slot_offs[0];
 	uint32_t *first = (uint32_t *)((char *)base + h->off_first_core);
 	uint32_t total = 0, maxc = 0;
 	for (uint32_t r = 0; r < s->nnodes; r++) {
@@ -167,11 +192,13 @@ int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, co
 	out->node_off = table;
 	out->first_core = first;
 	for (uint32_t r = 0; r < s->nnodes; r++) {
-		uint64_t end = r + 1 < s->nnodes ? offs[r + 1] : bytes;
 		/* bind before first touch, so pages land where the receiver runs */
-		if (numa_of_node && numa_available() >= 0 && numa_num_configured_nodes() > 1)
-			numa_tonode_memory((char *)base + offs[r], end - offs[r], numa_of_node[r]);
-		init_node(out, r, cores[r], offs[r]);
+		if (numa_of_node && numa_available() >= 0 && numa_num_configured_nodes() > 1) {
+			numa_tonode_memory((char *)base + offs[r], node_region_bytes(s, p, cores[r]), numa_of_node[r]);
+			numa_tonode_memory((char *)base + slot_offs[r], node_slot_bytes(s, p, cores[r]),
+					   numa_of_node[r]);
+		}
+		init_node(out, r, cores[r], offs[r], slot_offs[r]);
 	}
 	/* publish the magic last: an attaching node checks it first */
 	atomic_thread_fence(memory_order_release);
@@ -208,7 +235,9 @@ int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen)
 	    probe.nnodes != probe.shape.nnodes ||
 	    probe.off_node_table > probe.total_bytes - (uint64_t)probe.nnodes * sizeof(uint64_t) ||
 	    probe.off_first_core < sizeof(probe) ||
-	    probe.off_first_core > probe.total_bytes - (uint64_t)(probe.nnodes + 1) * sizeof(uint32_t)) {
+	    probe.off_first_core > probe.total_bytes - (uint64_t)(probe.nnodes + 1) * sizeof(uint32_t) ||
+	    probe.off_slots < sizeof(probe) || probe.off_slots % EMU_PAGE || probe.off_slots > probe.total_bytes ||
+	    probe.slots_bytes > probe.total_bytes - probe.off_slots) {
 		snprintf(err, errlen,
 			 "fd %d: job memory is %lld bytes but its header describes %llu bytes and %u nodes "
 			 "(truncated or damaged)",
@@ -251,6 +280,66 @@ int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen)
 		snprintf(err, errlen, "fd %d: the timekeeper's channels lie outside the job memory (damaged)", fd);
 		emu_shm_detach(out);
 		return -EINVAL;
+	}
+	return 0;
+}
+
+struct keep {
+	uint64_t lo, hi;
+};
+
+static int keep_cmp(const void *a, const void *b)
+{
+	const struct keep *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Keep [lo, hi) of the slot area [a, z), pages whole; 0 or -EINVAL. */
+static int keep_add(struct keep *k, uint32_t *n, uint64_t lo, uint64_t len, uint64_t a, uint64_t z)
+{
+	if (lo < a || lo > z || len > z - lo)
+		return -EINVAL;
+	k[*n].lo = lo / EMU_PAGE * EMU_PAGE;
+	k[*n].hi = align_up(lo + len, EMU_PAGE);
+	(*n)++;
+	return 0;
+}
+
+int emu_shm_trim(struct emu_shm *m, uint32_t rank, char *err, size_t errlen)
+{
+	const struct torus_shape *s = &m->hdr->shape;
+	uint64_t a = m->hdr->off_slots, z = a + m->hdr->slots_bytes;
+	struct emu_node_shm *me = emu_shm_node(m, rank);
+	struct keep k[1 + 4 * TORUS_MAX_DIMS];
+	uint32_t n = 0;
+	if (rank >= m->hdr->nnodes || keep_add(k, &n, me->off_slot_block, me->slot_block_bytes, a, z)) {
+		snprintf(err, errlen, "node %u's slot block lies outside the slot area (damaged)", rank);
+		return -EINVAL;
+	}
+	/* our outgoing links: their rings, in the receivers' blocks */
+	for (uint32_t d = 0; d < s->ndims; d++)
+		for (uint32_t dir = 0; torus_dim_has_links(s, d) && dir < 2; dir++) {
+			const struct torus_link *l = emu_shm_link_out(m, rank, d, dir);
+			for (int vc = 0; vc < 2; vc++)
+				if (l->from != rank ||
+				    keep_add(k, &n, l->vc[vc].off_slots, torus_ring_bytes(l->vc[vc].slots), a, z)) {
+					snprintf(err, errlen, "node %u's link along (%u,%c), VC %d, is damaged", rank, d,
+						 dir ? '-' : '+', vc);
+					return -EINVAL;
+				}
+		}
+	qsort(k, n, sizeof(k[0]), keep_cmp);
+	/* unmap the gaps between what we keep */
+	uint64_t from = a;
+	for (uint32_t i = 0; i <= n; i++) {
+		uint64_t to = i < n ? k[i].lo : z;
+		if (to > from && munmap((char *)m->base + from, to - from)) {
+			int e = errno;
+			snprintf(err, errlen, "munmap of job memory: %s", strerror(e));
+			return -e;
+		}
+		if (i < n && k[i].hi > from)
+			from = k[i].hi;
 	}
 	return 0;
 }

@@ -116,15 +116,11 @@ static void test_numa_plan(void)
 /* ---------------------------------------------------------- layout */
 
 /* Bytes of a node's region according to the documented layout. */
+/* A node region's minimum: its control blocks and its cores' DMA blocks. */
 static uint64_t my_region_min(const struct torus_shape *s, const struct torus_params *p, uint32_t ncores)
 {
 	uint64_t b = sizeof(struct emu_node_shm) + (uint64_t)ncores * sizeof(struct emu_core_shm) +
 		     (uint64_t)2 * s->ndims * sizeof(struct torus_link);
-	for (uint32_t d = 0; d < s->ndims; d++)
-		if (s->dims[d] > 1)
-			b += 2 /* dirs */ * 2 /* VCs */ * (uint64_t)p->fifo_slots *
-			     (TORUS_SLOT_BYTES + sizeof(struct torus_side));
-	b += (uint64_t)ncores * (p->inj_slots + p->rx_slots) * (TORUS_SLOT_BYTES + sizeof(struct torus_side));
 	/* each core's DMA block, 64-byte aligned: its own rings must fit in it */
 	uint64_t dma = dma_core_shm_bytes(p);
 	uint64_t dma_rings = (uint64_t)(p->rx_slots + p->inj_fifos * p->inj_slots) *
@@ -135,6 +131,36 @@ static uint64_t my_region_min(const struct torus_shape *s, const struct torus_pa
 	       (unsigned long long)dma, (unsigned long long)dma_rings);
 	b += (uint64_t)ncores * (dma + 64);
 	return b;
+}
+
+/* A slot block's minimum: the slots of the node's link and core rings. */
+static uint64_t my_slots_min(const struct torus_shape *s, const struct torus_params *p, uint32_t ncores)
+{
+	uint64_t b = 0;
+	for (uint32_t d = 0; d < s->ndims; d++)
+		if (s->dims[d] > 1)
+			b += 2 /* dirs */ * 2 /* VCs */ * (uint64_t)p->fifo_slots *
+			     (TORUS_SLOT_BYTES + sizeof(struct torus_side));
+	b += (uint64_t)ncores * (p->inj_slots + p->rx_slots) * (TORUS_SLOT_BYTES + sizeof(struct torus_side));
+	return b;
+}
+
+/* Blocks at off[0..n) follow one another up to end, page aligned, each
+ * at least need(cores) and less than a page more. */
+static void check_blocks(const char *what, const char *shape, int kind, const struct torus_shape *s,
+			 const struct torus_params *p, const uint32_t *cores, const uint64_t *off, uint64_t end,
+			 uint64_t (*need)(const struct torus_shape *, const struct torus_params *, uint32_t))
+{
+	for (uint32_t r = 0; r < s->nnodes; r++) {
+		uint64_t e = r + 1 < s->nnodes ? off[r + 1] : end;
+		EXPECT(off[r] % EMU_PAGE == 0, "%s/%d: node %u %s offset %llu not page aligned", shape, kind, r, what,
+		       (unsigned long long)off[r]);
+		if (!EXPECT(e > off[r], "%s/%d: node %u %s empty or offsets not increasing", shape, kind, r, what))
+			continue;
+		uint64_t got = e - off[r], want = need(s, p, cores[r]);
+		EXPECT(got >= want && got < want + EMU_PAGE, "%s/%d: node %u %s %llu bytes, layout needs %llu (page-rounded)",
+		       shape, kind, r, what, (unsigned long long)got, (unsigned long long)want);
+	}
 }
 
 static void test_shm_layout(void)
@@ -148,49 +174,50 @@ static void test_shm_layout(void)
 		for (int kind = 0; kind < NCORESMAPS; kind++) {
 			uint32_t *cores = make_cores(s.nnodes, kind);
 			uint64_t *off = malloc(((size_t)s.nnodes + 1) * sizeof(uint64_t));
-			if (!EXPECT(cores && off, "out of memory")) {
+			uint64_t *slot = malloc(((size_t)s.nnodes + 1) * sizeof(uint64_t));
+			if (!EXPECT(cores && off && slot, "out of memory")) {
 				free(cores);
 				free(off);
+				free(slot);
 				continue;
 			}
-			off[s.nnodes] = 0xDEADBEEFull;
-			uint64_t total = emu_shm_layout(&s, &p, cores, off);
-			uint64_t total2 = emu_shm_layout(&s, &p, cores, NULL);
+			off[s.nnodes] = slot[s.nnodes] = 0xDEADBEEFull;
+			uint64_t total = emu_shm_layout(&s, &p, cores, off, slot);
+			uint64_t total2 = emu_shm_layout(&s, &p, cores, NULL, NULL);
 			EXPECT(total == total2, "%s/%d: layout total differs without offsets", shapes[i], kind);
-			EXPECT(off[s.nnodes] == 0xDEADBEEFull, "%s/%d: wrote past the offset table", shapes[i], kind);
+			EXPECT(off[s.nnodes] == 0xDEADBEEFull && slot[s.nnodes] == 0xDEADBEEFull,
+			       "%s/%d: wrote past an offset table", shapes[i], kind);
 			EXPECT(off[0] >= sizeof(struct emu_shm_hdr) + (uint64_t)s.nnodes * sizeof(uint64_t),
 			       "%s/%d: node 0 at %llu overlaps the header and node table", shapes[i], kind,
 			       (unsigned long long)off[0]);
 			EXPECT(total % EMU_PAGE == 0, "%s/%d: total %llu not page aligned", shapes[i], kind,
 			       (unsigned long long)total);
-			for (uint32_t r = 0; r < s.nnodes; r++) {
-				uint64_t end = r + 1 < s.nnodes ? off[r + 1] : total;
-				EXPECT(off[r] % EMU_PAGE == 0, "%s/%d: node %u offset %llu not page aligned", shapes[i], kind,
-				       r, (unsigned long long)off[r]);
-				if (!EXPECT(end > off[r], "%s/%d: node %u region empty or offsets not increasing", shapes[i],
-					    kind, r))
-					continue;
-				uint64_t region = end - off[r], need = my_region_min(&s, &p, cores[r]);
-				EXPECT(region >= need && region < need + EMU_PAGE,
-				       "%s/%d: node %u region %llu bytes, layout needs %llu (page-rounded)", shapes[i], kind, r,
-				       (unsigned long long)region, (unsigned long long)need);
-			}
-			EXPECT(total > off[s.nnodes - 1], "%s/%d: total %llu not past the last node", shapes[i], kind,
-			       (unsigned long long)total);
+			/* the regions, then the slot blocks */
+			check_blocks("region", shapes[i], kind, &s, &p, cores, off, slot[0], my_region_min);
+			check_blocks("slot block", shapes[i], kind, &s, &p, cores, slot, total, my_slots_min);
+			EXPECT(total > slot[s.nnodes - 1], "%s/%d: total %llu not past the last slot block", shapes[i],
+			       kind, (unsigned long long)total);
 			/* nodes with more cores get bigger regions, equal cores equal regions */
 			for (uint32_t a = 0; a < s.nnodes && a < 40; a++)
 				for (uint32_t b = 0; b < s.nnodes && b < 40; b++) {
-					uint64_t ra = (a + 1 < s.nnodes ? off[a + 1] : total) - off[a];
-					uint64_t rb = (b + 1 < s.nnodes ? off[b + 1] : total) - off[b];
+					uint64_t ra = (a + 1 < s.nnodes ? off[a + 1] : slot[0]) - off[a];
+					uint64_t rb = (b + 1 < s.nnodes ? off[b + 1] : slot[0]) - off[b];
+					uint64_t sa = (a + 1 < s.nnodes ? slot[a + 1] : total) - slot[a];
+					uint64_t sb = (b + 1 < s.nnodes ? slot[b + 1] : total) - slot[b];
 					if (cores[a] > cores[b])
-						EXPECT(ra > rb, "%s/%d: node %u (%u cores) region %llu not bigger than node %u (%u cores) %llu",
-						       shapes[i], kind, a, cores[a], (unsigned long long)ra, b, cores[b],
-						       (unsigned long long)rb);
+						EXPECT(ra > rb && sa > sb,
+						       "%s/%d: node %u (%u cores) region %llu + %llu not bigger than node %u "
+						       "(%u cores) %llu + %llu",
+						       shapes[i], kind, a, cores[a], (unsigned long long)ra,
+						       (unsigned long long)sa, b, cores[b], (unsigned long long)rb,
+						       (unsigned long long)sb);
 					else if (cores[a] == cores[b])
-						EXPECT(ra == rb, "%s/%d: equal nodes %u and %u differ", shapes[i], kind, a, b);
+						EXPECT(ra == rb && sa == sb, "%s/%d: equal nodes %u and %u differ", shapes[i],
+						       kind, a, b);
 				}
 			free(cores);
 			free(off);
+			free(slot);
 		}
 	}
 }
@@ -228,10 +255,10 @@ static void ring_check(const struct torus_ring *rg, uint32_t slots, const char *
 static void check_job_memory(const char *shape_text, const struct torus_shape *s, const struct torus_params *p,
 			     const uint32_t *cores, const struct emu_shm *m, const struct emu_shm *a)
 {
-	uint64_t *off = malloc((size_t)s->nnodes * sizeof(uint64_t));
+	uint64_t *off = malloc((size_t)s->nnodes * 2 * sizeof(uint64_t)), *slot = off + s->nnodes;
 	if (!EXPECT(off != NULL, "out of memory"))
 		return;
-	uint64_t total = emu_shm_layout(s, p, cores, off);
+	uint64_t total = emu_shm_layout(s, p, cores, off, slot);
 	uint32_t sum = 0, maxc = 0;
 	for (uint32_t r = 0; r < s->nnodes; r++) {
 		sum += cores[r];
@@ -256,6 +283,10 @@ static void check_job_memory(const char *shape_text, const struct torus_shape *s
 		for (uint32_t r = 0; r < s->nnodes; r++)
 			EXPECT(maps[k]->node_off[r] == off[r], "%s map %d: node %u at %llu, layout says %llu", shape_text,
 			       k, r, (unsigned long long)maps[k]->node_off[r], (unsigned long long)off[r]);
+		EXPECT(h->off_slots == slot[0] && h->slots_bytes == total - slot[0],
+		       "%s map %d: slot area [%llu,+%llu), layout says [%llu,%llu)", shape_text, k,
+		       (unsigned long long)h->off_slots, (unsigned long long)h->slots_bytes, (unsigned long long)slot[0],
+		       (unsigned long long)total);
 	}
 	EXPECT(m->base != a->base, "%s: attach did not map a second time", shape_text);
 
@@ -267,7 +298,12 @@ static void check_job_memory(const char *shape_text, const struct torus_shape *s
 	}
 	for (uint32_t r = 0; r < s->nnodes; r++) {
 		struct emu_node_shm *n = emu_shm_node(a, r);
-		uint64_t end = r + 1 < s->nnodes ? off[r + 1] : total;
+		uint64_t end = r + 1 < s->nnodes ? off[r + 1] : slot[0];
+		uint64_t slot_end = r + 1 < s->nnodes ? slot[r + 1] : total;
+		EXPECT(n->off_slot_block == slot[r] && n->slot_block_bytes == slot_end - slot[r],
+		       "%s: node %u slot block [%llu,+%llu), layout gives [%llu,%llu)", shape_text, r,
+		       (unsigned long long)n->off_slot_block, (unsigned long long)n->slot_block_bytes,
+		       (unsigned long long)slot[r], (unsigned long long)slot_end);
 		EXPECT(n->rank == r, "%s: node %u block says rank %u", shape_text, r, n->rank);
 		EXPECT(n->ncores == cores[r], "%s: node %u has %u cores, expected %u", shape_text, r, n->ncores, cores[r]);
 		EXPECT(n->region_bytes == end - off[r], "%s: node %u region_bytes %llu, layout gives %llu", shape_text, r,
@@ -278,6 +314,7 @@ static void check_job_memory(const char *shape_text, const struct torus_shape *s
 		EXPECT(n->off_links_in >= n->off_cores + (uint64_t)n->ncores * sizeof(struct emu_core_shm),
 		       "%s: node %u links overlap the core blocks", shape_text, r);
 		uint64_t ctl_end = n->off_links_in + (uint64_t)2 * s->ndims * sizeof(struct torus_link);
+		EXPECT(ctl_end <= end, "%s: node %u's links end past its region", shape_text, r);
 		size_t nr = 0;
 
 		for (uint32_t d = 0; d < s->ndims; d++)
@@ -307,13 +344,13 @@ static void check_job_memory(const char *shape_text, const struct torus_shape *s
 			ring_check(&co->inj, p->inj_slots, "injection ring", shape_text, r, ranges, &nr);
 			ring_check(&co->rx, p->rx_slots, "reception ring", shape_text, r, ranges, &nr);
 		}
-		/* every ring's memory lies in the node's region, after the control blocks, disjoint */
+		/* every ring's memory lies in the node's slot block, disjoint */
 		qsort(ranges, nr, sizeof(*ranges), range_cmp);
 		for (size_t k = 0; k < nr; k++) {
-			EXPECT(ranges[k].lo >= ctl_end && ranges[k].hi <= end,
-			       "%s: node %u %s [%llu,%llu) outside its region [%llu,%llu)", shape_text, r, ranges[k].what,
-			       (unsigned long long)ranges[k].lo, (unsigned long long)ranges[k].hi,
-			       (unsigned long long)ctl_end, (unsigned long long)end);
+			EXPECT(ranges[k].lo >= slot[r] && ranges[k].hi <= slot_end,
+			       "%s: node %u %s [%llu,%llu) outside its slot block [%llu,%llu)", shape_text, r,
+			       ranges[k].what, (unsigned long long)ranges[k].lo, (unsigned long long)ranges[k].hi,
+			       (unsigned long long)slot[r], (unsigned long long)slot_end);
 			if (k > 0)
 				EXPECT(ranges[k].lo >= ranges[k - 1].hi, "%s: node %u rings overlap (%s and %s)", shape_text, r,
 				       ranges[k - 1].what, ranges[k].what);
@@ -335,6 +372,103 @@ static char *read_all(FILE *f, size_t *len)
 	*len = fread(buf, 1, (size_t)sz, f);
 	buf[*len] = '\0';
 	return buf;
+}
+
+/* Is [lo, hi) of m mapped: 1 every page, 0 none (mincore fails), -1 if
+ * the range holds no whole page (inward) or touches none (outward). */
+static int mapped(const struct emu_shm *m, uint64_t lo, uint64_t hi, int whole_pages_only)
+{
+	uint64_t a = whole_pages_only ? (lo + EMU_PAGE - 1) / EMU_PAGE * EMU_PAGE : lo / EMU_PAGE * EMU_PAGE;
+	uint64_t z = whole_pages_only ? hi / EMU_PAGE * EMU_PAGE : (hi + EMU_PAGE - 1) / EMU_PAGE * EMU_PAGE;
+	if (z <= a)
+		return -1;
+	unsigned char vec[64];
+	for (uint64_t p = a; p < z; p += 64 * EMU_PAGE) {
+		uint64_t len = z - p < 64 * EMU_PAGE ? z - p : 64 * EMU_PAGE;
+		if (mincore((char *)m->base + p, len, vec))
+			return errno == ENOMEM ? 0 : -2;
+	}
+	return 1;
+}
+
+/* After emu_shm_trim(rank), the slot area keeps the node's own block and
+ * its outgoing links' rings, whole; every other ring's whole pages are
+ * gone; every node's region (the tables) stays. Then damaged offsets are
+ * refused. */
+static void check_trim(const char *shape, const struct torus_shape *s, int fd, struct emu_shm *m, uint32_t rank)
+{
+	struct emu_shm b;
+	char err[256] = "";
+	if (!EXPECT(emu_shm_attach(fd, &b, err, sizeof(err)) == 0, "%s: attach: %s", shape, err))
+		return;
+	int rc = emu_shm_trim(&b, rank, err, sizeof(err));
+	EXPECT(rc == 0, "%s: emu_shm_trim(%u) = %d (%s)", shape, rank, rc, err);
+	uint32_t kept = 0, gone = 0;
+	for (uint32_t t = 0; !rc && t < s->nnodes; t++) {
+		struct emu_node_shm *n = emu_shm_node(&b, t);
+		EXPECT(mapped(&b, b.node_off[t], b.node_off[t] + n->region_bytes, 0) == 1,
+		       "%s: trim(%u) unmapped node %u's region", shape, rank, t);
+		const struct torus_ring *rings[4 * TORUS_MAX_DIMS + 2 * TORUS_MAX_CORES];
+		int keep[4 * TORUS_MAX_DIMS + 2 * TORUS_MAX_CORES];
+		uint32_t nr = 0;
+		for (uint32_t d = 0; d < s->ndims; d++)
+			for (uint32_t dir = 0; torus_dim_has_links(s, d) && dir < 2; dir++) {
+				const struct torus_link *l = emu_shm_link_in(&b, t, d, dir);
+				for (int vc = 0; vc < 2; vc++, nr++) {
+					rings[nr] = &l->vc[vc];
+					keep[nr] = t == rank || l->from == rank;
+				}
+			}
+		for (uint32_t c = 0; c < n->ncores; c++) {
+			struct emu_core_shm *co = emu_shm_core(&b, n, c);
+			rings[nr] = &co->inj, keep[nr++] = t == rank;
+			rings[nr] = &co->rx, keep[nr++] = t == rank;
+		}
+		for (uint32_t i = 0; i < nr; i++) {
+			uint64_t lo = rings[i]->off_slots, hi = lo + torus_ring_bytes(rings[i]->slots);
+			int got = mapped(&b, lo, hi, !keep[i]);
+			if (keep[i])
+				kept += EXPECT(got == 1, "%s: trim(%u): node %u ring %u [%llu,%llu) not mapped (%d)", shape,
+					       rank, t, i, (unsigned long long)lo, (unsigned long long)hi, got);
+			else if (got != -1)
+				gone += EXPECT(got == 0, "%s: trim(%u): node %u ring %u [%llu,%llu) still mapped", shape,
+					       rank, t, i, (unsigned long long)lo, (unsigned long long)hi);
+		}
+	}
+	/* its own rings, and two of its outgoing links' per dimension with links */
+	uint32_t want = 2 * emu_shm_node(&b, rank)->ncores;
+	for (uint32_t d = 0; d < s->ndims; d++)
+		want += torus_dim_has_links(s, d) ? 4 + 4 : 0;
+	EXPECT(kept == want, "%s: trim(%u) kept %u rings, expected %u", shape, rank, kept, want);
+	EXPECT(s->nnodes < 3 || gone > 0, "%s: trim(%u) unmapped no ring of %u nodes", shape, rank, s->nnodes);
+	emu_shm_detach(&b);
+
+	/* damaged: the node's block, or a link ring, outside the slot area */
+	struct emu_node_shm *n = emu_shm_node(m, rank);
+	uint64_t save = n->off_slot_block;
+	n->off_slot_block = m->hdr->off_slots + m->hdr->slots_bytes;
+	if (EXPECT(emu_shm_attach(fd, &b, err, sizeof(err)) == 0, "%s: attach: %s", shape, err)) {
+		rc = emu_shm_trim(&b, rank, err, sizeof(err));
+		EXPECT(rc == -EINVAL && strstr(err, "slot block"), "%s: trim with a damaged slot block: %d (%s)", shape,
+		       rc, err);
+		emu_shm_detach(&b);
+	}
+	n->off_slot_block = save;
+	for (uint32_t d = 0; d < s->ndims; d++) {
+		if (!torus_dim_has_links(s, d))
+			continue;
+		struct torus_link *l = emu_shm_link_out(m, rank, d, TORUS_PLUS);
+		save = l->vc[1].off_slots;
+		l->vc[1].off_slots = m->hdr->off_slots - EMU_PAGE;
+		if (EXPECT(emu_shm_attach(fd, &b, err, sizeof(err)) == 0, "%s: attach: %s", shape, err)) {
+			rc = emu_shm_trim(&b, rank, err, sizeof(err));
+			EXPECT(rc == -EINVAL && strstr(err, "VC 1"), "%s: trim with a damaged link ring: %d (%s)", shape, rc,
+			       err);
+			emu_shm_detach(&b);
+		}
+		l->vc[1].off_slots = save;
+		break;
+	}
 }
 
 static void test_shm_create_attach(void)
@@ -371,6 +505,8 @@ static void test_shm_create_attach(void)
 			rc = emu_shm_attach(fd, &a, err, sizeof(err));
 			if (EXPECT(rc == 0, "%s: emu_shm_attach = %d (%s)", shapes[i], rc, err)) {
 				check_job_memory(shapes[i], &s, &p, cores, &m, &a);
+				check_trim(shapes[i], &s, fd, &m, 0);
+				check_trim(shapes[i], &s, fd, &m, s.nnodes / 2);
 
 				/* a packet written through one mapping is read through the other */
 				struct emu_node_shm *n0 = emu_shm_node(&m, 0);
