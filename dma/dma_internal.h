@@ -138,7 +138,8 @@ struct dma_core_shm {
 
 /* Bytes the DMA block of one core needs (page-independent), and its set-up. */
 uint64_t dma_core_shm_bytes(const struct torus_params *p);
-void dma_core_shm_init(struct dma_core_shm *d, uint64_t off, const struct torus_params *p);
+uint64_t dma_core_slot_bytes(const struct torus_params *p);
+void dma_core_shm_init(struct dma_core_shm *d, uint64_t off, uint64_t slot_off, const struct torus_params *p);
 void dma_core_shm_dump(const struct dma_core_shm *d, void *base, uint32_t core, FILE *out);
 
 static inline struct dma_counter_shm *dma_shm_counter(void *base, struct dma_core_shm *d, uint32_t i)

@@ -2,8 +2,9 @@
  * The per-core DMA block in the node's shared memory: layout, set-up and
  * the dump the hang detector prints.
  *
- * Layout from `off`: dma_core_shm | injection rings | counters | regions |
- * memory-FIFO slots | injection FIFO slots.
+ * Layout from `off`: dma_core_shm | injection rings | counters | regions;
+ * from `slot_off`, in the node's slot block: memory-FIFO slots | injection
+ * FIFO slots (only this node maps them).
  */
 #include "dma_internal.h"
 
@@ -15,12 +16,15 @@ uint64_t dma_core_shm_bytes(const struct torus_params *p)
 	b += align64((uint64_t)p->inj_fifos * sizeof(struct torus_ring));
 	b += (uint64_t)p->dma_counters * sizeof(struct dma_counter_shm);
 	b += align64((uint64_t)p->dma_regions * sizeof(struct dma_region_shm));
-	b += torus_ring_bytes(p->rx_slots);
-	b += (uint64_t)p->inj_fifos * torus_ring_bytes(p->inj_slots);
 	return align64(b);
 }
 
-void dma_core_shm_init(struct dma_core_shm *d, uint64_t off, const struct torus_params *p)
+uint64_t dma_core_slot_bytes(const struct torus_params *p)
+{
+	return align64(torus_ring_bytes(p->rx_slots) + (uint64_t)p->inj_fifos * torus_ring_bytes(p->inj_slots));
+}
+
+void dma_core_shm_init(struct dma_core_shm *d, uint64_t off, uint64_t slot_off, const struct torus_params *p)
 {
 	char *base = (char *)d - off;
 	uint64_t cur = off + align64(sizeof(*d));
@@ -33,12 +37,11 @@ void dma_core_shm_init(struct dma_core_shm *d, uint64_t off, const struct torus_
 	d->off_counters = cur;
 	cur += (uint64_t)p->dma_counters * sizeof(struct dma_counter_shm);
 	d->off_regions = cur;
-	cur += align64((uint64_t)p->dma_regions * sizeof(struct dma_region_shm));
-	torus_ring_init(&d->memfifo, p->rx_slots, cur);
-	cur += torus_ring_bytes(p->rx_slots);
+	torus_ring_init(&d->memfifo, p->rx_slots, slot_off);
+	slot_off += torus_ring_bytes(p->rx_slots);
 	for (uint32_t i = 0; i < p->inj_fifos; i++) {
-		torus_ring_init(dma_shm_injfifo(base, d, i), p->inj_slots, cur);
-		cur += torus_ring_bytes(p->inj_slots);
+		torus_ring_init(dma_shm_injfifo(base, d, i), p->inj_slots, slot_off);
+		slot_off += torus_ring_bytes(p->inj_slots);
 	}
 }
 

@@ -5,7 +5,10 @@
 #include "dma_internal.h"
 #include "../emu/unit.h"
 
-static void shm_init(void *shm, uint64_t off, const struct torus_params *p) { dma_core_shm_init(shm, off, p); }
+static void shm_init(void *shm, uint64_t off, uint64_t slot_off, const struct torus_params *p)
+{
+	dma_core_shm_init(shm, off, slot_off, p);
+}
 
 static void shm_dump(void *shm, void *base, uint32_t core, FILE *out) { dma_core_shm_dump(shm, base, core, out); }
 
@@ -23,6 +26,7 @@ static int core_drain(emu_core_t *c) { return emu_stash_drain(c->node, &c->dma->
 
 const struct emu_unit emu_node_unit = {
 	.core_shm_bytes = dma_core_shm_bytes,
+	.core_slot_bytes = dma_core_slot_bytes,
 	.core_shm_init = shm_init,
 	.core_shm_dump = shm_dump,
 	.node_setup = dma_node_setup,

@@ -4,9 +4,10 @@
  *
  * Layout: header | node offset table | first core rank per node | per
  * node, page aligned: node block, core blocks, incoming link blocks, the
- * cores' DMA blocks | the slot area: per node, page aligned, the slots of
- * its incoming link rings and of its cores' injection and reception rings
- * (its slot block) | under --exact, the timekeeper's channels. A node's
+ * cores' DMA blocks (their tables) | the slot area: per node, page
+ * aligned, the slots of its incoming link rings, then per core those of
+ * its injection and reception rings and its DMA unit's rings (its slot
+ * block) | under --exact, the timekeeper's channels. A node's
  * region and slot block hold all the memory it receives on; two mbinds
  * place them.
  *
@@ -46,7 +47,8 @@ static uint64_t node_slot_bytes(const struct torus_shape *s, const struct torus_
 	for (uint32_t d = 0; d < s->ndims; d++)
 		if (torus_dim_has_links(s, d))
 			b += 2 * 2 * torus_ring_bytes(p->fifo_slots);
-	b += (uint64_t)ncores * (torus_ring_bytes(p->inj_slots) + torus_ring_bytes(p->rx_slots));
+	b += (uint64_t)ncores * (torus_ring_bytes(p->inj_slots) + torus_ring_bytes(p->rx_slots) +
+				 emu_node_unit.core_slot_bytes(p));
 	return align_up(b, EMU_PAGE);
 }
 
@@ -109,8 +111,9 @@ static void init_node(struct emu_shm *m, uint32_t r, uint32_t ncores, uint64_t o
 		slot += torus_ring_bytes(p->rx_slots);
 		cur = align_up(cur, 64);
 		cs->off_dma = cur;
-		emu_node_unit.core_shm_init((char *)m->base + cur, cur, p);
+		emu_node_unit.core_shm_init((char *)m->base + cur, cur, slot, p);
 		cur += emu_node_unit.core_shm_bytes(p);
+		slot += emu_node_unit.core_slot_bytes(p);
 	}
 	/* what the layout reserved (cur - off is at most that) */
 	n->region_bytes = node_region_bytes(s, p, ncores);

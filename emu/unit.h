@@ -20,9 +20,12 @@ struct torus_params;
 
 struct emu_unit {
 	/* per-core state in the machine's shared memory: its size, set up by
-	 * torusrun at `off` (shm = base + off), dumped by the hang detector */
+	 * torusrun at `off` (shm = base + off), dumped by the hang detector;
+	 * and the slots of the rings only its own node uses, core_slot_bytes
+	 * at slot_off in the node's slot block (emu/shm.c) */
 	uint64_t (*core_shm_bytes)(const struct torus_params *p);
-	void (*core_shm_init)(void *shm, uint64_t off, const struct torus_params *p);
+	uint64_t (*core_slot_bytes)(const struct torus_params *p);
+	void (*core_shm_init)(void *shm, uint64_t off, uint64_t slot_off, const struct torus_params *p);
 	void (*core_shm_dump)(void *shm, void *base, uint32_t core, FILE *out);
 	/* a node process attaches (before its cores start) and leaves */
 	int (*node_setup)(struct emu_node_rt *rt, char *err, size_t errlen);

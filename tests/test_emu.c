@@ -121,14 +121,13 @@ static uint64_t my_region_min(const struct torus_shape *s, const struct torus_pa
 {
 	uint64_t b = sizeof(struct emu_node_shm) + (uint64_t)ncores * sizeof(struct emu_core_shm) +
 		     (uint64_t)2 * s->ndims * sizeof(struct torus_link);
-	/* each core's DMA block, 64-byte aligned: its own rings must fit in it */
+	/* each core's DMA block, 64-byte aligned: its tables must fit in it */
 	uint64_t dma = dma_core_shm_bytes(p);
-	uint64_t dma_rings = (uint64_t)(p->rx_slots + p->inj_fifos * p->inj_slots) *
-			     (TORUS_SLOT_BYTES + sizeof(struct torus_side)) +
-			     (uint64_t)p->dma_counters * sizeof(struct dma_counter_shm) +
-			     (uint64_t)p->dma_regions * sizeof(struct dma_region_shm);
-	EXPECT(dma >= dma_rings + sizeof(struct dma_core_shm), "DMA block %llu bytes < its parts %llu",
-	       (unsigned long long)dma, (unsigned long long)dma_rings);
+	uint64_t tables = (uint64_t)p->inj_fifos * sizeof(struct torus_ring) +
+			  (uint64_t)p->dma_counters * sizeof(struct dma_counter_shm) +
+			  (uint64_t)p->dma_regions * sizeof(struct dma_region_shm);
+	EXPECT(dma >= tables + sizeof(struct dma_core_shm), "DMA block %llu bytes < its parts %llu",
+	       (unsigned long long)dma, (unsigned long long)tables);
 	b += (uint64_t)ncores * (dma + 64);
 	return b;
 }
@@ -142,6 +141,12 @@ static uint64_t my_slots_min(const struct torus_shape *s, const struct torus_par
 			b += 2 /* dirs */ * 2 /* VCs */ * (uint64_t)p->fifo_slots *
 			     (TORUS_SLOT_BYTES + sizeof(struct torus_side));
 	b += (uint64_t)ncores * (p->inj_slots + p->rx_slots) * (TORUS_SLOT_BYTES + sizeof(struct torus_side));
+	/* and each core's DMA rings: the memory FIFO and the injection FIFOs */
+	uint64_t dma_rings = (uint64_t)(p->rx_slots + p->inj_fifos * p->inj_slots) *
+			     (TORUS_SLOT_BYTES + sizeof(struct torus_side));
+	EXPECT(dma_core_slot_bytes(p) >= dma_rings, "DMA slots %llu bytes < its rings %llu",
+	       (unsigned long long)dma_core_slot_bytes(p), (unsigned long long)dma_rings);
+	b += (uint64_t)ncores * dma_core_slot_bytes(p);
 	return b;
 }
 
@@ -290,7 +295,7 @@ static void check_job_memory(const char *shape_text, const struct torus_shape *s
 	}
 	EXPECT(m->base != a->base, "%s: attach did not map a second time", shape_text);
 
-	size_t cap = 4 * TORUS_MAX_DIMS + 2 * (maxc + 1);
+	size_t cap = 4 * TORUS_MAX_DIMS + (3 + (size_t)p->inj_fifos) * (maxc + 1);
 	struct range *ranges = malloc(cap * sizeof(*ranges));
 	if (!EXPECT(ranges != NULL, "out of memory")) {
 		free(off);
@@ -343,6 +348,11 @@ static void check_job_memory(const char *shape_text, const struct torus_shape *s
 			       "%s: node %u core %u not fresh", shape_text, r, c);
 			ring_check(&co->inj, p->inj_slots, "injection ring", shape_text, r, ranges, &nr);
 			ring_check(&co->rx, p->rx_slots, "reception ring", shape_text, r, ranges, &nr);
+			struct dma_core_shm *dm = (struct dma_core_shm *)((char *)a->base + co->off_dma);
+			ring_check(&dm->memfifo, p->rx_slots, "DMA memory FIFO", shape_text, r, ranges, &nr);
+			for (uint32_t i = 0; i < p->inj_fifos; i++)
+				ring_check(dma_shm_injfifo(a->base, dm, i), p->inj_slots, "DMA injection FIFO", shape_text, r,
+					   ranges, &nr);
 		}
 		/* every ring's memory lies in the node's slot block, disjoint */
 		qsort(ranges, nr, sizeof(*ranges), range_cmp);
@@ -408,8 +418,8 @@ static void check_trim(const char *shape, const struct torus_shape *s, int fd, s
 		struct emu_node_shm *n = emu_shm_node(&b, t);
 		EXPECT(mapped(&b, b.node_off[t], b.node_off[t] + n->region_bytes, 0) == 1,
 		       "%s: trim(%u) unmapped node %u's region", shape, rank, t);
-		const struct torus_ring *rings[4 * TORUS_MAX_DIMS + 2 * TORUS_MAX_CORES];
-		int keep[4 * TORUS_MAX_DIMS + 2 * TORUS_MAX_CORES];
+		const struct torus_ring *rings[4 * TORUS_MAX_DIMS + (3 + 32) * TORUS_MAX_CORES];
+		int keep[4 * TORUS_MAX_DIMS + (3 + 32) * TORUS_MAX_CORES];
 		uint32_t nr = 0;
 		for (uint32_t d = 0; d < s->ndims; d++)
 			for (uint32_t dir = 0; torus_dim_has_links(s, d) && dir < 2; dir++) {
@@ -423,6 +433,10 @@ static void check_trim(const char *shape, const struct torus_shape *s, int fd, s
 			struct emu_core_shm *co = emu_shm_core(&b, n, c);
 			rings[nr] = &co->inj, keep[nr++] = t == rank;
 			rings[nr] = &co->rx, keep[nr++] = t == rank;
+			struct dma_core_shm *dm = (struct dma_core_shm *)((char *)b.base + co->off_dma);
+			rings[nr] = &dm->memfifo, keep[nr++] = t == rank;
+			for (uint32_t i = 0; i < dm->ninj && i < 32; i++)
+				rings[nr] = dma_shm_injfifo(b.base, dm, i), keep[nr++] = t == rank;
 		}
 		for (uint32_t i = 0; i < nr; i++) {
 			uint64_t lo = rings[i]->off_slots, hi = lo + torus_ring_bytes(rings[i]->slots);
@@ -435,8 +449,9 @@ static void check_trim(const char *shape, const struct torus_shape *s, int fd, s
 					       rank, t, i, (unsigned long long)lo, (unsigned long long)hi);
 		}
 	}
-	/* its own rings, and two of its outgoing links' per dimension with links */
-	uint32_t want = 2 * emu_shm_node(&b, rank)->ncores;
+	/* its own rings (a core's: injection, reception, memory FIFO and the
+	 * DMA injection FIFOs), and its outgoing links' */
+	uint32_t want = (3 + m->hdr->params.inj_fifos) * emu_shm_node(&b, rank)->ncores;
 	for (uint32_t d = 0; d < s->ndims; d++)
 		want += torus_dim_has_links(s, d) ? 4 + 4 : 0;
 	EXPECT(kept == want, "%s: trim(%u) kept %u rings, expected %u", shape, rank, kept, want);
