@@ -382,8 +382,9 @@ void emu_tk_stop(struct emu_tk *tk);
 int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen);
 void emu_shm_detach(struct emu_shm *m);
 /* node `rank`: unmap the slot area but for its own block and the rings of
- * its outgoing links (their receivers' blocks): 0, or -EINVAL (damaged
- * ring offsets, err says which) or munmap's error. */
+ * its outgoing links (their receivers' blocks), leaving the range
+ * reserved (PROT_NONE): 0, or -EINVAL (damaged ring offsets, err says
+ * which) or mmap's error. */
 int emu_shm_trim(struct emu_shm *m, uint32_t rank, char *err, size_t errlen);
 /* Everything the hang detector prints: every non-empty FIFO and node state. */
 void emu_shm_dump(const struct emu_shm *m, FILE *out);

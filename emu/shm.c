@@ -11,8 +11,9 @@
  * region and slot block hold all the memory it receives on; two mbinds
  * place them.
  *
- * Every node process maps the whole file, then unmaps the slot area but
- * for its own block and its outgoing links' rings (emu_shm_trim): a ring's
+ * Every node process maps the whole file, then replaces the slot area but
+ * for its own block and its outgoing links' rings with inaccessible
+ * anonymous memory (emu_shm_trim): a ring's
  * pages are mapped by 3 processes, not by all of them. The kernel walks
  * every mapping of a page to age it, and DAMON, where the host runs it,
  * ages pages all the time: on 8x8x8 with 1024-slot links its kdamond took
@@ -122,7 +123,7 @@ static void init_node(struct emu_shm *m, uint32_t r, uint32_t ncores, uint64_t o
 int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, const uint32_t *cores,
 		   const int *numa_of_node, int exact, struct emu_shm *out, int *fd_out, char *err, size_t errlen)
 {
-	uint64_t *offs = malloc((size_t)s->nnodes * 2 * sizeof(uint64_t)), *slot_offs = offs + s->nnodes;
+	uint64_t *offs = malloc((size_t)s->nnodes * 2 * sizeof(uint64_t)), *slot_offs;
 	int fd = -1, rc;
 	void *base = MAP_FAILED;
 
@@ -131,6 +132,7 @@ int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, co
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	slot_offs = offs + s->nnodes;
 	uint64_t bytes = emu_shm_layout(s, p, cores, offs, slot_offs), off_tk = bytes;
 	if (exact) {
 		uint64_t total = 0;
@@ -240,7 +242,7 @@ int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen)
 	    probe.off_first_core < sizeof(probe) ||
 	    probe.off_first_core > probe.total_bytes - (uint64_t)(probe.nnodes + 1) * sizeof(uint32_t) ||
 	    probe.off_slots < sizeof(probe) || probe.off_slots % EMU_PAGE || probe.off_slots > probe.total_bytes ||
-	    probe.slots_bytes > probe.total_bytes - probe.off_slots) {
+	    probe.slots_bytes % EMU_PAGE || probe.slots_bytes > probe.total_bytes - probe.off_slots) {
 		snprintf(err, errlen,
 			 "fd %d: job memory is %lld bytes but its header describes %llu bytes and %u nodes "
 			 "(truncated or damaged)",
@@ -312,10 +314,14 @@ int emu_shm_trim(struct emu_shm *m, uint32_t rank, char *err, size_t errlen)
 {
 	const struct torus_shape *s = &m->hdr->shape;
 	uint64_t a = m->hdr->off_slots, z = a + m->hdr->slots_bytes;
-	struct emu_node_shm *me = emu_shm_node(m, rank);
 	struct keep k[1 + 4 * TORUS_MAX_DIMS];
 	uint32_t n = 0;
-	if (rank >= m->hdr->nnodes || keep_add(k, &n, me->off_slot_block, me->slot_block_bytes, a, z)) {
+	if (rank >= m->hdr->nnodes) {
+		snprintf(err, errlen, "node %u of %u", rank, m->hdr->nnodes);
+		return -EINVAL;
+	}
+	struct emu_node_shm *me = emu_shm_node(m, rank);
+	if (keep_add(k, &n, me->off_slot_block, me->slot_block_bytes, a, z)) {
 		snprintf(err, errlen, "node %u's slot block lies outside the slot area (damaged)", rank);
 		return -EINVAL;
 	}
@@ -332,13 +338,16 @@ int emu_shm_trim(struct emu_shm *m, uint32_t rank, char *err, size_t errlen)
 				}
 		}
 	qsort(k, n, sizeof(k[0]), keep_cmp);
-	/* unmap the gaps between what we keep */
+	/* the gaps between what we keep become inaccessible anonymous memory,
+	 * not holes: a later mmap (a thread's stack) could land in a hole, and
+	 * emu_shm_detach's munmap of the whole range would take it away */
 	uint64_t from = a;
 	for (uint32_t i = 0; i <= n; i++) {
 		uint64_t to = i < n ? k[i].lo : z;
-		if (to > from && munmap((char *)m->base + from, to - from)) {
+		if (to > from && mmap((char *)m->base + from, to - from, PROT_NONE,
+				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
 			int e = errno;
-			snprintf(err, errlen, "munmap of job memory: %s", strerror(e));
+			snprintf(err, errlen, "cannot unmap job memory: %s", strerror(e));
 			return -e;
 		}
 		if (i < n && k[i].hi > from)

@@ -641,14 +641,17 @@ static int mark_by(const struct emu_tk *tk, const struct tk_core *k, uint32_t i,
 static int first_mark(const struct emu_tk *tk, const struct tk_core *k, torus_vt_t q, uint32_t *which, torus_vt_t *t)
 {
 	int found = 0;
+	torus_vt_t best = 0;
 	for (uint32_t i = 0; i < k->qn; i++) {
 		torus_vt_t x;
-		if (mark_by(tk, k, i, q, &x) && (!found || x < *t)) {
+		if (mark_by(tk, k, i, q, &x) && (!found || x < best)) {
 			found = 1;
 			*which = i;
-			*t = x;
+			best = x;
 		}
 	}
+	if (found)
+		*t = best;
 	return found;
 }
 

@@ -586,7 +586,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 	if (count && !buffer)
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Bcast", "NULL buffer");
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
-	int torus;
+	int torus = 0;
 	CHECK(rooted_choice("MPI_Bcast", comm, "TORUS_COLL_BCAST", "binomial", bytes, BCAST_TORUS_FROM, size, &torus));
 	if (torus)
 		return bcast_torus(buffer, bytes, root, comm, size);
@@ -649,7 +649,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Reduce", "NULL buffer (or MPI_IN_PLACE off the root)");
 	enum coll_dtype dt;
 	enum coll_op cop;
-	int torus;
+	int torus = 0;
 	CHECK(rooted_choice("MPI_Reduce", comm, "TORUS_COLL_REDUCE", "binomial", bytes, REDUCE_TORUS_FROM, size, &torus));
 	if (torus && !mpi_coll_types(datatype, op, &dt, &cop))
 		return reduce_torus(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count, mpi_type_size(datatype), dt,
@@ -800,7 +800,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 	int size = 0;
 	CHECK(blocks_ok("MPI_Gather", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	CHECK(root_ok("MPI_Gather", comm, root, size));
-	int me = mpi_comm_of(comm)->rank, torus;
+	int me = mpi_comm_of(comm)->rank, torus = 0;
 	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
 	uint64_t block = me == root ? rb : sb; /* (MPI: the same on every rank) */
@@ -831,7 +831,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 	int size = 0;
 	CHECK(blocks_ok("MPI_Scatter", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	CHECK(root_ok("MPI_Scatter", comm, root, size));
-	int me = mpi_comm_of(comm)->rank, torus;
+	int me = mpi_comm_of(comm)->rank, torus = 0;
 	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
 	uint64_t block = me == root ? sb : rb; /* (MPI: the same on every rank) */

@@ -161,7 +161,7 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
 		return rc;
 	if (ndims < 0 || (ndims && (!dims || !periods)) || !comm_cart)
 		return mpi_error(comm_old, ndims < 0 ? MPI_ERR_DIMS : MPI_ERR_ARG, fn, "ndims %d or a NULL argument", ndims);
-	int total;
+	int total = 0;
 	if ((rc = grid_size(comm_old, fn, ndims, dims, cm->size, &total)))
 		return rc;
 	/* the key: the rank in the grid (MPI_Comm_split keeps the old order
@@ -332,7 +332,7 @@ int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[]
 	(void)periods;
 	if (ndims < 0 || (ndims && !dims) || !newrank)
 		return mpi_error(comm, MPI_ERR_ARG, "MPI_Cart_map", "ndims %d or a NULL argument", ndims);
-	int total;
+	int total = 0;
 	if ((rc = grid_size(comm, "MPI_Cart_map", ndims, dims, cm->size, &total)))
 		return rc;
 	*newrank = cm->rank < total ? cm->rank : MPI_UNDEFINED;
