@@ -7,7 +7,7 @@
  *
  *   torusrun --torus 8 --param fifo_slots=1 -- torus-stress --packets 16
  *
- * Fault injection for the launcher's tests: --fault crash|fail|hang|exit|exit0|spin
+ * Fault injection for the launcher's tests: --fault crash|fail|hang|exit|exit0|spin|stop
  * --fault-rank R makes node R segfault, return an error from a core, wait
  * forever for a packet that never comes, or _exit(7) mid-run.
  */
@@ -156,6 +156,12 @@ static int fault(emu_core_t *core, const struct options *o)
 		fprintf(stderr, "torus-stress: node %u: failing on purpose (--fault fail)\n", o->fault_rank);
 		return 5;
 	}
+	if (!strcmp(o->fault, "stop")) {
+		/* the whole node process stops, as under kill -STOP or a
+		 * debugger: the hang detector must name it */
+		kill(getpid(), SIGSTOP);
+		return 0;
+	}
 	if (!strcmp(o->fault, "hang")) {
 		/* stuck outside the API (a deadlocked lock, say): only the hang
 		 * detector ends this; it sleeps, never spins */
@@ -247,14 +253,15 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: torusrun [torusrun options] -- torus-stress [--packets K] [--size B] [--progress]\n"
-		   "                 [--fault crash|fail|hang|exit|exit0|spin --fault-rank R] [--no-expect]\n\n"
+		   "                 [--fault crash|fail|hang|exit|exit0|spin|stop --fault-rank R] [--no-expect]\n\n"
 		   "Every core sends K packets (default 4) to every other core and verifies\n"
 		   "exactly-once, in-order, intact delivery of what it receives. --size fixes\n"
 		   "the payload (16..240 bytes; default: varying per packet).\n\n"
 		   "--fault makes core 0 of node R (default 0), before it sends anything: crash\n"
 		   "(SIGSEGV), fail (return 5), hang (sleep forever outside the API), exit (the\n"
 		   "process exits 7), exit0 (the process exits 0 early), spin (busy forever in\n"
-		   "its own code). The launcher's tests use them.\n\n"
+		   "its own code), stop (the node process stops itself with SIGSTOP). The\n"
+		   "launcher's tests use them.\n\n"
 		   "Once it has sent everything, each core promises to only receive from then on\n"
 		   "(emu_core_expect), which lets torusrun --exact run ahead of it; --no-expect\n"
 		   "leaves that out (the emulated time is the same).\n");
@@ -290,7 +297,7 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--fault") && next &&
 			   (!strcmp(next, "crash") || !strcmp(next, "fail") || !strcmp(next, "hang") || !strcmp(next, "exit") ||
-			    !strcmp(next, "exit0") || !strcmp(next, "spin"))) {
+			    !strcmp(next, "exit0") || !strcmp(next, "spin") || !strcmp(next, "stop"))) {
 			opt.fault = next;
 			i++;
 		} else if (!strcmp(a, "--fault-rank") && !parse_uint(next, 0, TORUS_MAX_NODES, &v)) {

@@ -346,7 +346,9 @@ int dma_injfifo_pending(dma_injfifo_t *f, uint32_t *n)
 		if (rc)
 			return rc;
 		*n = (uint32_t)c->tk->a_value;
-		return *n ? emu_core_compute(c, c->node->params->poll_cost_ps) : 0;
+		if (*n)
+			emu_core_missed(c); /* still busy: an idle look */
+		return 0;
 	}
 	*n = torus_ring_count(f->view.ring);
 	return 0;

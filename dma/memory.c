@@ -287,7 +287,7 @@ int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt, 
 			return rc;
 		*crossed = rc;
 		if (!rc)
-			emu_core_compute(c, c->node->params->poll_cost_ps); /* a test that finds it not yet */
+			emu_core_missed(c); /* a test that finds it not yet */
 		return 0;
 	}
 	*crossed = atomic_load_explicit(&w->next, memory_order_acquire) > mark;
@@ -520,8 +520,7 @@ int dma_counter_test(emu_core_t *c, uint32_t id, int *zero)
 		*zero = rc;
 		if (rc)
 			return counter_catch_up(c, k);
-		c->vt += c->node->params->poll_cost_ps; /* a poll that finds it busy */
-		tk_publish(c);
+		emu_core_missed(c); /* a poll that finds it busy */
 		return 0;
 	}
 	int r = counter_done(c, k);
@@ -626,11 +625,13 @@ int dma_recfifo_wait_counter(emu_core_t *c, uint32_t id, int timeout_ms, int *ze
 			c, emu_core_tk_ask(c, EMU_TKQ_CTR_OR_RECV, emu_core_tk_deadline(c, timeout_ms)));
 		if (rc)
 			return rc;
+		if (!c->tk->afound) {
+			emu_core_idle(c, c->tk->avt); /* timed out: only time passed */
+			return -ETIMEDOUT;
+		}
 		if (c->tk->avt > c->vt)
 			c->vt = c->tk->avt;
 		tk_publish(c);
-		if (!c->tk->afound)
-			return -ETIMEDOUT;
 		if (c->tk->a_which != 0)
 			return 0; /* a packet: dma_recfifo_poll takes it at its arrival */
 		if (zero)

@@ -128,12 +128,6 @@ static void exact_taken(emu_core_t *c, const struct torus_packet *pkt)
 	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
 }
 
-/* A poll that found nothing costs poll_cost. */
-static void exact_missed(emu_core_t *c)
-{
-	emu_core_compute(c, c->node->params->poll_cost_ps);
-}
-
 static int next_exact(emu_core_t *c, struct dma_recv_info *info, void *buf, size_t cap)
 {
 	struct emu_tk_arr a;
@@ -141,7 +135,7 @@ static int next_exact(emu_core_t *c, struct dma_recv_info *info, void *buf, size
 	int r = exact_next(c, &a, &pkt);
 	if (r <= 0) {
 		if (r == 0)
-			exact_missed(c);
+			emu_core_missed(c); /* a poll that found nothing */
 		return r < 0 ? r : -EAGAIN;
 	}
 	if (pkt->hdr.len > cap)
@@ -178,7 +172,7 @@ static int poll_exact(emu_core_t *c, unsigned max, unsigned *handled)
 		n++;
 	}
 	if (!n && !rc)
-		exact_missed(c);
+		emu_core_missed(c); /* a poll that found nothing */
 	*handled = n;
 	return rc < 0 ? rc : 0;
 }
@@ -327,8 +321,8 @@ static int fault_exact(emu_core_t *c, struct dma_fault *f, int wait, int timeout
 		if (wait)
 			return -ETIMEDOUT;
 		/* none by the core's clock: the look costs a poll */
-		int rc = emu_core_compute(c, c->node->params->poll_cost_ps);
-		return rc ? rc : -EAGAIN;
+		emu_core_missed(c);
+		return -EAGAIN;
 	}
 	fault_of(&a, f);
 	emu_core_tk_take(c, EMU_TK_Q_FAULT);

@@ -47,13 +47,16 @@ void emu_core_tk_poke(emu_core_t *c)
 	emu_bell_ring(&c->node->hdr->tk_bell);
 }
 
-static void publish(emu_core_t *c)
+/* The clock to torusrun and the timekeeper; progress: whether this counts
+ * as the core moving (not for a clock moved by idle looks and timeouts). */
+static void publish_clock(emu_core_t *c, int progress)
 {
 	if (c->plan_rec)
 		return; /* a plan's clock is an offset, not the core's */
 	/* read by torusrun: the hang detector and the report */
 	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
-	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+	if (progress)
+		atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
 	if (c->tk && !emu_core_promised(c)) {
 		/* --exact: the timekeeper may simulate up to here (a core bound
 		 * by emu_core_expect sets no bound); pairs with its acquire load
@@ -62,6 +65,17 @@ static void publish(emu_core_t *c)
 		emu_core_tk_poke(c);
 	}
 }
+
+static void publish(emu_core_t *c) { publish_clock(c, 1); }
+
+void emu_core_idle(emu_core_t *c, torus_vt_t to)
+{
+	if (to > c->vt)
+		c->vt = to;
+	publish_clock(c, 0);
+}
+
+void emu_core_missed(emu_core_t *c) { emu_core_idle(c, c->vt + c->node->params->poll_cost_ps); }
 
 /* ------------------------------------------------------------ --exact
  *
@@ -866,8 +880,7 @@ int emu_core_tk_wait_arrival(emu_core_t *c, uint32_t q, torus_vt_t deadline, str
 		have = emu_core_tk_head(c, q, a);
 	}
 	if (!have || a->t > deadline) {
-		c->vt = deadline > c->vt ? deadline : c->vt;
-		publish(c);
+		emu_core_idle(c, deadline);
 		return 0;
 	}
 	if (a->t > c->vt)
@@ -885,8 +898,7 @@ static int recv_exact(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_
 	if (r <= 0) {
 		if (r < 0)
 			return r;
-		c->vt += c->node->params->poll_cost_ps;
-		publish(c);
+		emu_core_missed(c);
 		return -EAGAIN;
 	}
 	c->tk_src = a.src;

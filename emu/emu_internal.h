@@ -378,6 +378,24 @@ int emu_tk_open(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err,
 int emu_tk_rounds(struct emu_tk *tk, uint32_t max_rounds, uint32_t *rounds);
 /* Stop it; write what the links did (busy time, free_at) into their counters. */
 void emu_tk_stop(struct emu_tk *tk);
+/* What the timekeeper has done so far, safe to read from another thread
+ * while it runs (torusrun's progress line and hang detector): the time
+ * simulated, the simulator's events (packet deliveries and departures:
+ * progress even when every packet has physically arrived), its wall time
+ * simulating, and the core it waits for (the smallest bound: a running
+ * core, whose next post or question it needs, or a core whose question it
+ * has not answered yet). */
+struct emu_tk_progress {
+	torus_vt_t now;
+	uint64_t events, hops, sim_ns;
+	uint32_t wait_node, wait_core; /* UINT32_MAX: none */
+	uint32_t wait_query;           /* 0: it runs (the timekeeper needs its next post or question);
+					* else the question (enum emu_tk_query) it waits on */
+	torus_vt_t wait_vt;            /* its clock, or its question's time */
+};
+void emu_tk_progress(const struct emu_tk *tk, struct emu_tk_progress *out);
+/* emu_tk_stop, with what it did in the end in *last (zeroed for tk NULL). */
+void emu_tk_stop_report(struct emu_tk *tk, struct emu_tk_progress *last);
 /* node: map the job's shared memory from an inherited fd and check it. */
 int emu_shm_attach(int fd, struct emu_shm *out, char *err, size_t errlen);
 void emu_shm_detach(struct emu_shm *m);
@@ -498,10 +516,12 @@ enum emu_stall_kind {
 	EMU_STALL_STARVED, /* runnable threads wait for a CPU: the host is overloaded */
 	EMU_STALL_BUSY,    /* threads run without moving anything: a livelock */
 	EMU_STALL_ASLEEP,  /* every thread sleeps: a lost wake-up or a deadlock */
+	EMU_STALL_STOPPED, /* a node's threads are stopped (SIGSTOP, a debugger): it holds the others */
 };
 struct emu_stall_verdict {
 	enum emu_stall_kind kind;
-	uint32_t threads, starved, busy, asleep, other;
+	uint32_t threads, starved, busy, asleep, other, stopped;
+	uint32_t stopped_node;     /* the first stopped thread's node */
 };
 /* Observe the engines of the nodes not yet exited (a node's process pid[r]
  * until its engine starts) and their started cores not yet done, at most

@@ -323,6 +323,14 @@ int emu_core_tk_head(emu_core_t *c, uint32_t q, struct emu_tk_arr *a);
 int emu_core_tk_next(emu_core_t *c, uint32_t q, struct emu_tk_arr *a);
 void emu_core_tk_take(emu_core_t *c, uint32_t q);
 torus_vt_t emu_core_tk_deadline(const emu_core_t *c, int timeout_ms);
+/* The clock moves on (to at least `to`) because a look found nothing (a
+ * poll's cost) or a wait timed out: virtual time passed, and nothing else.
+ * Unlike emu_core_compute, this is not progress for the hang detector: a
+ * program that only polls and waits in a loop that times out (an MPI
+ * deadlock) is hung, however far its clock runs. */
+void emu_core_idle(emu_core_t *c, torus_vt_t to);
+/* A look that found nothing: the clock moves on by poll_cost (idle). */
+void emu_core_missed(emu_core_t *c);
 int emu_core_tk_wait_arrival(emu_core_t *c, uint32_t q, torus_vt_t deadline, struct emu_tk_arr *a);
 
 void *emu_engine_main(void *arg);

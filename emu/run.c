@@ -19,6 +19,7 @@
 #define REAP_EVERY_S 0.5        /* child reaping without a SIGCHLD (a safety net) */
 _Static_assert(sizeof(pid_t) == sizeof(int32_t), "node pids are kept as int32_t");
 #define CHECK_EVERY_S 0.02      /* quiescence and progress checks */
+#define PROGRESS_EVERY_S 1.0    /* the progress line on stderr */
 
 static volatile sig_atomic_t interrupted;
 
@@ -141,9 +142,16 @@ static void teardown(struct job *j)
 	j->alive = 0;
 }
 
-static uint64_t progress_sum(const struct job *j)
+/* What moved: packets (engines), the cores' calls that move something, and
+ * the timekeeper's simulated events (with every packet physically there,
+ * the simulation may still run for a long time). Not the cores' clocks
+ * alone: a look that finds nothing or a wait that times out moves them
+ * without progress. */
+static uint64_t progress_sum(const struct job *j, const struct emu_tk *tk)
 {
-	uint64_t sum = 0;
+	struct emu_tk_progress tp;
+	emu_tk_progress(tk, &tp);
+	uint64_t sum = tp.events;
 	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++) {
 		struct emu_node_shm *n = emu_shm_node(&j->shm, r);
 		sum += atomic_load_explicit(&n->progress, memory_order_relaxed);
@@ -176,6 +184,19 @@ static int quiescent(const struct job *j)
 		done += atomic_load_explicit(&n->desc_done, memory_order_acquire);
 	}
 	return sent == delivered && posted == done && pending == 0;
+}
+
+/* The cores' clocks, summed: they move without progress in a loop that
+ * only polls and times out. */
+static uint64_t clocks_sum(const struct job *j)
+{
+	uint64_t sum = 0;
+	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++) {
+		struct emu_node_shm *n = emu_shm_node(&j->shm, r);
+		for (uint32_t c = 0; c < n->ncores; c++)
+			sum += atomic_load_explicit(&emu_shm_core(&j->shm, n, c)->vt, memory_order_relaxed);
+	}
+	return sum;
 }
 
 static torus_vt_t job_vt(const struct job *j)
@@ -214,6 +235,24 @@ static void describe_early_exit(const struct job *j, uint32_t rank, uint32_t sta
 }
 
 /*
+ * Nothing has moved for --timeout seconds, yet the cores' clocks ran on:
+ * the program only looks and waits in loops that time out (MPI's progress
+ * loop in a deadlock). Virtual time passing is not progress: hung. (Told
+ * after the threads' second look, which finds a stopped node first.)
+ */
+static int clocks_only(const struct job *j, uint64_t clocks_then, double stalled)
+{
+	if (clocks_sum(j) == clocks_then)
+		return 0;
+	fprintf(stderr,
+		"torusrun: no packet moved and no data changed for %.1f s, while the cores' clocks ran on to "
+		"%.3f us: the job is hung: its cores only poll and wait in loops that time out (a deadlock in "
+		"the program, such as every rank receiving before it sends).\n",
+		stalled, job_vt(j) / 1e6);
+	return 1;
+}
+
+/*
  * The hang detector's second look (emu/stall.c): when nothing has moved
  * for --timeout seconds, observe the job's threads twice, STALL_WINDOW_S
  * apart, and tell starvation (wait, and say so) from a hang (stop).
@@ -233,7 +272,7 @@ struct stall_look {
  * so; *last_change moves to now, so the next verdict comes after another
  * --timeout).
  */
-static int stall_judge(struct job *j, struct stall_look *l, double now, double *last_change)
+static int stall_judge(struct job *j, struct stall_look *l, double now, double *last_change, uint64_t clocks_then)
 {
 	struct emu_stall_verdict v;
 	if (!l->at) {
@@ -250,6 +289,10 @@ static int stall_judge(struct job *j, struct stall_look *l, double now, double *
 		return 0; /* threads came or went between the looks: look again */
 	if (emu_stall_classify(l->first, l->second, n, window ? window : 1, &v) < 0)
 		v.kind = EMU_STALL_ASLEEP;
+	/* a node stopped explains the rest; else cores whose clocks run on
+	 * loop in virtual time, whatever the threads look like */
+	if (v.kind != EMU_STALL_STOPPED && clocks_only(j, clocks_then, now - *last_change))
+		return 1;
 	switch (v.kind) {
 	case EMU_STALL_STARVED:
 		if (!l->starved)
@@ -260,6 +303,14 @@ static int stall_judge(struct job *j, struct stall_look *l, double now, double *
 			now - l->starved, v.starved, v.threads);
 		*last_change = now;
 		return 0;
+	case EMU_STALL_STOPPED:
+		fprintf(stderr,
+			"torusrun: no packet moved and no core advanced for %.1f s: the job is hung: node %u (pid %d) is "
+			"stopped (SIGSTOP or a debugger; %u of the job's %u threads stopped), and the others wait for it "
+			"(kill -CONT %d resumes it; --timeout 0 keeps a job alive while you debug).\n",
+			now - *last_change, v.stopped_node, (int)j->pid[v.stopped_node], v.stopped, v.threads,
+			(int)j->pid[v.stopped_node]);
+		return 1;
 	case EMU_STALL_BUSY:
 		fprintf(stderr,
 			"torusrun: no packet moved and no core advanced for %.1f s: the job is hung: %u of its %u "
@@ -274,6 +325,53 @@ static int stall_judge(struct job *j, struct stall_look *l, double now, double *
 			now - *last_change, v.threads, v.asleep, v.other);
 		return 1;
 	}
+}
+
+/* What the timekeeper waits for, in the hang detector's dump. */
+static void tk_describe(const struct emu_tk *tk)
+{
+	static const char *const q[] = {
+		[EMU_TKQ_RECV] = "a receive",	     [EMU_TKQ_WAIT_RECV] = "a wait for a packet",
+		[EMU_TKQ_CTR] = "a counter read",    [EMU_TKQ_CTR_WAIT] = "a counter wait",
+		[EMU_TKQ_BARRIER] = "a barrier",     [EMU_TKQ_MARK] = "a watermark test",
+		[EMU_TKQ_MARK_WAIT] = "a watermark wait", [EMU_TKQ_PENDING] = "an injection FIFO test",
+		[EMU_TKQ_CTR_OR_RECV] = "a wait for a counter or a packet", [EMU_TKQ_PACE] = "a pace",
+		[EMU_TKQ_PROGRAM] = "a program",
+	};
+	struct emu_tk_progress tp;
+	if (!tk)
+		return;
+	emu_tk_progress(tk, &tp);
+	fprintf(stderr, "torusrun: the timekeeper has simulated to %.6f us (%llu packet hops)", tp.now / 1e6,
+		(unsigned long long)tp.hops);
+	if (tp.wait_node == UINT32_MAX)
+		fprintf(stderr, " and waits for no core\n");
+	else if (!tp.wait_query)
+		fprintf(stderr, "; it waits for core %u of node %u, running at %.6f us, to post or ask something\n",
+			tp.wait_core, tp.wait_node, tp.wait_vt / 1e6);
+	else
+		fprintf(stderr, "; it waits for core %u of node %u, whose %s at %.6f us it cannot answer yet\n",
+			tp.wait_core, tp.wait_node,
+			tp.wait_query < sizeof(q) / sizeof(q[0]) && q[tp.wait_query] ? q[tp.wait_query] : "question",
+			tp.wait_vt / 1e6);
+}
+
+/* Once a second on a long job: how far it got. */
+static void progress_line(const struct job *j, const struct emu_tk *tk, double elapsed)
+{
+	if (tk) {
+		struct emu_tk_progress tp;
+		emu_tk_progress(tk, &tp);
+		fprintf(stderr, "torusrun: %.0f s: emulated time %.3f us, %llu packet hops simulated, simulating %.0f%% of the "
+				"wall time\n",
+			elapsed, tp.now / 1e6, (unsigned long long)tp.hops, elapsed > 0 ? 100.0 * (double)tp.sim_ns / 1e9 / elapsed : 0.0);
+		return;
+	}
+	uint64_t moved = 0;
+	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++)
+		moved += atomic_load_explicit(&emu_shm_node(&j->shm, r)->progress, memory_order_relaxed);
+	fprintf(stderr, "torusrun: %.0f s: emulated time %.3f us, %llu packets moved\n", elapsed, job_vt(j) / 1e6,
+		(unsigned long long)moved);
 }
 
 int emu_job_run(struct emu_job_config *cfg)
@@ -361,8 +459,8 @@ int emu_job_run(struct emu_job_config *cfg)
 		teardown(&j);
 		goto done;
 	}
-	double last_check = 0, last_change = emu_wall_now();
-	uint64_t last_progress = UINT64_MAX;
+	double last_check = 0, last_change = emu_wall_now(), last_line = emu_wall_now();
+	uint64_t last_progress = UINT64_MAX, last_clocks = 0;
 	look.cap = cfg->shape.nnodes;
 	for (uint32_t r = 0; r < n; r++)
 		look.cap += cfg->cores[r];
@@ -422,7 +520,7 @@ int emu_job_run(struct emu_job_config *cfg)
 		}
 		if (now - last_check >= check_every) {
 			last_check = now;
-			uint64_t p = progress_sum(&j);
+			uint64_t p = progress_sum(&j, tk);
 			/* drained, and nothing moved since the previous check: the
 			 * per-node counters are read at slightly different times, and a
 			 * second look with no progress between rules out a packet that
@@ -443,13 +541,15 @@ int emu_job_run(struct emu_job_config *cfg)
 						now - look.starved);
 				last_progress = p;
 				last_change = now;
+				last_clocks = clocks_sum(&j);
 				look.at = look.starved = 0;
 			} else if (cfg->timeout_s > 0 && !shutdown_sent && now - last_change > cfg->timeout_s &&
-				   stall_judge(&j, &look, now, &last_change)) {
+				   stall_judge(&j, &look, now, &last_change, last_clocks)) {
 				/* after shutdown the emulated machine is done; nodes may
 				 * still be finishing their own work after emu_job_main */
 				fprintf(stderr, "torusrun: non-empty FIFOs and node states:\n");
 				emu_shm_dump(&j.shm, stderr);
+				tk_describe(tk);
 				fprintf(stderr, "torusrun: stopping the job\n");
 				what = "hung";
 				status = 3;
@@ -457,11 +557,16 @@ int emu_job_run(struct emu_job_config *cfg)
 				goto done;
 			}
 		}
+		if (!cfg->quiet && !shutdown_sent && now - last_line >= PROGRESS_EVERY_S) {
+			last_line = now;
+			progress_line(&j, tk, now - t0);
+		}
 		struct timespec ts = {0, POLL_NS};
 		nanosleep(&ts, NULL);
 	}
 done:;
-	emu_tk_stop(tk); /* before the report: the links' busy times are its */
+	struct emu_tk_progress tk_end;
+	emu_tk_stop_report(tk, &tk_end); /* before the report: the links' busy times are its */
 	free(look.first);
 	free(look.second);
 	double wall = emu_wall_now() - t0;
@@ -501,9 +606,13 @@ done:;
 				torus_link_name(ls->link, name), lp.link_bw / 1e6, lp.hop_latency_ps / 1e3, cfg->params.link_bw / 1e6,
 				cfg->params.hop_latency_ps / 1e3, (unsigned long long)lc.packets, lc.busy_ps / 1e6);
 		}
-		fprintf(stderr, "torusrun: %s: torus %s, %u nodes, emulated time %.3f us, wall time %.3f s\n",
+		fprintf(stderr, "torusrun: %s: torus %s, %u nodes, emulated time %.3f us, wall time %.3f s",
 			status ? "job failed" : "job finished", torus_shape_format(&cfg->shape, shape, sizeof(shape)), n,
 			vt / 1e6, wall);
+		if (tk)
+			fprintf(stderr, " (simulating %.3f s, %.0f%% of it)", tk_end.sim_ns / 1e9,
+				wall > 0 ? 100.0 * (double)tk_end.sim_ns / 1e9 / wall : 0.0);
+		fputc('\n', stderr);
 	}
 	if (cfg->report_path &&
 	    emu_report_write(cfg->report_path, cfg, &j.shm, what, wall, err, sizeof(err))) {

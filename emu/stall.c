@@ -23,7 +23,10 @@
  *   asleep   if its doorbell counts it as a sleeper;
  *   other    if it sleeps somewhere else (the program's own code: a lock,
  *            sleep(), I/O).
- * The job is starved if any thread is starved, else hung.
+ * A thread stopped at the second look (state T or t: SIGSTOP, a debugger)
+ * is stopped, and so is the job: its node holds the others up, whatever
+ * they do meanwhile; the verdict names it.
+ * Otherwise the job is starved if any thread is starved, else hung.
  *
  * Limit: a livelock on a host so loaded that its threads get less than half
  * a CPU is taken for starvation; the detector then waits, and says so
@@ -124,7 +127,10 @@ int emu_stall_classify(const struct emu_thread_obs *before, const struct emu_thr
 		 * so the run queue is looked at first. The kernel adds to a
 		 * thread's wait only when it gets a CPU, so a thread that never
 		 * got one in the window shows no wait: its state tells. */
-		if (known && ((a->state == 'R' && b->state == 'R') || ran + waited >= window_ns / 2)) {
+		if (b->state == 'T' || b->state == 't') {
+			if (!v->stopped++)
+				v->stopped_node = b->node;
+		} else if (known && ((a->state == 'R' && b->state == 'R') || ran + waited >= window_ns / 2)) {
 			if (ran < window_ns / 2)
 				v->starved++; /* wanted a CPU all along, had it less than half the time */
 			else
@@ -135,6 +141,9 @@ int emu_stall_classify(const struct emu_thread_obs *before, const struct emu_thr
 			v->other++;
 		}
 	}
-	v->kind = v->starved ? EMU_STALL_STARVED : v->busy ? EMU_STALL_BUSY : EMU_STALL_ASLEEP;
+	v->kind = v->stopped   ? EMU_STALL_STOPPED
+		  : v->starved ? EMU_STALL_STARVED
+		  : v->busy    ? EMU_STALL_BUSY
+			       : EMU_STALL_ASLEEP;
 	return 0;
 }

@@ -181,6 +181,9 @@ struct emu_tk {
 	int rounds_err;           /* emu_tk_rounds: the error that stopped it, for every later call */
 	uint64_t sim_ns, sleep_ns; /* wall time simulating, and asleep (TORUS_TK_DEBUG) */
 	uint64_t cpu_ns;          /* the timekeeper thread's CPU time, at its end */
+	/* emu_tk_progress: published at the end of every round that moved */
+	_Atomic uint64_t pub_now, pub_events, pub_hops, pub_sim_ns, pub_wait_vt;
+	_Atomic uint32_t pub_wait, pub_wait_query;
 };
 
 #define DMA_COOKIE (1ull << 63)
@@ -1682,6 +1685,42 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* For emu_tk_progress, from the timekeeper's own thread. */
+static void progress_publish(struct emu_tk *tk)
+{
+	struct timesim_stats st;
+	timesim_stats(tk->ts, &st);
+	const struct tk_core *k = tk->tree[1] < tk->ncores ? &tk->c[tk->tree[1]] : NULL;
+	int none = !k || k->done || k->lim == TIMESIM_NEVER;
+	atomic_store_explicit(&tk->pub_now, timesim_now(tk->ts), memory_order_relaxed);
+	atomic_store_explicit(&tk->pub_events, st.events, memory_order_relaxed);
+	atomic_store_explicit(&tk->pub_hops, st.hops, memory_order_relaxed);
+	atomic_store_explicit(&tk->pub_sim_ns, tk->sim_ns, memory_order_relaxed);
+	atomic_store_explicit(&tk->pub_wait, none ? UINT32_MAX : tk->tree[1], memory_order_relaxed);
+	atomic_store_explicit(&tk->pub_wait_query, none || !k->waiting ? 0 : k->qtype, memory_order_relaxed);
+	atomic_store_explicit(&tk->pub_wait_vt, none ? 0 : k->waiting ? k->qvt : k->clock, memory_order_relaxed);
+}
+
+void emu_tk_progress(const struct emu_tk *tk, struct emu_tk_progress *out)
+{
+	if (!out)
+		return;
+	*out = (struct emu_tk_progress){.wait_node = UINT32_MAX, .wait_core = UINT32_MAX};
+	if (!tk)
+		return;
+	out->now = atomic_load_explicit(&tk->pub_now, memory_order_relaxed);
+	out->events = atomic_load_explicit(&tk->pub_events, memory_order_relaxed);
+	out->hops = atomic_load_explicit(&tk->pub_hops, memory_order_relaxed);
+	out->sim_ns = atomic_load_explicit(&tk->pub_sim_ns, memory_order_relaxed);
+	uint32_t g = atomic_load_explicit(&tk->pub_wait, memory_order_relaxed);
+	if (g < tk->ncores) {
+		out->wait_node = tk->c[g].node; /* (fixed at the start) */
+		out->wait_core = tk->c[g].core;
+		out->wait_query = atomic_load_explicit(&tk->pub_wait_query, memory_order_relaxed);
+		out->wait_vt = atomic_load_explicit(&tk->pub_wait_vt, memory_order_relaxed);
+	}
+}
+
 /* One round: take the news of the cores that have some, simulate as far
  * as is safe, answer what that made answerable. */
 static int round_once(struct emu_tk *tk, int *err)
@@ -1755,6 +1794,8 @@ static int round_once(struct emu_tk *tk, int *err)
 		if ((*err = flush(tk)))
 			return 1;
 	}
+	if (moved)
+		progress_publish(tk);
 	return moved;
 }
 
@@ -1950,8 +1991,12 @@ int emu_tk_open(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err,
 	return 0;
 }
 
-void emu_tk_stop(struct emu_tk *tk)
+void emu_tk_stop(struct emu_tk *tk) { emu_tk_stop_report(tk, NULL); }
+
+void emu_tk_stop_report(struct emu_tk *tk, struct emu_tk_progress *last)
 {
+	if (last)
+		emu_tk_progress(NULL, last);
 	if (!tk)
 		return;
 	if (tk->ts) {
@@ -1989,6 +2034,9 @@ void emu_tk_stop(struct emu_tk *tk)
 				(unsigned long long)st.events, (unsigned long long)st.stale, (unsigned long long)st.heap_max,
 				(double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9, (double)tk->cpu_ns / 1e9);
 		}
+		progress_publish(tk);
+		if (last)
+			emu_tk_progress(tk, last);
 		timesim_destroy(tk->ts);
 	}
 	for (uint32_t r = 0; tk->trace && r < tk->m->hdr->nnodes; r++) {

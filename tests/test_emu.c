@@ -712,7 +712,7 @@ static void test_stall_classify(void)
 	struct obs_case {
 		const char *what;
 		struct emu_thread_obs a, b;
-		enum { STARVED, BUSY, ASLEEP, OTHER } is;
+		enum { STARVED, BUSY, ASLEEP, OTHER, STOPPED } is;
 	};
 	/* tid, bell, state, run, wait (cumulative ns) at each look */
 #define OBS(tid, bell, st, run, wait) {0, 0, tid, bell, st, run, wait}
@@ -728,14 +728,17 @@ static void test_stall_classify(void)
 		{"gone between the looks", OBS(7, 0, 'R', 0, 0), OBS(7, 0, '?', 0, 0), OTHER},
 		{"a different thread at the second look", OBS(7, 0, 'R', 0, 0), OBS(8, 0, 'R', 0, 0), OTHER},
 		{"counters went backwards", OBS(7, 0, 'R', 900, 0), OBS(7, 0, 'R', 100, 0), OTHER},
+		{"stopped (SIGSTOP)", OBS(7, 1, 'S', 0, 0), OBS(7, 1, 'T', 0, 0), STOPPED},
+		{"stopped by a tracer", OBS(7, 0, 'R', 0, 0), OBS(7, 0, 't', 400000000, 0), STOPPED},
 	};
 #undef OBS
 	for (size_t i = 0; i < CUNIT_COUNT(cases); i++) {
 		struct emu_stall_verdict v;
 		int rc = emu_stall_classify(&cases[i].a, &cases[i].b, 1, W, &v);
-		uint32_t got[4] = {v.starved, v.busy, v.asleep, v.other};
-		EXPECT(rc == 0 && v.threads == 1 && got[cases[i].is] == 1, "%s: rc %d, starved %u busy %u asleep %u other %u",
-		       cases[i].what, rc, v.starved, v.busy, v.asleep, v.other);
+		uint32_t got[5] = {v.starved, v.busy, v.asleep, v.other, v.stopped};
+		EXPECT(rc == 0 && v.threads == 1 && got[cases[i].is] == 1 && got[0] + got[1] + got[2] + got[3] + got[4] == 1,
+		       "%s: rc %d, starved %u busy %u asleep %u other %u stopped %u", cases[i].what, rc, v.starved, v.busy,
+		       v.asleep, v.other, v.stopped);
 	}
 	/* the job's verdict: any starved thread makes it starved, else any
 	 * busy one a livelock, else asleep */
@@ -745,6 +748,12 @@ static void test_stall_classify(void)
 	EXPECT(emu_stall_classify(a, b, 2, W, &v) == 0 && v.kind == EMU_STALL_BUSY, "asleep+busy: kind %d", v.kind);
 	EXPECT(emu_stall_classify(a, b, 1, W, &v) == 0 && v.kind == EMU_STALL_ASLEEP, "asleep: kind %d", v.kind);
 	EXPECT(emu_stall_classify(a, b, 0, W, &v) == 0 && v.kind == EMU_STALL_ASLEEP && v.threads == 0, "none");
+	/* a stopped node's thread outweighs starved and busy ones, and is named */
+	struct emu_thread_obs sa[3] = {cases[0].a, cases[3].a, cases[11].a}, sb[3] = {cases[0].b, cases[3].b, cases[11].b};
+	sa[2].node = sb[2].node = 5;
+	EXPECT(emu_stall_classify(sa, sb, 3, W, &v) == 0 && v.kind == EMU_STALL_STOPPED && v.stopped == 1 &&
+		       v.stopped_node == 5,
+	       "stopped: kind %d, %u stopped, node %u", v.kind, v.stopped, v.stopped_node);
 	EXPECT(emu_stall_classify(NULL, b, 1, W, &v) == -EINVAL && emu_stall_classify(a, b, 1, W, NULL) == -EINVAL &&
 		       emu_stall_classify(a, b, 1, 0, &v) == -EINVAL,
 	       "bad arguments accepted");

@@ -490,6 +490,38 @@ static void test_hang_verdicts(void)
 	result_free(&r);
 }
 
+/* A node stopped (SIGSTOP, a debugger) holds the job up: the detector
+ * names it, and under --exact says which core the timekeeper waits for. */
+static void test_hang_stopped_node(void)
+{
+	for (int exact = 0; exact < 2; exact++) {
+		struct result r = run("$B/torusrun --torus 2x2 --timeout 1 %s -- $B/torus-stress --packets 1000 --fault stop "
+				      "--fault-rank 2",
+				      exact ? "--exact" : "");
+		EXPECT(r.status == 3 && strstr(r.err, "the job is hung: node 2 (pid ") && strstr(r.err, ") is stopped") &&
+			       !strstr(r.err, "starved"),
+		       "%s: %d\n%.3000s", exact ? "--exact" : "engine", r.status, r.err);
+		EXPECT(!exact || strstr(r.err, "it waits for core 0 of node 2,"), "--exact: %.3000s", r.err);
+		result_free(&r);
+	}
+}
+
+/* A long job says how far it got, once a second, unless --quiet; the last
+ * line gives the simulator's share of the wall time (a job that hangs for
+ * --timeout 2 surely lasts past a second). */
+static void test_progress_lines(void)
+{
+	struct result r = run("$B/torusrun --torus 2 --timeout 2 --exact -- $B/torus-stress --fault hang --fault-rank 1");
+	EXPECT(r.status == 3 && strstr(r.err, "torusrun: 1 s: emulated time ") && strstr(r.err, " packet hops simulated, simulating ") &&
+		       strstr(r.err, "% of it)\n"),
+	       "%d\n%.3000s", r.status, r.err);
+	result_free(&r);
+	r = run("$B/torusrun --torus 2 --timeout 2 --quiet -- $B/torus-stress --fault hang --fault-rank 1");
+	EXPECT(r.status == 3 && !strstr(r.err, "torusrun: 1 s:") && !strstr(r.err, "job failed"), "--quiet: %d\n%.3000s",
+	       r.status, r.err);
+	result_free(&r);
+}
+
 /*
  * Starvation is not a hang. The job's nodes run on CPU 0 only, where a
  * real-time busy loop takes 95% of the time for 3 s (the kernel's RT
@@ -811,6 +843,7 @@ int main(int argc, char **argv)
 		CUNIT_CASE(test_fault_crash), CUNIT_CASE(test_fault_exit_status), CUNIT_CASE(test_fault_core_error),
 		CUNIT_CASE(test_fault_shell_kills_itself), CUNIT_CASE(test_fault_external_kill),
 		CUNIT_CASE(test_hang_detector), CUNIT_CASE(test_fault_early_exit), CUNIT_CASE(test_hang_verdicts),
+		CUNIT_CASE(test_hang_stopped_node), CUNIT_CASE(test_progress_lines),
 		CUNIT_CASE(test_starved_not_hung), CUNIT_CASE(test_launcher_killed), CUNIT_CASE(test_bad_input),
 		CUNIT_CASE(test_bad_input_issue12)};
 	static const struct cunit_case large[] = {CUNIT_CASE(test_large_stress)};

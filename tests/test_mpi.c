@@ -142,6 +142,26 @@ static void test_mpi_failures(void)
 	result_free(&r);
 }
 
+/* A deadlocked MPI program is hung, with or without --exact: under
+ * --exact its progress loop waits 1 ms of virtual time, times out and
+ * looks again, so its clock runs on, but nothing moves. */
+static void test_mpi_deadlocks(void)
+{
+	static const char *const kinds[] = {"recv-first", "ssend-first", "coll-mismatch"};
+	build("mpi_fail.c", "mpi_fail", "");
+	for (size_t k = 0; k < CUNIT_COUNT(kinds); k++)
+		for (int exact = 0; exact < 2; exact++) {
+			struct result r = run("$B/torusrun --torus 2 --timeout 1 %s -- $T/mpi_fail %s",
+					      exact ? "--exact" : "", kinds[k]);
+			EXPECT(r.status == 3 && strstr(r.err, "the job is hung") && !strstr(r.out, "got past"),
+			       "%s%s: %d\n%.2000s", kinds[k], exact ? " --exact" : "", r.status, r.err);
+			/* under --exact, said as it is */
+			EXPECT(!exact || strstr(r.err, "only poll and wait in loops that time out"),
+			       "%s --exact: %.2000s", kinds[k], r.err);
+			result_free(&r);
+		}
+}
+
 /* mpi_check on 64 ranks, 4x4x4 (test_mpi --64: the ctest mpi-64, label
  * stress, to keep the default suite and its sanitizer passes short; 5 s
  * of wall time on 2 CPUs) */
@@ -159,7 +179,7 @@ int main(int argc, char **argv)
 	if (job_util_init())
 		return 2;
 	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpi_check),
-						  CUNIT_CASE(test_mpi_failures)};
+						  CUNIT_CASE(test_mpi_failures), CUNIT_CASE(test_mpi_deadlocks)};
 	static const struct cunit_case big[] = {CUNIT_CASE(test_mpi_check_64)};
 	static const struct cunit_suite all[] = {{"mpi", cases, CUNIT_COUNT(cases)}};
 	static const struct cunit_suite large[] = {{"mpi-64", big, CUNIT_COUNT(big)}};

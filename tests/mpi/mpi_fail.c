@@ -3,6 +3,10 @@
  * MPI_Abort(MPI_COMM_WORLD, 5); "fatal": rank 0 sends to a rank that does
  * not exist under MPI_ERRORS_ARE_FATAL; "missing": calls a function the
  * front end does not have (only compiled, to see the error name it).
+ * Deadlocks, which the hang detector must stop: "recv-first" (every rank
+ * receives from its neighbour before it sends), "ssend-first" (every rank
+ * MPI_Ssends first) and "coll-mismatch" (rank 0 broadcasts while the
+ * others reduce a message too large to be sent eagerly).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -19,6 +23,18 @@ int main(int argc, char **argv)
 		MPI_Abort(MPI_COMM_WORLD, 5);
 	if (!strcmp(what, "fatal") && rank == 0)
 		MPI_Send(&x, 1, MPI_INT, size + 98, 0, MPI_COMM_WORLD);
+	int peer = (rank + 1) % size;
+	if (!strcmp(what, "recv-first"))
+		MPI_Recv(&x, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	if (!strcmp(what, "ssend-first"))
+		MPI_Ssend(&x, 1, MPI_INT, peer, 0, MPI_COMM_WORLD);
+	if (!strcmp(what, "coll-mismatch")) {
+		static double big[1 << 16], out[1 << 16];
+		if (rank == 0)
+			MPI_Bcast(big, 1 << 16, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+		else
+			MPI_Reduce(big, out, 1 << 16, MPI_DOUBLE, MPI_SUM, 1, MPI_COMM_WORLD);
+	}
 #ifdef MISSING
 	MPI_Comm inter;
 	MPI_Intercomm_create(MPI_COMM_WORLD, 0, MPI_COMM_WORLD, 0, 0, &inter);
