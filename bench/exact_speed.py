@@ -23,8 +23,13 @@ the environment (TORUS_DECLARE=0: declared steps off), and also shows the
 collective call's own wall time (torus-bench's wall_s).
 
 Jobs: ar-C (the 4 MiB allreduce on 4x4x4 with C cores, the default
-algorithm), stress-SHAPE (torus-stress --packets 1). The issue's goal is an
-exact wall time of at most 1.5 times the engine's.
+algorithm), stress-SHAPE (torus-stress --packets 1), a2a-1K and a2a-64K
+(the direct all-to-all on 4x4x4, blocks of 1 KiB and 64 KiB). The goal:
+an exact wall time of at most 1.1 times the engine's (--anchor-commit
+ceb7f2f, the engine's timing as it was before the work to retire it):
+
+    bench/exact_speed.py --anchor-commit ceb7f2f --rounds 3 \
+        --jobs ar-1,ar-3,stress-8x8x8,a2a-64K,a2a-1K
 """
 import argparse
 import os
@@ -42,7 +47,13 @@ def job(build, name):
         return ["--torus", "4x4x4", "--cores", arg], [os.path.join(b, "torus-bench"), "allreduce", "--sizes", "4M"]
     if kind == "stress":
         return ["--torus", arg], [os.path.join(b, "torus-stress"), "--packets", "1"]
-    sys.exit(f"exact_speed: unknown job {name} (ar-C or stress-SHAPE)")
+    if kind == "a2a":
+        # the direct all-to-all on 4x4x4 with blocks of arg bytes (64 members)
+        block = {"1K": 1, "64K": 64}.get(arg)
+        if block:
+            return ["--torus", "4x4x4"], [os.path.join(b, "torus-bench"), "alltoall", "--algo", "direct",
+                                          "--sizes", f"{block * 64}K"]
+    sys.exit(f"exact_speed: unknown job {name} (ar-C, stress-SHAPE, a2a-1K or a2a-64K)")
 
 
 def run(build, name, exact, anchor=None, ab=None):
