@@ -30,6 +30,7 @@
 #include <string.h>
 
 #define NLINKS (2 * TORUS_MAX_DIMS)
+#define TK_QTYPES (EMU_TKQ_PROGRAM + 1)
 
 /* Arrivals of one queue of a core not yet in its ring, in arrival order. */
 struct tk_queue {
@@ -177,6 +178,7 @@ struct emu_tk {
 	size_t cappub;
 	struct emu_tk_plan plan; /* the one being followed, copied from the core */
 	uint64_t events, queries, paced, sleeps, rounds, planned;
+	uint64_t by_type[TK_QTYPES]; /* queries answered, by type (TORUS_TK_DEBUG) */
 	int prog_err;             /* a program that could not be run (try_answer has no error path) */
 	int rounds_err;           /* emu_tk_rounds: the error that stopped it, for every later call */
 	uint64_t sim_ns, sleep_ns; /* wall time simulating, and asleep (TORUS_TK_DEBUG) */
@@ -410,6 +412,8 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 	k->lead_until = add_sat(vt, k->qlead);
 	rebound(tk, k);
 	tk->queries++;
+	if (k->qtype < TK_QTYPES)
+		tk->by_type[k->qtype]++;
 	pub_push(tk, k);
 }
 
@@ -2033,6 +2037,10 @@ void emu_tk_stop_report(struct emu_tk *tk, struct emu_tk_progress *last)
 				(unsigned long long)tk->paced, (unsigned long long)tk->planned, (unsigned long long)tk->rounds, (unsigned long long)tk->sleeps, (unsigned long long)st.hops,
 				(unsigned long long)st.events, (unsigned long long)st.stale, (unsigned long long)st.heap_max,
 				(double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9, (double)tk->cpu_ns / 1e9);
+			fprintf(stderr, "torusrun: timekeeper: queries by type (enum emu_tk_query):");
+			for (uint32_t q = 1; q < TK_QTYPES; q++)
+				fprintf(stderr, " %u:%llu", q, (unsigned long long)tk->by_type[q]);
+			fputc('\n', stderr);
 		}
 		progress_publish(tk);
 		if (last)
