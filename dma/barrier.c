@@ -54,7 +54,16 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 {
 	struct emu_node_rt *rt = c->node;
 	uint32_t q = 0;
-	if (c->tk) {
+	int deferred = 0;
+	if (c->tk && emu_core_can_defer(c)) {
+		/* --exact: that it opens does not depend on virtual time, only
+		 * when: the timekeeper works that out behind us (the clock is
+		 * then an offset from it, and so is what max_vt gets) */
+		int rc = emu_core_defer_barrier(c, key, n);
+		if (rc)
+			return rc;
+		deferred = 1;
+	} else if (c->tk) {
 		/* --exact: the timekeeper counts the members too, and lets the
 		 * simulation past the barrier only once it is complete */
 		c->tk->qkey = key;
@@ -93,15 +102,21 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 		*out = atomic_load(&b->max_out);
 	if (min)
 		*min = ~atomic_load(&b->inv_out);
+	if (deferred) {
+		atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+		return 0; /* its clock: the release, offset 0 */
+	}
 	if (c->tk) {
 		int rc = emu_core_tk_answer(c, q);
 		if (rc)
 			return rc;
-		if (c->tk->avt != release) {
+		/* (members that deferred gave offsets: no physical release) */
+		if (c->tk->avt != release && !c->defer) {
 			fprintf(stderr, "torus: node %u core %u: the barrier released at %llu ps, the timekeeper says %llu\n",
 				rt->rank, c->index, (unsigned long long)release, (unsigned long long)c->tk->avt);
 			return -EPROTO;
 		}
+		release = c->tk->avt;
 	}
 	if (release > c->vt)
 		c->vt = release;

@@ -314,6 +314,11 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	}
 	if (c->tk && (rc = emu_core_tk_pace(c)))
 		return rc;
+	/* a memory-FIFO message is named by its post time (its packets carry
+	 * it): an absolute one, not an offset from a deferred wait, which
+	 * two messages could share */
+	if (c->tk && d->kind == DMA_MEMFIFO && (rc = emu_core_sync(c)))
+		return rc;
 	c->vt += c->node->params->inj_overhead_ps;
 	if (c->tk && (rc = tk_post_event(c, f, d)))
 		return rc;

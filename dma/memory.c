@@ -144,6 +144,13 @@ static void catch_up_disarm(void *arg)
 	atomic_fetch_and(&cu->k->waiters, ~(1ull << cu->c->index));
 }
 
+/* A deferred wait's physical condition: zero, as without --exact. */
+static int physically_zero(void *arg)
+{
+	struct catch_up *cu = arg;
+	return atomic_load(&cu->k->value) == 0 && atomic_load(&cu->k->busy) == 0;
+}
+
 /* The timekeeper said counter k is zero: wait until its bytes are here. */
 static int counter_catch_up(emu_core_t *c, struct dma_counter_shm *k)
 {
@@ -572,6 +579,22 @@ int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *w
 	for (size_t i = 0; i < n; i++)
 		if (!(ks[i] = counter_of(c->node, ids[i])))
 			return DMA_ERR_COUNTER;
+	if (c->tk && n == 1 && emu_core_can_defer(c)) {
+		/* --exact, one counter: that it reaches zero does not depend on
+		 * virtual time, only when. Tell the timekeeper (first: until it
+		 * knows, it cannot simulate past our clock), wait for the bytes,
+		 * and run on: it works out when, behind us */
+		int rc = emu_core_defer_wait(c, ids[0]);
+		if (rc)
+			return rc;
+		struct catch_up cu = {c, ks[0]};
+		struct emu_wait w = {physically_zero, catch_up_arm, catch_up_disarm, &cu};
+		if ((rc = emu_core_block(c, &w, -1)) <= 0)
+			return rc < 0 ? rc : -ETIMEDOUT;
+		if (which)
+			*which = 0;
+		return 0;
+	}
 	if (c->tk) {
 		c->tk->qn = (uint32_t)n;
 		memcpy(c->tk->qids, ids, n * sizeof(uint32_t));

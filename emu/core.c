@@ -17,7 +17,15 @@ uint32_t emu_core_index(const emu_core_t *c) { return c ? c->index : 0; }
 uint32_t emu_node_count(const emu_core_t *c) { return c ? c->node->hdr->nnodes : 0; }
 const struct torus_shape *emu_shape(const emu_core_t *c) { return c ? &c->node->hdr->shape : NULL; }
 const struct torus_params *emu_params(const emu_core_t *c) { return c ? c->node->params : NULL; }
-torus_vt_t emu_core_now(const emu_core_t *c) { return c ? c->vt : 0; }
+torus_vt_t emu_core_now(const emu_core_t *c)
+{
+	if (!c)
+		return 0;
+	/* a clock read observes time: a deferred wait's answer is needed
+	 * (the calling core's own object; const for its callers) */
+	emu_core_sync((emu_core_t *)c);
+	return c->vt;
+}
 
 uint32_t emu_core_global(const emu_core_t *c) { return c ? c->global : 0; }
 uint32_t emu_core_total(const emu_core_t *c) { return c ? c->node->first_core[c->node->hdr->nnodes] : 0; }
@@ -53,6 +61,14 @@ static void publish_clock(emu_core_t *c, int progress)
 {
 	if (c->plan_rec)
 		return; /* a plan's clock is an offset, not the core's */
+	if (c->rel) {
+		/* an offset from a deferred wait's answer: neither torusrun nor
+		 * the timekeeper can use it (the timekeeper bounds the core by
+		 * its events instead) */
+		if (progress)
+			atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+		return;
+	}
 	/* read by torusrun: the hang detector and the report */
 	atomic_store_explicit(&c->shm->vt, c->vt, memory_order_relaxed);
 	if (progress)
@@ -284,6 +300,15 @@ static int plan_check_ask(emu_core_t *c, uint32_t type)
 uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 {
 	struct emu_tk_core *t = c->tk;
+	if (c->rel && type != EMU_TKQ_SYNC) {
+		/* a question at an absolute time: the clock first (the deadline
+		 * was worked out from the offset) */
+		torus_vt_t left = deadline == UINT64_MAX ? UINT64_MAX : deadline > c->vt ? deadline - c->vt : 0;
+		if (emu_core_sync(c))
+			return 0;
+		if (deadline)
+			deadline = left == UINT64_MAX ? UINT64_MAX : c->vt + left;
+	}
 	if (c->plan_rec) {
 		c->plan_ok = 0; /* a plan cannot ask: emu_core_tk_answer refuses */
 		return 0;
@@ -451,10 +476,63 @@ int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 			c->replay = 0;
 		return 0;
 	}
-	int rc = ring_put(c, ev);
+	int rc;
+	if (c->rel) {
+		/* timed from the last deferred wait's answer */
+		struct emu_tk_ev e = *ev;
+		e.pad_ |= EMU_TK_EV_REL;
+		rc = ring_put(c, &e);
+	} else {
+		rc = ring_put(c, ev);
+	}
 	if (!rc)
 		emu_core_tk_poke(c);
 	return rc;
+}
+
+int emu_core_can_defer(const emu_core_t *c)
+{
+	return c->tk && c->defer && !c->plan_rec && !c->replay && !c->program && !c->prog_events && !c->plan_n &&
+	       !c->tk_lead && !emu_core_promised(c);
+}
+
+static int defer(emu_core_t *c, const struct emu_tk_ev *ev)
+{
+	int rc = emu_core_tk_event(c, ev);
+	if (rc)
+		return rc;
+	c->rel = 1;
+	c->vt = 0;
+	publish(c);
+	return 0;
+}
+
+int emu_core_defer_wait(emu_core_t *c, uint32_t counter)
+{
+	struct emu_tk_ev ev = {.type = EMU_TK_WAITED, .rec = counter, .ready = c->vt};
+	return defer(c, &ev);
+}
+
+int emu_core_defer_barrier(emu_core_t *c, uint64_t key, uint32_t n)
+{
+	struct emu_tk_ev ev = {.type = EMU_TK_WAITED, .kind = 1, .id = key, .len = n, .ready = c->vt};
+	return defer(c, &ev);
+}
+
+int emu_core_sync(emu_core_t *c)
+{
+	if (!c->rel)
+		return 0;
+	torus_vt_t lead = c->tk_lead; /* for the question that follows */
+	c->tk_lead = 0;
+	int rc = tk_ask(c, EMU_TKQ_SYNC, 0);
+	c->tk_lead = lead;
+	if (rc)
+		return rc;
+	c->rel = 0;
+	c->vt = c->tk->avt;
+	publish(c);
+	return 0;
 }
 
 /* The stashed packet from (node, core) with send number id, or -1. */
@@ -525,6 +603,9 @@ int emu_exact(const emu_core_t *c)
 
 int emu_core_set_clock(emu_core_t *c, torus_vt_t t)
 {
+	int rc = c ? emu_core_sync(c) : 0;
+	if (rc)
+		return rc;
 	if (!c || (c->tk && t < c->vt))
 		return -EINVAL; /* --exact: a clock never goes back */
 	c->vt = t;
@@ -576,9 +657,10 @@ static int env_switch(_Atomic int *cache, const char *name)
 
 /* Start recording (mode 1: a declared step, 2: a program's step): what
  * both allow, and the clock put aside. */
+static _Atomic int declare_off = -2;
+
 static int record_begin(emu_core_t *c, int mode)
 {
-	static _Atomic int declare_off = -2;
 	int off = env_switch(&declare_off, "TORUS_DECLARE");
 	if (off < 0)
 		return off;
@@ -586,6 +668,9 @@ static int record_begin(emu_core_t *c, int mode)
 		return -EOPNOTSUPP; /* (a paced post asks the timekeeper) */
 	if (c->plan_rec || c->program || (c->replay && c->rp_pos < c->rp.nev) || emu_core_promised(c))
 		return -EBUSY;
+	int rc = emu_core_sync(c); /* a step's times are from an absolute clock */
+	if (rc)
+		return rc;
 	c->plan_rec = mode;
 	c->plan_ok = 1;
 	c->plan_vt = c->vt;
@@ -637,8 +722,11 @@ int emu_core_step_begin(emu_core_t *c)
 		return -EINVAL;
 	static _Atomic int program_off = -2;
 	int off = env_switch(&program_off, "TORUS_PROGRAM");
-	if (off)
-		return off < 0 ? off : -EOPNOTSUPP;
+	/* a bad TORUS_DECLARE is an error here too, before the caller posts
+	 * anything: every member of a collective then fails at the start */
+	int doff = env_switch(&declare_off, "TORUS_DECLARE");
+	if (off || doff < 0)
+		return off < 0 ? off : doff < 0 ? doff : -EOPNOTSUPP;
 	int rc = record_begin(c, 2);
 	if (!rc)
 		c->step_nev = 0;
@@ -838,6 +926,9 @@ static int none_is_final(emu_core_t *c, uint32_t q)
 
 int emu_core_tk_next(emu_core_t *c, uint32_t q, struct emu_tk_arr *a)
 {
+	int rc = emu_core_sync(c);
+	if (rc)
+		return rc;
 	for (;;) {
 		if (emu_core_tk_head(c, q, a)) {
 			if (a->t <= c->vt)
@@ -871,6 +962,14 @@ torus_vt_t emu_core_tk_deadline(const emu_core_t *c, int timeout_ms)
 
 int emu_core_tk_wait_arrival(emu_core_t *c, uint32_t q, torus_vt_t deadline, struct emu_tk_arr *a)
 {
+	if (c->rel) {
+		/* the deadline was worked out from the offset */
+		torus_vt_t left = deadline == UINT64_MAX ? UINT64_MAX : deadline > c->vt ? deadline - c->vt : 0;
+		int rc = emu_core_sync(c);
+		if (rc)
+			return rc;
+		deadline = left == UINT64_MAX ? UINT64_MAX : c->vt + left;
+	}
 	int have = emu_core_tk_head(c, q, a);
 	if (!have) {
 		c->tk->qkey = q;

@@ -146,7 +146,14 @@ enum emu_tk_ev_type {
 	EMU_TK_STEP = 9,         /* a step of a program (emu_core_step_end): stream core, after mark id of
 				  * counter rec (id UINT64_MAX: none), its clock ready after the len events
 				  * that follow (times from the step's start) */
+	EMU_TK_WAITED = 10,      /* the core waited, at ready, and ran on (a deferred wait): kind 0 for
+				  * counter rec to be zero, kind 1 for the barrier named id of len
+				  * members; its events after this one are timed from when it was over
+				  * (EMU_TK_EV_REL) */
 };
+/* In an event's flags (pad_): its ready is an offset from the answer to the
+ * core's last EMU_TK_WAITED, which the core does not know (a deferred wait). */
+#define EMU_TK_EV_REL 1u
 /*
  * What the destination will refuse of an unchecked descriptor, worked out
  * by the core at post from the same tables the destination checks (errors
@@ -192,6 +199,8 @@ enum emu_tk_query {
 				  * ran too far ahead: tk_now + exact_lead); it stays a running core */
 	EMU_TKQ_PROGRAM = 11,    /* run the qn streams of steps sent before (EMU_TK_STEP): answered at
 				  * the end of the last step */
+	EMU_TKQ_SYNC = 12,       /* the core's clock: qvt is an offset from its last EMU_TK_WAITED's
+				  * answer, answered (absolute) once that is known */
 };
 /* Arrival queues (RECV and WAIT_RECV name one in qkey): raw packets, and
  * memory-FIFO packets (the DMA unit's) */

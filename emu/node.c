@@ -188,8 +188,14 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		core->index = c;
 		core->global = rt->first_core[rank] + c;
 		emu_stash_init(&core->stash, emu_raw_name);
-		if (rt->hdr->exact)
+		if (rt->hdr->exact) {
 			core->tk = emu_shm_tk(&rt->shm, core->global);
+			/* deferred waits (emu_core_defer_wait): not with a pace
+			 * (exact_lead, which reads the clock at every post), and
+			 * not with TORUS_DEFER=0 (every wait a question) */
+			const char *d = getenv("TORUS_DEFER");
+			core->defer = !rt->params->exact_lead_ps && !(d && !strcmp(d, "0"));
+		}
 		torus_ring_view_init(&core->inj, &cs->inj, base, TORUS_RING_PRODUCER);
 		torus_ring_view_init(&core->rx, &cs->rx, base, TORUS_RING_CONSUMER);
 		rt->cores[c] = core;
@@ -308,6 +314,9 @@ void emu_node_teardown(struct emu_node_rt *rt)
 static void core_done(struct emu_core *c)
 {
 	struct emu_node_rt *rt = c->node;
+	/* its clock, if a deferred wait left it an offset: the job's time */
+	if (c->tk && emu_core_sync(c) && !c->status)
+		c->status = 1;
 	/* the program may free its buffers now: close them to the DMA unit */
 	emu_node_unit.core_finish(c);
 	atomic_store_explicit(&c->shm->status, c->status, memory_order_relaxed);

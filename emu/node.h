@@ -163,6 +163,10 @@ struct emu_core {
 	 * the reception FIFO before the timekeeper said they had arrived */
 	struct emu_tk_core *tk;
 	uint32_t tk_q, tk_sent;
+	/* deferred waits (emu_core_defer_wait): may it defer (--exact,
+	 * without exact_lead or TORUS_DEFER=0), and is its clock now an
+	 * offset from the answer to its last one (emu_core_sync ends that) */
+	int defer, rel;
 	torus_vt_t tk_lead;        /* emu_core_lead: for the next query */
 	uint64_t tk_src, tk_id;     /* the arrival being taken */
 	struct emu_stash stash;   /* --exact: raw packets taken from rx, not yet received */
@@ -331,6 +335,23 @@ torus_vt_t emu_core_tk_deadline(const emu_core_t *c, int timeout_ms);
 void emu_core_idle(emu_core_t *c, torus_vt_t to);
 /* A look that found nothing: the clock moves on by poll_cost (idle). */
 void emu_core_missed(emu_core_t *c);
+/*
+ * --exact, deferred waits. A wait whose outcome the program fixes (one
+ * counter reaching zero) needs no answer from the timekeeper: the core
+ * calls emu_core_defer_wait, which tells the timekeeper in its event ring,
+ * then waits for it physically and runs on. Its clock is then an
+ * offset from when, in virtual time, the wait was over, which the
+ * timekeeper works out behind it; the events it tells carry such offsets.
+ * Before it observes anything whose outcome depends on virtual time (its
+ * clock, a poll, a receive, any question), emu_core_sync asks for its
+ * clock. emu_core_can_defer: 1 if a wait may be deferred now (not inside
+ * a plan, a program or a promise). All return 0 or a negative errno.
+ */
+int emu_core_can_defer(const emu_core_t *c);
+int emu_core_defer_wait(emu_core_t *c, uint32_t counter);
+/* The same for a barrier (the timekeeper's key, n members). */
+int emu_core_defer_barrier(emu_core_t *c, uint64_t key, uint32_t n);
+int emu_core_sync(emu_core_t *c);
 int emu_core_tk_wait_arrival(emu_core_t *c, uint32_t q, torus_vt_t deadline, struct emu_tk_arr *a);
 
 void *emu_engine_main(void *arg);

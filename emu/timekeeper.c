@@ -30,7 +30,7 @@
 #include <string.h>
 
 #define NLINKS (2 * TORUS_MAX_DIMS)
-#define TK_QTYPES (EMU_TKQ_PROGRAM + 1)
+#define TK_QTYPES (EMU_TKQ_SYNC + 1)
 
 /* Arrivals of one queue of a core not yet in its ring, in arrival order. */
 struct tk_queue {
@@ -113,6 +113,11 @@ struct tk_core {
 	uint32_t fill, fill_stream; /* events of the step being received still to come */
 	int prog, prog_done;
 	uint32_t nprog, porder[EMU_TK_PLANS];
+	/* deferred waits (EMU_TK_WAITED): waiting on one from its ring (its
+	 * events behind it are read once it is answered), and the answer to
+	 * its last one, from which its events marked EMU_TK_EV_REL are timed */
+	int defer_wait;
+	torus_vt_t base;
 };
 
 /* What a destination refuses of an unchecked descriptor (EMU_TK_REFUSE;
@@ -177,7 +182,7 @@ struct emu_tk {
 	uint32_t *pubq, npub;
 	size_t cappub;
 	struct emu_tk_plan plan; /* the one being followed, copied from the core */
-	uint64_t events, queries, paced, sleeps, rounds, planned;
+	uint64_t events, queries, paced, sleeps, rounds, planned, deferred;
 	uint64_t by_type[TK_QTYPES]; /* queries answered, by type (TORUS_TK_DEBUG) */
 	int prog_err;             /* a program that could not be run (try_answer has no error path) */
 	int rounds_err;           /* emu_tk_rounds: the error that stopped it, for every later call */
@@ -399,6 +404,21 @@ static void pub_push(struct emu_tk *tk, struct tk_core *k)
  * timed). */
 static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t vt)
 {
+	if (k->defer_wait) {
+		/* a wait from its ring: nothing to publish; what it told after
+		 * it is timed from here, and read in the next round */
+		k->defer_wait = 0;
+		k->waiting = 0;
+		k->zero_at = TIMESIM_NEVER;
+		k->base = vt > k->qvt ? vt : k->qvt;
+		k->clock = k->base > k->clock ? k->base : k->clock;
+		k->lead_until = k->base;
+		rebound(tk, k);
+		tk->deferred++;
+		_Atomic uint64_t *w = emu_shm_tk_dirty(tk->m) + (uint32_t)(k - tk->c) / 64;
+		atomic_fetch_or_explicit(w, 1ull << ((uint32_t)(k - tk->c) % 64), memory_order_relaxed);
+		return;
+	}
 	k->afound = (uint32_t)found;
 	k->avt = vt;
 	k->waiting = 0;
@@ -1165,6 +1185,36 @@ static int prog_next(struct emu_tk *tk, struct tk_core *k)
 	}
 }
 
+/* Core k waited for counter ev->rec to be zero and ran on (EMU_TK_WAITED):
+ * as a counter wait it asked, but answered by rebasing what follows
+ * (answer), not to the core. Its events behind it wait till then. */
+static int waited(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
+{
+	const char *bad = k->waiting || k->prog ? "while it waited for an answer"
+			  : ev->kind > 1 ? "of no known kind"
+			  : ev->kind == 0 && ev->rec >= counters_of(tk, k) ? "on a counter it does not have"
+			  : ev->kind == 1 && (ev->len == 0 || ev->len > tk->ncores) ? "on a barrier of no possible size"
+										   : NULL;
+	if (bad) {
+		fprintf(stderr, "torusrun: timekeeper: core %u of node %u: a deferred wait %s\n", k->core, k->node, bad);
+		return -EPROTO;
+	}
+	/* as the question (the barrier is counted by round_once, as one asked) */
+	k->qtype = ev->kind ? EMU_TKQ_BARRIER : EMU_TKQ_CTR_WAIT;
+	k->qn = ev->kind ? (uint32_t)ev->len : 1;
+	k->qids[0] = ev->rec;
+	k->qvt = ev->ready;
+	k->qdeadline = TIMESIM_NEVER;
+	k->qlead = 0;
+	k->qkey = ev->kind ? ev->id : 0;
+	k->blocked = 0;
+	k->arrived_bar = 0;
+	k->zero_at = TIMESIM_NEVER;
+	k->waiting = 1;
+	k->defer_wait = 1;
+	return 0;
+}
+
 /* Take what core k has said since the last look; 1 if anything. */
 static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 {
@@ -1192,7 +1242,7 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 		*err = plan_refused(k, "is not what it did: it posted before asking the wait the step named");
 		return 1;
 	}
-	while (tail != head) {
+	while (tail != head && !k->defer_wait) {
 		const struct emu_tk_ev *pe = &sh->ev[tail % EMU_TK_SLOTS];
 		if (k->fill || pe->type == EMU_TK_STEP) {
 			/* a program's step, or one of its events */
@@ -1205,13 +1255,20 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 			moved = 1;
 			continue;
 		}
+		/* a copy (the core may not change it, but it is shared memory):
+		 * timed from its last deferred wait's answer if it says so */
+		struct emu_tk_ev e = *pe;
+		if (e.pad_ & EMU_TK_EV_REL)
+			e.ready = add_sat(e.ready, k->base);
 		/* (a refusal has no time: the descriptor after it has) */
-		if (sh->ev[tail % EMU_TK_SLOTS].type != EMU_TK_REFUSE && sh->ev[tail % EMU_TK_SLOTS].ready < k->lead_until) {
-			lead_broken(k, "posted an event", sh->ev[tail % EMU_TK_SLOTS].ready);
+		if (e.type != EMU_TK_REFUSE && e.ready < k->lead_until) {
+			lead_broken(k, "posted an event", e.ready);
 			*err = -EPROTO;
 			return 1;
 		}
-		int rc = post(tk, k, &sh->ev[tail % EMU_TK_SLOTS]);
+		if (e.type != EMU_TK_REFUSE && e.ready > k->clock)
+			k->clock = e.ready; /* it runs at least this far (its offsets tell no clock) */
+		int rc = e.type == EMU_TK_WAITED ? waited(tk, k, &e) : post(tk, k, &e);
 		if (rc) {
 			*err = rc;
 			return 1;
@@ -1238,13 +1295,15 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 			k->held = 0;
 			moved = 1;
 		}
-	} else if (q != k->qseen) {
-		/* a core asks only once its last question is answered
+	} else if (q != k->qseen && !k->defer_wait && tail == head) {
+		/* (a question comes after the events before it: behind a
+		 * deferred wait not answered yet, it waits for a later look)
+		 * a core asks only once its last question is answered
 		 * (emu_core_tk_answer waits for it, and nothing is asked while
 		 * its program runs): another question would be answered in the
 		 * state of the first (fuzz-tkevents: a program's wait answered
 		 * with a pair past the program's streams) */
-		if (k->waiting || k->prog || sh->qtype < EMU_TKQ_RECV || sh->qtype > EMU_TKQ_PROGRAM) {
+		if (k->waiting || k->prog || sh->qtype < EMU_TKQ_RECV || sh->qtype > EMU_TKQ_SYNC) {
 			fprintf(stderr, "torusrun: timekeeper: core %u of node %u asked question %u (type %u) %s\n", k->core,
 				k->node, q, sh->qtype, k->waiting || k->prog ? "before its last was answered" : "of no known type");
 			*err = -EPROTO;
@@ -1254,7 +1313,7 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 			prog_clear(k); /* steps told for a program the core gave up: gone */
 		k->qseen = q;
 		k->qtype = sh->qtype;
-		k->qvt = sh->qvt;
+		k->qvt = sh->qtype == EMU_TKQ_SYNC ? add_sat(sh->qvt, k->base) : sh->qvt;
 		k->qlead = sh->qlead;
 		if (k->qvt < k->lead_until) {
 			lead_broken(k, "asked a question", k->qvt);
@@ -1333,6 +1392,9 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 	if (!k->waiting)
 		return 0;
 	switch (k->qtype) {
+	case EMU_TKQ_SYNC: /* its clock, once its deferred waits are answered (look) */
+		answer(tk, k, 1, k->qvt);
+		return 1;
 	case EMU_TKQ_RECV:
 		/* its ring holds every arrival up to qvt once all before it is final */
 		if (k->qvt >= now && first_arrival(k, (uint32_t)k->qkey) > k->qvt)
@@ -1812,9 +1874,11 @@ static void tk_dump(struct emu_tk *tk)
 		const struct tk_core *k = &tk->c[i];
 		if (k->done)
 			continue;
-		fprintf(stderr, "  core %u (node %u.%u): waiting %d type %u qvt %llu blocked %d qn %u id0 %u clock %llu lim %llu\n", i,
+		fprintf(stderr, "  core %u (node %u.%u): waiting %d type %u qvt %llu blocked %d qn %u id0 %u clock %llu lim %llu; "
+				"deferred wait %d, base %llu; ring %u..%u, question %u (seen %u)\n", i,
 			k->node, k->core, k->waiting, k->qtype, (unsigned long long)k->qvt, k->blocked, k->qn, k->qids[0],
-			(unsigned long long)k->clock, (unsigned long long)k->lim);
+			(unsigned long long)k->clock, (unsigned long long)k->lim, k->defer_wait, (unsigned long long)k->base,
+			atomic_load(&k->sh->tail), atomic_load(&k->sh->head), atomic_load(&k->sh->qseq), k->qseen);
 	}
 	for (size_t b = 0; b < tk->nbar; b++)
 		fprintf(stderr, "  barrier %llx: %u of %u\n", (unsigned long long)tk->bar[b].key, tk->bar[b].arrived,
@@ -2037,7 +2101,8 @@ void emu_tk_stop_report(struct emu_tk *tk, struct emu_tk_progress *last)
 				(unsigned long long)tk->paced, (unsigned long long)tk->planned, (unsigned long long)tk->rounds, (unsigned long long)tk->sleeps, (unsigned long long)st.hops,
 				(unsigned long long)st.events, (unsigned long long)st.stale, (unsigned long long)st.heap_max,
 				(double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9, (double)tk->cpu_ns / 1e9);
-			fprintf(stderr, "torusrun: timekeeper: queries by type (enum emu_tk_query):");
+			fprintf(stderr, "torusrun: timekeeper: %llu deferred waits; queries by type (enum emu_tk_query):",
+				(unsigned long long)tk->deferred);
 			for (uint32_t q = 1; q < TK_QTYPES; q++)
 				fprintf(stderr, " %u:%llu", q, (unsigned long long)tk->by_type[q]);
 			fputc('\n', stderr);

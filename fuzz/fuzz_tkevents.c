@@ -13,7 +13,9 @@
  * timekeeper is opened without its thread (emu_tk_open) and run round by
  * round (emu_tk_rounds). No core thread exists: the input writes the
  * cores' side by hand. It is a sequence of operations:
- *   - an event into a core's ring: the type one of the nine or anything,
+ *   - an event into a core's ring: the type one of the ten (a deferred
+ *     wait, EMU_TK_WAITED, on a counter or a barrier among them) or anything,
+ *     timed absolutely or from the core's last deferred wait (EMU_TK_EV_REL),
  *     nodes, cores, FIFOs, counters and kinds mostly valid and sometimes
  *     not, lengths up to 4080 bytes, times and deltas from the input;
  *   - a question from a core: any of the query types or anything, any
@@ -109,7 +111,7 @@ static void decode_event(struct reader *r, struct emu_tk_ev *ev)
 {
 	memset(ev, 0, sizeof(*ev));
 	/* one field per statement (FUZZING.md: the decoding order) */
-	ev->type = 1 + pick(r, EMU_TK_STEP, 1);
+	ev->type = 1 + pick(r, EMU_TK_WAITED, 1);
 	ev->node = pick(r, NODES, 4);
 	ev->core = pick(r, CORES, 4);
 	ev->fifo = pick(r, m.shm.hdr->params.inj_fifos, 4);
@@ -121,6 +123,7 @@ static void decode_event(struct reader *r, struct emu_tk_ev *ev)
 	ev->ready = 1000u * rd(r, 3);
 	ev->id = rd(r, 2);
 	ev->delta = (int64_t)(int16_t)rd(r, 2);
+	ev->pad_ = (uint16_t)(rd(r, 1) & 3); /* EMU_TK_EV_REL, or a flag of no meaning */
 }
 
 static void event(struct reader *r)
@@ -141,7 +144,7 @@ static void question(struct reader *r)
 {
 	uint32_t g = (uint32_t)rd(r, 1) % NCORES;
 	struct emu_tk_core *t = emu_shm_tk(&m.shm, g);
-	t->qtype = 1 + pick(r, EMU_TKQ_PROGRAM, 1);
+	t->qtype = 1 + pick(r, EMU_TKQ_SYNC, 1);
 	t->qn = pick(r, 8, 1);
 	for (uint32_t i = 0; i < EMU_TKQ_MAX_IDS && i < t->qn; i++) {
 		t->qids[i] = pick(r, CORES * m.shm.hdr->params.dma_counters, 2);

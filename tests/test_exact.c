@@ -559,6 +559,46 @@ static void test_declare(void)
 	}
 }
 
+/*
+ * Deferred waits: a core that waits for one counter tells the timekeeper
+ * in its event ring and runs on, its clock an offset until it observes
+ * time. The same rows as with every wait a question (TORUS_DEFER=0), on
+ * contended all-to-alls and a ring allreduce, under chaos and 1-slot
+ * rings; the waits were deferred (the timekeeper's count).
+ */
+static void test_deferred(void)
+{
+	static const char *const jobs[] = {
+		"--torus 2x3x2 -- $B/torus-bench alltoall --algo direct --sizes 12K",
+		"--torus 2x2x2 --cores 2 -- $B/torus-bench alltoall --algo xor --sizes 8K",
+		"--torus 4x4 -- $B/torus-bench allreduce --algo ring --sizes 64K",
+		"--torus 3x2 --cores 2 -- $B/torus-bench reduce_scatter --algo direct --sizes 12K",
+	};
+	for (size_t j = 0; j < (light() ? 2u : CUNIT_COUNT(jobs)); j++) {
+		char *row[2] = {NULL, NULL};
+		for (int d = 0; d < 2; d++) {
+			struct result r = run("TORUS_TK_DEBUG=1 TORUS_DEFER=%d $B/torusrun --exact --quiet %s %s", d,
+					      d ? "--chaos 11 --param fifo_slots=1" : "", jobs[j]);
+			/* "timekeeper: N deferred waits;" (TORUS_TK_DEBUG) */
+			unsigned long long waits = ~0ull;
+			for (const char *n = strstr(r.err, "timekeeper: "); n; n = strstr(n + 1, "timekeeper: ")) {
+				int end = 0;
+				if (sscanf(n, "timekeeper: %llu deferred waits;%n", &waits, &end) == 1 && end > 0)
+					break;
+				waits = ~0ull;
+			}
+			EXPECT(r.status == 0 && (d ? waits > 0 : waits == 0), "%s, TORUS_DEFER=%d: %d, %llu deferred\n%.2000s",
+			       jobs[j], d, r.status, waits, r.err);
+			row[d] = bench_row(r.out);
+			result_free(&r);
+		}
+		EXPECT(row[0] && row[1] && !strcmp(row[0], row[1]), "%s: questions '%s', deferred '%s'", jobs[j],
+		       row[0] ? row[0] : "?", row[1] ? row[1] : "?");
+		free(row[0]);
+		free(row[1]);
+	}
+}
+
 int main(void)
 {
 	if (job_util_init())
@@ -572,6 +612,7 @@ int main(void)
 		{"refusals", test_refusals},
 		{"lead", test_lead},
 		{"declare", test_declare},
+		{"deferred", test_deferred},
 	};
 	static const struct cunit_suite suites[] = {{"exact", cases, sizeof(cases) / sizeof(cases[0])}};
 	int rc = cunit_main(suites, 1);

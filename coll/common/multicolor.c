@@ -394,7 +394,13 @@ static int post(struct mc_call *m, struct mc_stream *st, const struct mc_phase *
 	/* traces show the collective, stage, phase (the dimension index in the
 	 * color's permutation) and stream */
 	d.tag = TORUS_TAG(m->t->tag_coll, TORUS_ALGO_MULTICOLOR, stage, (uint32_t)(ph - st->ph), st->s);
-	return dma_injfifo_post(m->fifo[st->fifo], &d, DMA_POST_WAIT);
+	if ((rc = dma_injfifo_post(m->fifo[st->fifo], &d, DMA_POST_WAIT))) {
+		/* refused (a peer that failed and closed its regions): nothing
+		 * will leave, so the wait in finish must not count it */
+		dma_counter_add(m->c, m->inj, -(int64_t)bytes);
+		return rc;
+	}
+	return 0;
 }
 
 static int put_piece(void *arg, size_t uoff, size_t w, size_t len)
