@@ -17,6 +17,17 @@
  * then deliveries before departures, then node, then port (deliveries) or
  * link (departures). The heap is a radix heap on time with a binary heap
  * on key for the entries at the current time (see "heap" below).
+ *
+ * Memory layout, for speed: a big job keeps millions of packets waiting
+ * (every core's posts queue up at its injection port faster than the links
+ * drain them), so the cost of a hop is mostly cache misses. A packet is 32
+ * bytes, held by value in its queue's ring buffer, so popping one brings
+ * the next into the cache; what the packet used to carry about where it is
+ * follows from the queue it waits in (see struct pkt). The heads' ready
+ * times of one output's queues sit side by side (hr), so arbitration and
+ * the link's candidate scan one or two cache lines and no queue. Routes
+ * are computed from coordinates rather than looked up in a table of
+ * nodes squared bytes, which missed the cache on every hop of a big torus.
  */
 #include "timesim.h"
 
@@ -27,25 +38,36 @@
 
 #define GEN_NONE UINT32_MAX
 #define NLINKS (2 * TORUS_MAX_DIMS)
-#define OUT_LOCAL NLINKS
 
 enum { PK_DATA, PK_GETREQ };
 
+/*
+ * A packet waiting in a queue. Where it waits says the rest: in a queue
+ * of network input port 2 * link + (vc ? 0 : 1) it came in on that link
+ * with that VC (the VC of its next hop, as refsim numbers the port); in a
+ * DMA FIFO's or the reply queue's port it is that generator's packet, at
+ * its origin; in a core's raw port it was posted raw.
+ */
 struct pkt {
-	struct pkt *next;
 	torus_vt_t ready;
-	uint64_t cookie, index;
-	uint32_t len, dest, vc, kind;
-	uint32_t from_link; /* link it arrived on (2 * dim + dir of travel); GEN_NONE: injected here */
-	uint32_t gen;       /* generator that made it, while at its origin; else GEN_NONE */
-	uint32_t origin;    /* the node that posted its transfer (a get's reply goes there) */
-	uint64_t reply_len; /* a get request: the bytes to send back */
+	uint64_t cookie;
+	uint64_t index;  /* a get request: its record in s->greq */
+	uint32_t dest;
 	uint16_t hints;
+	uint8_t len, kind;
 };
 
+/* A queue: a ring buffer of packets (cap mask + 1, a power of two, or no
+ * buffer yet). */
 struct queue {
-	struct pkt *head, *tail;
-	torus_vt_t ready; /* the head's, kept here so a scan touches no packet */
+	struct pkt *buf;
+	uint32_t head, n, mask;
+};
+
+/* A get request's reply, while the request travels. */
+struct greq {
+	uint64_t reply_len;
+	uint32_t origin, next_free;
 };
 
 struct job {
@@ -66,17 +88,28 @@ struct gen {
 	int busy;           /* a packet of it waits at this node */
 };
 
+/* A link direction leaving a node: what a departure touches, together. */
+struct link {
+	torus_vt_t free_at;
+	torus_vt_t cand;    /* its pending departure, TIMESIM_NEVER: none */
+	const struct torus_cost *cost;
+	uint32_t rr;        /* the port served last */
+	uint32_t nbr;       /* the node at its other end */
+};
+
+/*
+ * Outputs are numbered 0 .. 2 * ndims - 1 (the links) and s->lout = 2 *
+ * ndims (local delivery), so a 3-d torus keeps no queues for links it
+ * does not have.
+ */
 struct node {
-	uint32_t coords[TORUS_MAX_DIMS];
-	uint8_t *route;
-	torus_vt_t free_at[NLINKS];
-	torus_vt_t cand[NLINKS];    /* the link's pending departure, TIMESIM_NEVER: none */
-	uint32_t rr[NLINKS];        /* the port served last */
-	int wrap[NLINKS];           /* the hop crosses the dateline */
-	const struct torus_cost *cost[NLINKS];
+	struct link links[NLINKS];
+	struct queue *q;            /* [(lout + 1) * nports], output-major */
+	torus_vt_t *hr;             /* [(lout + 1) * nports]: each queue's head's ready time */
+	uint64_t *nonempty;         /* [(lout + 1) * nwords]: bit per non-empty queue */
 	uint32_t waiting[NLINKS + 1]; /* non-empty queues per output */
-	struct queue *q;            /* [(NLINKS + 1) * nports], output-major */
-	uint64_t *nonempty;         /* [(NLINKS + 1) * nwords]: bit per non-empty queue */
+	uint32_t coords[TORUS_MAX_DIMS];
+	uint32_t wrap;              /* bit per link: the hop crosses the dateline */
 	uint32_t nwords;
 	struct gen *gens;           /* ncores * inj_fifos, then the reply queue */
 	uint32_t ngens, nports, first_core_port;
@@ -91,7 +124,8 @@ struct timesim {
 	struct timesim_config cfg;
 	struct torus_cost cost;
 	struct node *nodes;
-	uint32_t nnodes, pay;
+	uint32_t nnodes, pay, ndims, lout;
+	uint32_t *coords;          /* [nnodes * ndims] (routing) */
 	/* the events: a radix heap on time (rb[i]: entries whose time first
 	 * differs from rlast at bit i - 1), rb[0] (those at rlast) a binary
 	 * heap on key */
@@ -103,7 +137,8 @@ struct timesim {
 	size_t nheap;
 	torus_vt_t rmin;           /* heap_min_time's answer while rmin_ok (no push since) */
 	int rmin_ok;
-	struct pkt *pool;          /* free packets */
+	struct greq *greq;         /* get requests in flight, and a free list */
+	uint32_t ngreq, greq_cap, greq_free;
 	torus_vt_t now;            /* everything before it is final */
 	torus_vt_t cur;            /* the event being processed (timesim_event_time) */
 	int stop;                  /* timesim_stop: return after this event */
@@ -259,30 +294,35 @@ static int entry_current(const struct timesim *s, const struct entry *e)
 {
 	if (e->key >> 62 != CLS_DEPARTURE)
 		return 1;
-	return s->nodes[(e->key >> 20) & 0x3FFFFFFFFFull].cand[e->key & 0xFFFFF] == e->t;
+	return s->nodes[(e->key >> 20) & 0x3FFFFFFFFFull].links[e->key & 0xFFFFF].cand == e->t;
 }
 
 /* --------------------------------------------------------------- packets */
 
-static struct pkt *pkt_new(struct timesim *s)
+static int q_grow(struct queue *q)
 {
-	struct pkt *k = s->pool;
-	if (k) {
-		s->pool = k->next;
-		return k;
+	uint32_t cap = q->buf ? q->mask + 1 : 0, nc = cap ? 2 * cap : 4;
+	if (nc <= cap)
+		return -ENOMEM;
+	struct pkt *nb = malloc((size_t)nc * sizeof(*nb));
+	if (!nb)
+		return -ENOMEM;
+	/* unwrap: the oldest first */
+	uint32_t first = cap - q->head < q->n ? cap - q->head : q->n;
+	if (q->n) {
+		memcpy(nb, q->buf + q->head, (size_t)first * sizeof(*nb));
+		memcpy(nb + first, q->buf, (size_t)(q->n - first) * sizeof(*nb));
 	}
-	return malloc(sizeof(*k));
+	free(q->buf);
+	q->buf = nb;
+	q->head = 0;
+	q->mask = nc - 1;
+	return 0;
 }
 
-static void pkt_free(struct timesim *s, struct pkt *k)
+static size_t qix(const struct node *nd, uint32_t out, uint32_t port)
 {
-	k->next = s->pool;
-	s->pool = k;
-}
-
-static struct queue *qof(struct node *nd, uint32_t out, uint32_t port)
-{
-	return &nd->q[(size_t)out * nd->nports + port];
+	return (size_t)out * nd->nports + port;
 }
 
 static uint32_t gen_port(const struct timesim *s, const struct node *nd, uint32_t g)
@@ -293,6 +333,33 @@ static uint32_t gen_port(const struct timesim *s, const struct node *nd, uint32_
 	return nd->first_core_port + (g / F) * (1 + F) + 1 + g % F;
 }
 
+/* The generator whose packets wait in port (GEN_NONE: none does). */
+static uint32_t port_gen(const struct timesim *s, const struct node *nd, uint32_t port)
+{
+	if (port < nd->first_core_port)
+		return GEN_NONE;
+	if (port == nd->nports - 1)
+		return nd->ngens - 1;
+	uint32_t F = s->cfg.params->inj_fifos, rel = port - nd->first_core_port, r = rel % (1 + F);
+	return r ? (rel / (1 + F)) * F + r - 1 : GEN_NONE; /* r == 0: the raw FIFO */
+}
+
+/* The first link of the dimension-order route from nd to dest (not nd):
+ * torus_route_table's answer, without its nodes-squared table. */
+static uint32_t route(const struct timesim *s, const struct node *nd, uint32_t dest)
+{
+	const uint32_t *cd = &s->coords[(size_t)dest * s->ndims];
+	for (uint32_t d = 0; d < s->ndims; d++) {
+		uint32_t a = nd->coords[d], b = cd[d], n = s->cfg.shape->dims[d];
+		if (a == b)
+			continue;
+		uint32_t fwd = b > a ? b - a : b + n - a; /* torus_ring_delta */
+		int plus = 2 * fwd < n || (2 * fwd == n && a % 2 == 0);
+		return 2 * d + (plus ? TORUS_PLUS : TORUS_MINUS);
+	}
+	return 0; /* cannot happen: dest is another node */
+}
+
 /* The output at node n for a packet to dest arriving on from_link
  * (GEN_NONE: injected); sets *vc for the hop. */
 static uint32_t output(const struct timesim *s, uint32_t n, uint32_t dest, uint16_t hints, uint32_t from_link,
@@ -300,10 +367,10 @@ static uint32_t output(const struct timesim *s, uint32_t n, uint32_t dest, uint1
 {
 	const struct node *nd = &s->nodes[n];
 	if (dest == n)
-		return OUT_LOCAL;
-	uint32_t l = torus_route_apply_hints(nd->route[dest], hints);
-	if (!(from_link == l && !nd->wrap[l]))
-		*vc = nd->wrap[l] ? 1u : 0u;
+		return s->lout;
+	uint32_t l = torus_route_apply_hints(route(s, nd, dest), hints), wrap = (nd->wrap >> l) & 1u;
+	if (!(from_link == l && !wrap))
+		*vc = wrap;
 	return l;
 }
 
@@ -311,62 +378,102 @@ static uint32_t output(const struct timesim *s, uint32_t n, uint32_t dest, uint1
 static int link_update(struct timesim *s, uint32_t n, uint32_t l)
 {
 	struct node *nd = &s->nodes[n];
+	struct link *L = &nd->links[l];
 	torus_vt_t r = TIMESIM_NEVER;
 	if (nd->waiting[l]) {
-		const struct queue *q = qof(nd, l, 0);
+		const torus_vt_t *hr = &nd->hr[qix(nd, l, 0)];
 		const uint64_t *bits = &nd->nonempty[(size_t)l * nd->nwords];
 		for (uint32_t w = 0; w < nd->nwords; w++)
 			for (uint64_t m = bits[w]; m; m &= m - 1) {
-				torus_vt_t hr = q[w * 64 + (uint32_t)__builtin_ctzll(m)].ready;
-				if (hr < r)
-					r = hr;
+				torus_vt_t hrt = hr[w * 64 + (uint32_t)__builtin_ctzll(m)];
+				if (hrt < r)
+					r = hrt;
 			}
 	}
 	if (r == TIMESIM_NEVER) {
-		nd->cand[l] = TIMESIM_NEVER;
+		L->cand = TIMESIM_NEVER;
 		return 0;
 	}
-	torus_vt_t t = r > nd->free_at[l] ? r : nd->free_at[l];
-	if (t == nd->cand[l])
+	torus_vt_t t = r > L->free_at ? r : L->free_at;
+	if (t == L->cand)
 		return 0;
-	nd->cand[l] = t;
+	L->cand = t;
 	return heap_push(s, t, key_of(CLS_DEPARTURE, n, l));
 }
 
-static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, struct pkt *k)
+static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, const struct pkt *k)
 {
 	struct node *nd = &s->nodes[n];
-	struct queue *q = qof(nd, out, port);
-	k->next = NULL;
-	if (q->tail) {
-		q->tail->next = k;
-		q->tail = k;
-		return 0; /* behind another: no candidate changes */
+	size_t i = qix(nd, out, port);
+	struct queue *q = &nd->q[i];
+	if (!q->buf || q->n == q->mask + 1) {
+		int rc = q_grow(q);
+		if (rc)
+			return rc;
 	}
-	q->head = q->tail = k;
-	q->ready = k->ready;
+	q->buf[(q->head + q->n) & q->mask] = *k;
+	if (q->n++)
+		return 0; /* behind another: no candidate changes */
+	nd->hr[i] = k->ready;
 	nd->waiting[out]++;
 	nd->nonempty[(size_t)out * nd->nwords + port / 64] |= 1ull << (port % 64);
-	if (out == OUT_LOCAL)
+	if (out == s->lout)
 		return heap_push(s, k->ready, key_of(CLS_DELIVERY, n, port));
-	if (k->ready >= nd->cand[out])
+	/* a new head can only bring the departure forward, to max(free_at,
+	 * its ready time): what link_update would find, without the scan */
+	struct link *L = &nd->links[out];
+	torus_vt_t t = k->ready > L->free_at ? k->ready : L->free_at;
+	if (t >= L->cand)
 		return 0;
-	return link_update(s, n, out);
+	L->cand = t;
+	return heap_push(s, t, key_of(CLS_DEPARTURE, n, out));
 }
 
-static struct pkt *pop(struct node *nd, uint32_t out, uint32_t port)
+/* Take the head of a queue out (into *k). */
+static void pop(struct node *nd, uint32_t out, uint32_t port, struct pkt *k)
 {
-	struct queue *q = qof(nd, out, port);
-	struct pkt *k = q->head;
-	q->head = k->next;
-	if (q->head)
-		q->ready = q->head->ready;
-	if (!q->head) {
-		q->tail = NULL;
-		nd->waiting[out]--;
-		nd->nonempty[(size_t)out * nd->nwords + port / 64] &= ~(1ull << (port % 64));
+	size_t i = qix(nd, out, port);
+	struct queue *q = &nd->q[i];
+	*k = q->buf[q->head];
+	q->head = (q->head + 1) & q->mask;
+	if (--q->n) {
+		nd->hr[i] = q->buf[q->head].ready;
+		return;
 	}
-	return k;
+	nd->waiting[out]--;
+	nd->nonempty[(size_t)out * nd->nwords + port / 64] &= ~(1ull << (port % 64));
+}
+
+/* ------------------------------------------------------------ get requests */
+
+static int greq_new(struct timesim *s, uint32_t origin, uint64_t reply_len, uint64_t *id)
+{
+	if (s->greq_free == UINT32_MAX) {
+		if (s->ngreq == s->greq_cap) {
+			uint32_t nc = s->greq_cap ? 2 * s->greq_cap : 16;
+			struct greq *ng = nc > s->greq_cap ? realloc(s->greq, (size_t)nc * sizeof(*ng)) : NULL;
+			if (!ng)
+				return -ENOMEM;
+			s->greq = ng;
+			s->greq_cap = nc;
+		}
+		s->greq[s->ngreq].next_free = UINT32_MAX;
+		s->greq_free = s->ngreq++;
+	}
+	uint32_t i = s->greq_free;
+	s->greq_free = s->greq[i].next_free;
+	s->greq[i].origin = origin;
+	s->greq[i].reply_len = reply_len;
+	*id = i;
+	return 0;
+}
+
+static struct greq greq_take(struct timesim *s, uint64_t id)
+{
+	struct greq g = s->greq[id];
+	s->greq[id].next_free = s->greq_free;
+	s->greq_free = (uint32_t)id;
+	return g;
 }
 
 /* ----------------------------------------------------------- generators */
@@ -379,47 +486,42 @@ static int gen_next(struct timesim *s, uint32_t n, uint32_t g)
 	if (G->busy || G->head == G->n)
 		return 0;
 	struct job *j = &G->jobs[G->head];
-	struct pkt *k = pkt_new(s);
-	if (!k)
-		return -ENOMEM;
-	k->ready = j->ready > G->cursor ? j->ready : G->cursor;
-	k->kind = j->kind;
-	k->dest = j->dest;
-	k->cookie = j->cookie;
-	k->index = j->index++;
-	k->hints = j->hints;
-	k->origin = j->origin;
-	k->reply_len = j->reply_len;
-	k->from_link = GEN_NONE;
-	k->gen = g;
-	k->vc = 0;
+	struct pkt k;
+	k.ready = j->ready > G->cursor ? j->ready : G->cursor;
+	k.kind = (uint8_t)j->kind;
+	k.dest = j->dest;
+	k.cookie = j->cookie;
+	k.index = j->index++;
+	k.hints = j->hints;
 	if (j->kind == PK_GETREQ) {
-		k->len = s->cfg.getreq_bytes;
+		int rc = greq_new(s, j->origin, j->reply_len, &k.index);
+		if (rc)
+			return rc;
+		k.len = (uint8_t)s->cfg.getreq_bytes;
 		j->rest = 0;
 	} else {
-		k->len = j->rest > s->pay ? s->pay : (uint32_t)j->rest;
-		j->rest -= k->len;
+		k.len = (uint8_t)(j->rest > s->pay ? s->pay : j->rest);
+		j->rest -= k.len;
 	}
-	uint32_t out = output(s, n, k->dest, k->hints, GEN_NONE, &k->vc);
-	if (out == OUT_LOCAL)
-		k->vc = 0;
+	uint32_t vc = 0;
+	uint32_t out = output(s, n, k.dest, k.hints, GEN_NONE, &vc);
 	G->busy = 1;
 	if (j->rest == 0 && ++G->head == G->n)
 		G->head = G->n = 0; /* its last packet is on its way; the queue is empty */
-	return push(s, n, out, gen_port(s, nd, g), k);
+	return push(s, n, out, gen_port(s, nd, g), &k);
 }
 
-/* A generator's packet left its origin at `left`: the next one is ready then. */
-static int gen_left(struct timesim *s, uint32_t n, const struct pkt *k, torus_vt_t left)
+/* Generator g's packet k left its origin at `left`: the next one is ready then. */
+static int gen_left(struct timesim *s, uint32_t n, uint32_t g, const struct pkt *k, torus_vt_t left)
 {
 	struct node *nd = &s->nodes[n];
-	struct gen *G = &nd->gens[k->gen];
+	struct gen *G = &nd->gens[g];
 	G->busy = 0;
 	if (left > G->cursor)
 		G->cursor = left;
-	if (k->gen != nd->ngens - 1 && s->cfg.hooks.left)
+	if (g != nd->ngens - 1 && s->cfg.hooks.left)
 		s->cfg.hooks.left(s->cfg.hooks.arg, n, k->cookie, k->kind == PK_GETREQ ? 0 : k->len, left);
-	return gen_next(s, n, k->gen);
+	return gen_next(s, n, g);
 }
 
 static int gen_add(struct timesim *s, uint32_t n, uint32_t g, const struct job *j)
@@ -449,125 +551,156 @@ static int gen_add(struct timesim *s, uint32_t n, uint32_t g, const struct job *
 static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 {
 	struct node *nd = &s->nodes[n];
-	struct pkt *k = pop(nd, OUT_LOCAL, port);
+	struct pkt k;
+	pop(nd, s->lout, port, &k);
 	int rc = 0;
-	if (nd->waiting[OUT_LOCAL] && qof(nd, OUT_LOCAL, port)->head)
-		rc = heap_push(s, qof(nd, OUT_LOCAL, port)->head->ready, key_of(CLS_DELIVERY, n, port));
+	if (nd->q[qix(nd, s->lout, port)].n)
+		rc = heap_push(s, nd->hr[qix(nd, s->lout, port)], key_of(CLS_DELIVERY, n, port));
 	s->st.deposits++;
-	if (k->kind == PK_GETREQ) {
+	if (k.kind == PK_GETREQ) {
 		/* the reply: the data back to the requester, from this node's reply queue */
-		struct job j = {k->cookie, k->reply_len, 0, t, PK_DATA, k->origin, n, 0, k->hints};
-		if (rc == 0 && !(s->cfg.hooks.request && s->cfg.hooks.request(s->cfg.hooks.arg, n, k->cookie, t)))
+		struct greq g = greq_take(s, k.index);
+		struct job j = {k.cookie, g.reply_len, 0, t, PK_DATA, g.origin, n, 0, k.hints};
+		if (rc == 0 && !(s->cfg.hooks.request && s->cfg.hooks.request(s->cfg.hooks.arg, n, k.cookie, t)))
 			rc = gen_add(s, n, nd->ngens - 1, &j);
 	} else if (s->cfg.hooks.deposit) {
-		s->cfg.hooks.deposit(s->cfg.hooks.arg, n, k->cookie, k->index, k->len, t);
+		s->cfg.hooks.deposit(s->cfg.hooks.arg, n, k.cookie, k.index, k.len, t);
 	}
-	if (k->gen != GEN_NONE && rc == 0)
-		rc = gen_left(s, n, k, t);
-	pkt_free(s, k);
+	uint32_t g = port_gen(s, nd, port);
+	if (g != GEN_NONE && rc == 0)
+		rc = gen_left(s, n, g, &k, t);
 	return rc;
+}
+
+/* Round robin: the first non-empty queue of link l after the port served
+ * last whose head is ready by t, going round once; UINT32_MAX: none. */
+static uint32_t rr_pick(const struct node *nd, uint32_t l, torus_vt_t t)
+{
+	const uint64_t *bits = &nd->nonempty[(size_t)l * nd->nwords];
+	const torus_vt_t *hr = &nd->hr[qix(nd, l, 0)];
+	uint32_t rr = nd->links[l].rr, start = rr + 1 == nd->nports ? 0 : rr + 1;
+	if (nd->nwords == 1) {
+		/* the usual case: the ports at and after start, then those before */
+		uint64_t hi = bits[0] & (~0ull << start), lo = bits[0] & ~(~0ull << start);
+		for (uint64_t m = hi; m; m &= m - 1)
+			if (hr[__builtin_ctzll(m)] <= t)
+				return (uint32_t)__builtin_ctzll(m);
+		for (uint64_t m = lo; m; m &= m - 1)
+			if (hr[__builtin_ctzll(m)] <= t)
+				return (uint32_t)__builtin_ctzll(m);
+		return UINT32_MAX;
+	}
+	for (uint32_t pass = 0; pass < 2; pass++) {
+		uint32_t from = pass ? 0 : start, to = pass ? start : nd->nports;
+		for (uint32_t w = from / 64; from < to && w <= (to - 1) / 64; w++) {
+			uint64_t m = bits[w];
+			if (w == from / 64)
+				m &= ~0ull << (from % 64);
+			for (; m; m &= m - 1) {
+				uint32_t p = w * 64 + (uint32_t)__builtin_ctzll(m);
+				if (p >= to)
+					break;
+				if (hr[p] <= t)
+					return p;
+			}
+		}
+	}
+	return UINT32_MAX;
 }
 
 static int depart(struct timesim *s, uint32_t n, uint32_t l, torus_vt_t t)
 {
 	struct node *nd = &s->nodes[n];
-	struct pkt *k = NULL;
-	uint32_t port = 0;
-	/* round robin: the first non-empty queue after the port served last
-	 * whose head is ready, going round once */
-	const uint64_t *bits = &nd->nonempty[(size_t)l * nd->nwords];
-	uint32_t start = nd->rr[l] + 1 == nd->nports ? 0 : nd->rr[l] + 1;
-	for (uint32_t pass = 0; pass < 2 && !k; pass++) {
-		uint32_t from = pass ? 0 : start, to = pass ? start : nd->nports;
-		for (uint32_t w = from / 64; w <= (to - 1) / 64 && from < to && !k; w++) {
-			uint64_t m = bits[w];
-			if (w == from / 64)
-				m &= ~0ull << (from % 64);
-			for (; m; m &= m - 1) {
-				uint32_t cand = w * 64 + (uint32_t)__builtin_ctzll(m);
-				if (cand >= to)
-					break;
-				if (qof(nd, l, cand)->ready <= t) {
-					port = cand;
-					k = pop(nd, l, port);
-					break;
-				}
-			}
-		}
-	}
-	if (!k)
+	struct link *L = &nd->links[l];
+	uint32_t port = rr_pick(nd, l, t);
+	if (port == UINT32_MAX)
 		return -EFAULT; /* cannot happen: t was chosen from a head */
-	nd->rr[l] = port;
-	const struct torus_cost *c = nd->cost[l];
-	torus_vt_t end = t + c->ser[k->len];
-	nd->free_at[l] = end;
-	nd->cand[l] = TIMESIM_NEVER; /* its entry is spent */
+	struct pkt k;
+	pop(nd, l, port, &k);
+	L->rr = port;
+	const struct torus_cost *c = L->cost;
+	torus_vt_t end = t + c->ser[k.len];
+	L->free_at = end;
+	L->cand = TIMESIM_NEVER; /* its entry is spent */
 	s->st.hops++;
 	if (s->cfg.hooks.hop)
-		s->cfg.hooks.hop(s->cfg.hooks.arg, n, l, t, end, c->wire[k->len], k->len, k->cookie, k->kind == PK_GETREQ);
-	uint32_t next = torus_neighbor(s->cfg.shape, n, l >> 1, (enum torus_dir)(l & 1));
-	struct pkt moved = *k;
-	k->ready = end + c->hop_latency;
-	k->from_link = l;
-	k->gen = GEN_NONE;
-	uint32_t out = output(s, next, k->dest, k->hints, l, &k->vc);
-	int rc = push(s, next, out, 2 * l + (k->vc ? 0 : 1), k);
+		s->cfg.hooks.hop(s->cfg.hooks.arg, n, l, t, end, c->wire[k.len], k.len, k.cookie, k.kind == PK_GETREQ);
+	/* its VC on this hop: the port's, or if it was injected here, the
+	 * one it entered the dimension on */
+	uint32_t vc = port < nd->first_core_port ? !(port & 1u) : (nd->wrap >> l) & 1u;
+	uint32_t next = L->nbr;
+	struct pkt moved = k;
+	k.ready = end + c->hop_latency;
+	uint32_t out = output(s, next, k.dest, k.hints, l, &vc);
+	int rc = push(s, next, out, 2 * l + (vc ? 0 : 1), &k);
 	if (rc == 0)
 		rc = link_update(s, n, l);
-	if (rc == 0 && moved.gen != GEN_NONE)
-		rc = gen_left(s, n, &moved, end);
+	uint32_t g = port_gen(s, nd, port);
+	if (rc == 0 && g != GEN_NONE)
+		rc = gen_left(s, n, g, &moved, end);
 	return rc;
 }
 
 /* ------------------------------------------------------------------- API */
 
+static int node_init(struct timesim *s, uint32_t i)
+{
+	const struct timesim_config *cfg = &s->cfg;
+	struct node *nd = &s->nodes[i];
+	const uint32_t F = cfg->params->inj_fifos;
+	if (cfg->cores[i] == 0 || cfg->cores[i] > TORUS_MAX_CORES)
+		return -EINVAL;
+	nd->first_core_port = 4 * cfg->shape->ndims;
+	nd->nports = nd->first_core_port + cfg->cores[i] * (1 + F) + 1;
+	nd->ngens = cfg->cores[i] * F + 1;
+	nd->nwords = (nd->nports + 63) / 64;
+	torus_rank_to_coords(cfg->shape, i, nd->coords);
+	memcpy(&s->coords[(size_t)i * s->ndims], nd->coords, s->ndims * sizeof(uint32_t));
+	for (uint32_t l = 0; l < NLINKS; l++) {
+		struct link *L = &nd->links[l];
+		L->rr = nd->nports - 1; /* the first scan starts at port 0 */
+		L->cand = TIMESIM_NEVER;
+		L->cost = cfg->link_cost && cfg->link_cost[(size_t)i * NLINKS + l] ? cfg->link_cost[(size_t)i * NLINKS + l]
+										   : &s->cost;
+		if (l < 2 * cfg->shape->ndims) {
+			enum torus_dir dir = (enum torus_dir)(l & 1);
+			if (torus_hop_is_wrap(cfg->shape->dims[l >> 1], nd->coords[l >> 1], dir))
+				nd->wrap |= 1u << l;
+			L->nbr = torus_neighbor(cfg->shape, i, l >> 1, dir);
+		}
+	}
+	size_t nq = (size_t)(s->lout + 1) * nd->nports;
+	if (!(nd->q = calloc(nq, sizeof(*nd->q))) || !(nd->hr = calloc(nq, sizeof(*nd->hr))) ||
+	    !(nd->nonempty = calloc((size_t)(s->lout + 1) * nd->nwords, sizeof(uint64_t))) ||
+	    !(nd->gens = calloc(nd->ngens, sizeof(*nd->gens))))
+		return -ENOMEM;
+	return 0;
+}
+
 int timesim_create(const struct timesim_config *cfg, struct timesim **out)
 {
 	if (!cfg || !out || !cfg->shape || !cfg->params || !cfg->cores || cfg->shape->nnodes == 0 ||
 	    cfg->params->inj_fifos == 0 || cfg->getreq_bytes > TORUS_MAX_PAYLOAD ||
-	    cfg->shape->nnodes > (1u << 30))
+	    cfg->shape->nnodes > (1u << 30) || torus_params_payload(cfg->params) > UINT8_MAX)
 		return -EINVAL;
 	struct timesim *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->cfg = *cfg;
 	s->nnodes = cfg->shape->nnodes;
+	s->ndims = cfg->shape->ndims;
+	s->lout = 2 * s->ndims;
 	s->pay = torus_params_payload(cfg->params);
+	s->greq_free = UINT32_MAX;
 	torus_cost_init(&s->cost, cfg->params);
-	const uint32_t F = cfg->params->inj_fifos;
-	if (!(s->nodes = calloc(s->nnodes, sizeof(*s->nodes)))) {
-		free(s);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < s->nnodes; i++) {
-		struct node *nd = &s->nodes[i];
-		if (cfg->cores[i] == 0 || cfg->cores[i] > TORUS_MAX_CORES) {
-			timesim_destroy(s);
-			return -EINVAL;
-		}
-		nd->first_core_port = 4 * cfg->shape->ndims;
-		nd->nports = nd->first_core_port + cfg->cores[i] * (1 + F) + 1;
-		nd->ngens = cfg->cores[i] * F + 1;
-		nd->nwords = (nd->nports + 63) / 64;
-		torus_rank_to_coords(cfg->shape, i, nd->coords);
-		for (uint32_t l = 0; l < NLINKS; l++) {
-			nd->rr[l] = nd->nports - 1; /* the first scan starts at port 0 */
-			nd->cand[l] = TIMESIM_NEVER;
-			nd->cost[l] = cfg->link_cost && cfg->link_cost[(size_t)i * NLINKS + l]
-					      ? cfg->link_cost[(size_t)i * NLINKS + l]
-					      : &s->cost;
-			if (l < 2 * cfg->shape->ndims)
-				nd->wrap[l] = torus_hop_is_wrap(cfg->shape->dims[l >> 1], nd->coords[l >> 1],
-								(enum torus_dir)(l & 1));
-		}
-		if (!(nd->route = malloc(s->nnodes)) ||
-		    !(nd->q = calloc((size_t)(NLINKS + 1) * nd->nports, sizeof(*nd->q))) ||
-		    !(nd->nonempty = calloc((size_t)(NLINKS + 1) * nd->nwords, sizeof(uint64_t))) ||
-		    !(nd->gens = calloc(nd->ngens, sizeof(*nd->gens)))) {
-			timesim_destroy(s);
-			return -ENOMEM;
-		}
-		torus_route_table(cfg->shape, i, nd->route);
+	s->nodes = calloc(s->nnodes, sizeof(*s->nodes));
+	s->coords = calloc((size_t)s->nnodes * (s->ndims ? s->ndims : 1), sizeof(uint32_t));
+	int rc = s->nodes && s->coords ? 0 : -ENOMEM;
+	for (uint32_t i = 0; i < s->nnodes && rc == 0; i++)
+		rc = node_init(s, i);
+	if (rc) {
+		timesim_destroy(s);
+		return rc;
 	}
 	*out = s;
 	return 0;
@@ -581,25 +714,20 @@ void timesim_destroy(struct timesim *s)
 		for (uint32_t n = 0; n < s->nnodes; n++) {
 			struct node *nd = &s->nodes[n];
 			if (nd->q)
-				for (size_t i = 0; i < (size_t)(NLINKS + 1) * nd->nports; i++)
-					for (struct pkt *k = nd->q[i].head, *nx; k; k = nx) {
-						nx = k->next;
-						free(k);
-					}
+				for (size_t i = 0; i < (size_t)(s->lout + 1) * nd->nports; i++)
+					free(nd->q[i].buf);
 			if (nd->gens)
 				for (uint32_t g = 0; g < nd->ngens; g++)
 					free(nd->gens[g].jobs);
 			free(nd->gens);
 			free(nd->nonempty);
+			free(nd->hr);
 			free(nd->q);
-			free(nd->route);
 		}
 		free(s->nodes);
 	}
-	for (struct pkt *k = s->pool, *nx; k; k = nx) {
-		nx = k->next;
-		free(k);
-	}
+	free(s->coords);
+	free(s->greq);
 	for (size_t i = 0; i < 65; i++)
 		free(s->rb[i].e);
 	free(s);
@@ -621,21 +749,10 @@ int timesim_post(struct timesim *s, const struct timesim_xfer *x)
 		return -ERANGE;
 	struct node *nd = &s->nodes[x->src_node];
 	if (x->kind == TIMESIM_RAW) {
-		struct pkt *k = pkt_new(s);
-		if (!k)
-			return -ENOMEM;
-		memset(k, 0, sizeof(*k));
-		k->ready = x->ready;
-		k->len = (uint32_t)x->len;
-		k->dest = x->dst_node;
-		k->kind = PK_DATA;
-		k->cookie = x->cookie;
-		k->hints = x->hints;
-		k->origin = x->src_node;
-		k->from_link = GEN_NONE;
-		k->gen = GEN_NONE;
-		uint32_t out = output(s, x->src_node, k->dest, k->hints, GEN_NONE, &k->vc);
-		return push(s, x->src_node, out, nd->first_core_port + x->src_core * (1 + s->cfg.params->inj_fifos), k);
+		struct pkt k = {x->ready, x->cookie, 0, x->dst_node, x->hints, (uint8_t)x->len, PK_DATA};
+		uint32_t vc = 0;
+		uint32_t out = output(s, x->src_node, k.dest, k.hints, GEN_NONE, &vc);
+		return push(s, x->src_node, out, nd->first_core_port + x->src_core * (1 + s->cfg.params->inj_fifos), &k);
 	}
 	struct job j = {x->cookie, x->len, 0, x->ready, x->kind == TIMESIM_GET ? PK_GETREQ : PK_DATA, x->dst_node,
 			x->src_node, x->kind == TIMESIM_GET ? x->len : 0, x->hints};
