@@ -58,10 +58,12 @@ struct pkt {
 };
 
 /* A queue: a ring buffer of packets (cap mask + 1, a power of two, or no
- * buffer yet). */
+ * buffer yet), and its head's ready time, so a scan of the queues of an
+ * output reads no packet. */
 struct queue {
+	torus_vt_t ready;
 	struct pkt *buf;
-	uint32_t head, n, mask;
+	uint32_t head, n, mask, pad;
 };
 
 /* A get request's reply, while the request travels. */
@@ -88,31 +90,33 @@ struct gen {
 	int busy;           /* a packet of it waits at this node */
 };
 
-/* A link direction leaving a node: what a departure touches, together. */
-struct link {
+/*
+ * An output of a node: a link direction, or local delivery. Outputs are
+ * numbered 0 .. 2 * ndims - 1 (the links) and s->lout = 2 * ndims (local
+ * delivery), so a 3-d torus keeps no queues for links it does not have.
+ * Each output is one block, cache-line aligned: this header, the bitmap
+ * of its non-empty queues (nwords words), then its queues (one per input
+ * port), so that a departure touches the header's line and the lines of
+ * the queues it looks at, and nothing else of the node.
+ */
+struct out {
 	torus_vt_t free_at;
 	torus_vt_t cand;    /* its pending departure, TIMESIM_NEVER: none */
 	const struct torus_cost *cost;
 	uint32_t rr;        /* the port served last */
 	uint32_t nbr;       /* the node at its other end */
+	uint32_t waiting;   /* non-empty queues */
+	uint32_t pad;
 };
 
-/*
- * Outputs are numbered 0 .. 2 * ndims - 1 (the links) and s->lout = 2 *
- * ndims (local delivery), so a 3-d torus keeps no queues for links it
- * does not have.
- */
 struct node {
-	struct link links[NLINKS];
-	struct queue *q;            /* [(lout + 1) * nports], output-major */
-	torus_vt_t *hr;             /* [(lout + 1) * nports]: each queue's head's ready time */
-	uint64_t *nonempty;         /* [(lout + 1) * nwords]: bit per non-empty queue */
-	uint32_t waiting[NLINKS + 1]; /* non-empty queues per output */
-	uint32_t coords[TORUS_MAX_DIMS];
+	unsigned char *blk;         /* the outputs' blocks, ostride bytes each */
+	uint32_t ostride, qoff;     /* block size; its queues' offset in it */
 	uint32_t wrap;              /* bit per link: the hop crosses the dateline */
 	uint32_t nwords;
-	struct gen *gens;           /* ncores * inj_fifos, then the reply queue */
 	uint32_t ngens, nports, first_core_port;
+	struct gen *gens;           /* ncores * inj_fifos, then the reply queue */
+	uint32_t coords[TORUS_MAX_DIMS];
 };
 
 struct entry {
@@ -132,11 +136,11 @@ struct timesim {
 	struct rbucket {
 		struct entry *e;
 		size_t n, cap;
+		torus_vt_t mint;   /* the smallest time in it (buckets 1..64, not empty) */
 	} rb[65];
+	uint64_t occ;              /* bit i - 1: bucket i is not empty */
 	torus_vt_t rlast;
 	size_t nheap;
-	torus_vt_t rmin;           /* heap_min_time's answer while rmin_ok (no push since) */
-	int rmin_ok;
 	struct greq *greq;         /* get requests in flight, and a free list */
 	uint32_t ngreq, greq_cap, greq_free;
 	torus_vt_t now;            /* everything before it is final */
@@ -161,27 +165,40 @@ struct timesim {
  * node, then port or link). The 4-ary heap before it spent 35% of the
  * timekeeper's time on the 4 MiB allreduce.
  */
-static int rb_append(struct rbucket *b, struct entry e)
+static int rb_grow(struct rbucket *b)
 {
-	if (b->n == b->cap) {
-		size_t nc = b->cap ? 2 * b->cap : 16;
-		struct entry *ne = realloc(b->e, nc * sizeof(*ne));
-		if (!ne)
-			return -ENOMEM;
-		b->e = ne;
-		b->cap = nc;
+	size_t nc = b->cap ? 2 * b->cap : 16;
+	struct entry *ne = realloc(b->e, nc * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	b->e = ne;
+	b->cap = nc;
+	return 0;
+}
+
+/* Bucket i > 0: e joins (the bucket keeps its smallest time, so that
+ * finding the next time is a look at the first non-empty bucket). */
+static inline int rb_append(struct timesim *s, size_t i, struct entry e)
+{
+	struct rbucket *b = &s->rb[i];
+	if (b->n == b->cap && rb_grow(b))
+		return -ENOMEM;
+	if (!b->n++) {
+		s->occ |= 1ull << (i - 1);
+		b->mint = e.t;
+	} else if (e.t < b->mint) {
+		b->mint = e.t;
 	}
-	b->e[b->n++] = e;
+	b->e[b->n - 1] = e;
 	return 0;
 }
 
 /* Bucket 0, by key: e joins. */
 static int b0_insert(struct rbucket *b, struct entry e)
 {
-	int rc = rb_append(b, e);
-	if (rc)
-		return rc;
-	size_t i = b->n - 1;
+	if (b->n == b->cap && rb_grow(b))
+		return -ENOMEM;
+	size_t i = b->n++;
 	while (i > 0 && e.key < b->e[(i - 1) / 2].key) {
 		b->e[i] = b->e[(i - 1) / 2];
 		i = (i - 1) / 2;
@@ -201,8 +218,7 @@ static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
 		return -EINVAL; /* in the past: cannot happen (see above) */
 	struct entry e = {t, key};
 	size_t i = bucket_of(t, s->rlast);
-	s->rmin_ok = 0;
-	int rc = i ? rb_append(&s->rb[i], e) : b0_insert(&s->rb[0], e);
+	int rc = i ? rb_append(s, i, e) : b0_insert(&s->rb[0], e);
 	if (rc)
 		return rc;
 	if (++s->nheap > s->st.heap_max)
@@ -213,30 +229,28 @@ static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
 /* The first non-empty bucket after 0 (the heap holds something). */
 static size_t first_bucket(const struct timesim *s)
 {
-	size_t i = 1;
-	while (i < 64 && !s->rb[i].n)
-		i++;
-	return i;
+	return 1 + (size_t)__builtin_ctzll(s->occ);
 }
 
 /* The earliest time in the heap, without taking anything out (a peek must
  * not move rlast: events may still be posted before the next one). */
-static torus_vt_t heap_min_time(struct timesim *s)
+static torus_vt_t heap_min_time(const struct timesim *s)
 {
 	if (!s->nheap)
 		return TIMESIM_NEVER;
 	if (s->rb[0].n)
 		return s->rlast;
-	if (s->rmin_ok)
-		return s->rmin;
-	size_t i = first_bucket(s);
-	torus_vt_t m = s->rb[i].e[0].t;
-	for (size_t j = 1; j < s->rb[i].n; j++)
-		m = s->rb[i].e[j].t < m ? s->rb[i].e[j].t : m;
-	s->rmin = m;
-	s->rmin_ok = 1;
-	return m;
+	return s->rb[first_bucket(s)].mint;
 }
+
+/*
+ * The events of a bucket being spread out are the next ones to be
+ * handled, a few at a time: start loading what they will touch (the
+ * output's header, and for a delivery its queue), so that the cache
+ * misses of several events overlap instead of following one another.
+ */
+#define PREFETCH_MAX 16
+static void prefetch_event(const struct timesim *s, uint64_t key);
 
 /* The first entry (bucket 0 refilled if it ran dry), or NULL. */
 static const struct entry *heap_top(struct timesim *s)
@@ -244,15 +258,19 @@ static const struct entry *heap_top(struct timesim *s)
 	if (!s->nheap)
 		return NULL;
 	if (!s->rb[0].n) {
-		struct rbucket *b = &s->rb[first_bucket(s)];
-		torus_vt_t m = heap_min_time(s);
+		size_t i = first_bucket(s);
+		struct rbucket *b = &s->rb[i];
+		torus_vt_t m = b->mint;
 		s->rlast = m;
-		s->rmin_ok = 0;
+		if (b->n <= PREFETCH_MAX)
+			for (size_t j = 0; j < b->n; j++)
+				prefetch_event(s, b->e[j].key);
+		s->occ &= ~(1ull << (i - 1));
 		for (size_t j = 0; j < b->n; j++) {
 			/* to lower buckets (an append that fails loses the
 			 * entry: the run ends with -ENOMEM) */
 			size_t to = bucket_of(b->e[j].t, m);
-			if ((to ? rb_append(&s->rb[to], b->e[j]) : b0_insert(&s->rb[0], b->e[j])) != 0)
+			if ((to ? rb_append(s, to, b->e[j]) : b0_insert(&s->rb[0], b->e[j])) != 0)
 				return NULL;
 		}
 		b->n = 0;
@@ -282,7 +300,29 @@ static void heap_pop(struct timesim *s)
 		b->e[i] = e;
 }
 
+static struct out *out_of(const struct node *nd, uint32_t out)
+{
+	return (struct out *)(void *)(nd->blk + (size_t)out * nd->ostride);
+}
+static uint64_t *bits_of(struct out *O) { return (uint64_t *)(void *)(O + 1); }
+static struct queue *queues_of(const struct node *nd, struct out *O)
+{
+	return (struct queue *)(void *)((unsigned char *)O + nd->qoff);
+}
+
 enum { CLS_DELIVERY, CLS_DEPARTURE };
+
+static void prefetch_event(const struct timesim *s, uint64_t key)
+{
+	const struct node *nd = &s->nodes[(key >> 20) & 0x3FFFFFFFFFull];
+	uint32_t idx = (uint32_t)(key & 0xFFFFF);
+	if (key >> 62 == CLS_DEPARTURE) {
+		__builtin_prefetch(out_of(nd, idx));
+		return;
+	}
+	struct out *O = out_of(nd, s->lout);
+	__builtin_prefetch(&queues_of(nd, O)[idx]);
+}
 static uint64_t key_of(uint32_t cls, uint32_t node, uint32_t idx)
 {
 	return (uint64_t)cls << 62 | (uint64_t)node << 20 | idx;
@@ -294,7 +334,7 @@ static int entry_current(const struct timesim *s, const struct entry *e)
 {
 	if (e->key >> 62 != CLS_DEPARTURE)
 		return 1;
-	return s->nodes[(e->key >> 20) & 0x3FFFFFFFFFull].links[e->key & 0xFFFFF].cand == e->t;
+	return out_of(&s->nodes[(e->key >> 20) & 0x3FFFFFFFFFull], (uint32_t)(e->key & 0xFFFFF))->cand == e->t;
 }
 
 /* --------------------------------------------------------------- packets */
@@ -318,11 +358,6 @@ static int q_grow(struct queue *q)
 	q->head = 0;
 	q->mask = nc - 1;
 	return 0;
-}
-
-static size_t qix(const struct node *nd, uint32_t out, uint32_t port)
-{
-	return (size_t)out * nd->nports + port;
 }
 
 static uint32_t gen_port(const struct timesim *s, const struct node *nd, uint32_t g)
@@ -378,14 +413,14 @@ static uint32_t output(const struct timesim *s, uint32_t n, uint32_t dest, uint1
 static int link_update(struct timesim *s, uint32_t n, uint32_t l)
 {
 	struct node *nd = &s->nodes[n];
-	struct link *L = &nd->links[l];
+	struct out *L = out_of(nd, l);
 	torus_vt_t r = TIMESIM_NEVER;
-	if (nd->waiting[l]) {
-		const torus_vt_t *hr = &nd->hr[qix(nd, l, 0)];
-		const uint64_t *bits = &nd->nonempty[(size_t)l * nd->nwords];
+	if (L->waiting) {
+		const struct queue *q = queues_of(nd, L);
+		const uint64_t *bits = bits_of(L);
 		for (uint32_t w = 0; w < nd->nwords; w++)
 			for (uint64_t m = bits[w]; m; m &= m - 1) {
-				torus_vt_t hrt = hr[w * 64 + (uint32_t)__builtin_ctzll(m)];
+				torus_vt_t hrt = q[w * 64 + (uint32_t)__builtin_ctzll(m)].ready;
 				if (hrt < r)
 					r = hrt;
 			}
@@ -404,24 +439,26 @@ static int link_update(struct timesim *s, uint32_t n, uint32_t l)
 static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, const struct pkt *k)
 {
 	struct node *nd = &s->nodes[n];
-	size_t i = qix(nd, out, port);
-	struct queue *q = &nd->q[i];
+	struct out *O = out_of(nd, out);
+	struct queue *q = &queues_of(nd, O)[port];
 	if (!q->buf || q->n == q->mask + 1) {
 		int rc = q_grow(q);
 		if (rc)
 			return rc;
 	}
 	q->buf[(q->head + q->n) & q->mask] = *k;
+	/* (the next push writes beside it) */
+	__builtin_prefetch(&q->buf[(q->head + q->n + 1) & q->mask], 1);
 	if (q->n++)
 		return 0; /* behind another: no candidate changes */
-	nd->hr[i] = k->ready;
-	nd->waiting[out]++;
-	nd->nonempty[(size_t)out * nd->nwords + port / 64] |= 1ull << (port % 64);
+	q->ready = k->ready;
+	O->waiting++;
+	bits_of(O)[port / 64] |= 1ull << (port % 64);
 	if (out == s->lout)
 		return heap_push(s, k->ready, key_of(CLS_DELIVERY, n, port));
 	/* a new head can only bring the departure forward, to max(free_at,
 	 * its ready time): what link_update would find, without the scan */
-	struct link *L = &nd->links[out];
+	struct out *L = O;
 	torus_vt_t t = k->ready > L->free_at ? k->ready : L->free_at;
 	if (t >= L->cand)
 		return 0;
@@ -432,16 +469,18 @@ static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, cons
 /* Take the head of a queue out (into *k). */
 static void pop(struct node *nd, uint32_t out, uint32_t port, struct pkt *k)
 {
-	size_t i = qix(nd, out, port);
-	struct queue *q = &nd->q[i];
+	struct out *O = out_of(nd, out);
+	struct queue *q = &queues_of(nd, O)[port];
 	*k = q->buf[q->head];
 	q->head = (q->head + 1) & q->mask;
 	if (--q->n) {
-		nd->hr[i] = q->buf[q->head].ready;
+		q->ready = q->buf[q->head].ready;
+		/* the one after: in cache by the time it is the head */
+		__builtin_prefetch(&q->buf[(q->head + 1) & q->mask]);
 		return;
 	}
-	nd->waiting[out]--;
-	nd->nonempty[(size_t)out * nd->nwords + port / 64] &= ~(1ull << (port % 64));
+	O->waiting--;
+	bits_of(O)[port / 64] &= ~(1ull << (port % 64));
 }
 
 /* ------------------------------------------------------------ get requests */
@@ -554,8 +593,9 @@ static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 	struct pkt k;
 	pop(nd, s->lout, port, &k);
 	int rc = 0;
-	if (nd->q[qix(nd, s->lout, port)].n)
-		rc = heap_push(s, nd->hr[qix(nd, s->lout, port)], key_of(CLS_DELIVERY, n, port));
+	const struct queue *q = &queues_of(nd, out_of(nd, s->lout))[port];
+	if (q->n)
+		rc = heap_push(s, q->ready, key_of(CLS_DELIVERY, n, port));
 	s->st.deposits++;
 	if (k.kind == PK_GETREQ) {
 		/* the reply: the data back to the requester, from this node's reply queue */
@@ -576,17 +616,18 @@ static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
  * last whose head is ready by t, going round once; UINT32_MAX: none. */
 static uint32_t rr_pick(const struct node *nd, uint32_t l, torus_vt_t t)
 {
-	const uint64_t *bits = &nd->nonempty[(size_t)l * nd->nwords];
-	const torus_vt_t *hr = &nd->hr[qix(nd, l, 0)];
-	uint32_t rr = nd->links[l].rr, start = rr + 1 == nd->nports ? 0 : rr + 1;
+	struct out *L = out_of(nd, l);
+	const uint64_t *bits = bits_of(L);
+	const struct queue *q = queues_of(nd, L);
+	uint32_t rr = L->rr, start = rr + 1 == nd->nports ? 0 : rr + 1;
 	if (nd->nwords == 1) {
 		/* the usual case: the ports at and after start, then those before */
 		uint64_t hi = bits[0] & (~0ull << start), lo = bits[0] & ~(~0ull << start);
 		for (uint64_t m = hi; m; m &= m - 1)
-			if (hr[__builtin_ctzll(m)] <= t)
+			if (q[__builtin_ctzll(m)].ready <= t)
 				return (uint32_t)__builtin_ctzll(m);
 		for (uint64_t m = lo; m; m &= m - 1)
-			if (hr[__builtin_ctzll(m)] <= t)
+			if (q[__builtin_ctzll(m)].ready <= t)
 				return (uint32_t)__builtin_ctzll(m);
 		return UINT32_MAX;
 	}
@@ -600,7 +641,7 @@ static uint32_t rr_pick(const struct node *nd, uint32_t l, torus_vt_t t)
 				uint32_t p = w * 64 + (uint32_t)__builtin_ctzll(m);
 				if (p >= to)
 					break;
-				if (hr[p] <= t)
+				if (q[p].ready <= t)
 					return p;
 			}
 		}
@@ -611,7 +652,7 @@ static uint32_t rr_pick(const struct node *nd, uint32_t l, torus_vt_t t)
 static int depart(struct timesim *s, uint32_t n, uint32_t l, torus_vt_t t)
 {
 	struct node *nd = &s->nodes[n];
-	struct link *L = &nd->links[l];
+	struct out *L = out_of(nd, l);
 	uint32_t port = rr_pick(nd, l, t);
 	if (port == UINT32_MAX)
 		return -EFAULT; /* cannot happen: t was chosen from a head */
@@ -656,24 +697,27 @@ static int node_init(struct timesim *s, uint32_t i)
 	nd->nwords = (nd->nports + 63) / 64;
 	torus_rank_to_coords(cfg->shape, i, nd->coords);
 	memcpy(&s->coords[(size_t)i * s->ndims], nd->coords, s->ndims * sizeof(uint32_t));
-	for (uint32_t l = 0; l < NLINKS; l++) {
-		struct link *L = &nd->links[l];
+	/* each output's block: header and bitmap rounded up to a cache line,
+	 * then the queues (32 bytes each, two to a line) */
+	nd->qoff = (uint32_t)((sizeof(struct out) + 8 * nd->nwords + 63) / 64 * 64);
+	nd->ostride = (uint32_t)((nd->qoff + (size_t)nd->nports * sizeof(struct queue) + 63) / 64 * 64);
+	size_t bytes = (size_t)(s->lout + 1) * nd->ostride;
+	if (!(nd->blk = aligned_alloc(64, bytes)) || !(nd->gens = calloc(nd->ngens, sizeof(*nd->gens))))
+		return -ENOMEM;
+	memset(nd->blk, 0, bytes);
+	for (uint32_t l = 0; l <= s->lout; l++) {
+		struct out *L = out_of(nd, l);
 		L->rr = nd->nports - 1; /* the first scan starts at port 0 */
 		L->cand = TIMESIM_NEVER;
+		if (l == s->lout)
+			continue;
 		L->cost = cfg->link_cost && cfg->link_cost[(size_t)i * NLINKS + l] ? cfg->link_cost[(size_t)i * NLINKS + l]
 										   : &s->cost;
-		if (l < 2 * cfg->shape->ndims) {
-			enum torus_dir dir = (enum torus_dir)(l & 1);
-			if (torus_hop_is_wrap(cfg->shape->dims[l >> 1], nd->coords[l >> 1], dir))
-				nd->wrap |= 1u << l;
-			L->nbr = torus_neighbor(cfg->shape, i, l >> 1, dir);
-		}
+		enum torus_dir dir = (enum torus_dir)(l & 1);
+		if (torus_hop_is_wrap(cfg->shape->dims[l >> 1], nd->coords[l >> 1], dir))
+			nd->wrap |= 1u << l;
+		L->nbr = torus_neighbor(cfg->shape, i, l >> 1, dir);
 	}
-	size_t nq = (size_t)(s->lout + 1) * nd->nports;
-	if (!(nd->q = calloc(nq, sizeof(*nd->q))) || !(nd->hr = calloc(nq, sizeof(*nd->hr))) ||
-	    !(nd->nonempty = calloc((size_t)(s->lout + 1) * nd->nwords, sizeof(uint64_t))) ||
-	    !(nd->gens = calloc(nd->ngens, sizeof(*nd->gens))))
-		return -ENOMEM;
 	return 0;
 }
 
@@ -713,16 +757,14 @@ void timesim_destroy(struct timesim *s)
 	if (s->nodes) {
 		for (uint32_t n = 0; n < s->nnodes; n++) {
 			struct node *nd = &s->nodes[n];
-			if (nd->q)
-				for (size_t i = 0; i < (size_t)(s->lout + 1) * nd->nports; i++)
-					free(nd->q[i].buf);
+			for (uint32_t o = 0; nd->blk && o <= s->lout; o++)
+				for (uint32_t p = 0; p < nd->nports; p++)
+					free(queues_of(nd, out_of(nd, o))[p].buf);
 			if (nd->gens)
 				for (uint32_t g = 0; g < nd->ngens; g++)
 					free(nd->gens[g].jobs);
 			free(nd->gens);
-			free(nd->nonempty);
-			free(nd->hr);
-			free(nd->q);
+			free(nd->blk);
 		}
 		free(s->nodes);
 	}
