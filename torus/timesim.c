@@ -312,20 +312,43 @@ static struct queue *queues_of(const struct node *nd, struct out *O)
 
 enum { CLS_DELIVERY, CLS_DEPARTURE };
 
+/*
+ * An entry's key: class << 62 | node << 32 | port or link << 12 | guess.
+ * The guess (a departure's: the port round robin would pick at its time,
+ * as things stand when it is pushed) only tells prefetch_event where to
+ * look; it sits below the rest, so it orders only entries that name the
+ * same departure, of which the first spends it.
+ */
+static uint64_t key_of(uint32_t cls, uint32_t node, uint32_t idx, uint32_t guess)
+{
+	return (uint64_t)cls << 62 | (uint64_t)node << 32 | (uint64_t)idx << 12 | (guess & 0xFFFu);
+}
+static uint32_t key_node(uint64_t key) { return (uint32_t)((key >> 32) & 0x3FFFFFFFu); }
+static uint32_t key_idx(uint64_t key) { return (uint32_t)((key >> 12) & 0xFFFFFu); }
+
+/* Stage one: the output's header and the queue the event will take from. */
 static void prefetch_event(const struct timesim *s, uint64_t key)
 {
-	const struct node *nd = &s->nodes[(key >> 20) & 0x3FFFFFFFFFull];
-	uint32_t idx = (uint32_t)(key & 0xFFFFF);
+	const struct node *nd = &s->nodes[key_node(key)];
+	uint32_t idx = key_idx(key);
 	if (key >> 62 == CLS_DEPARTURE) {
-		__builtin_prefetch(out_of(nd, idx));
+		struct out *O = out_of(nd, idx);
+		__builtin_prefetch(O);
+		__builtin_prefetch(&queues_of(nd, O)[key & 0xFFFu]);
 		return;
 	}
-	struct out *O = out_of(nd, s->lout);
-	__builtin_prefetch(&queues_of(nd, O)[idx]);
+	__builtin_prefetch(&queues_of(nd, out_of(nd, s->lout))[idx]);
 }
-static uint64_t key_of(uint32_t cls, uint32_t node, uint32_t idx)
+
+/* Stage two, for the next event once its queue is in the cache: the packet. */
+static void prefetch_packet(const struct timesim *s, uint64_t key)
 {
-	return (uint64_t)cls << 62 | (uint64_t)node << 20 | idx;
+	const struct node *nd = &s->nodes[key_node(key)];
+	uint32_t idx = key_idx(key);
+	const struct queue *q = key >> 62 == CLS_DEPARTURE ? &queues_of(nd, out_of(nd, idx))[key & 0xFFFu]
+							   : &queues_of(nd, out_of(nd, s->lout))[idx];
+	if (q->n)
+		__builtin_prefetch(&q->buf[q->head]);
 }
 
 /* Is the heap's top entry still the candidate it was pushed for? (A
@@ -334,7 +357,7 @@ static int entry_current(const struct timesim *s, const struct entry *e)
 {
 	if (e->key >> 62 != CLS_DEPARTURE)
 		return 1;
-	return out_of(&s->nodes[(e->key >> 20) & 0x3FFFFFFFFFull], (uint32_t)(e->key & 0xFFFFF))->cand == e->t;
+	return out_of(&s->nodes[key_node(e->key)], key_idx(e->key))->cand == e->t;
 }
 
 /* --------------------------------------------------------------- packets */
@@ -409,6 +432,8 @@ static uint32_t output(const struct timesim *s, uint32_t n, uint32_t dest, uint1
 	return l;
 }
 
+static uint32_t rr_pick(const struct node *nd, uint32_t l, torus_vt_t t);
+
 /* The link's departure candidate after its queues or free_at changed. */
 static int link_update(struct timesim *s, uint32_t n, uint32_t l)
 {
@@ -433,7 +458,7 @@ static int link_update(struct timesim *s, uint32_t n, uint32_t l)
 	if (t == L->cand)
 		return 0;
 	L->cand = t;
-	return heap_push(s, t, key_of(CLS_DEPARTURE, n, l));
+	return heap_push(s, t, key_of(CLS_DEPARTURE, n, l, rr_pick(nd, l, t)));
 }
 
 static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, const struct pkt *k)
@@ -455,7 +480,7 @@ static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, cons
 	O->waiting++;
 	bits_of(O)[port / 64] |= 1ull << (port % 64);
 	if (out == s->lout)
-		return heap_push(s, k->ready, key_of(CLS_DELIVERY, n, port));
+		return heap_push(s, k->ready, key_of(CLS_DELIVERY, n, port, 0));
 	/* a new head can only bring the departure forward, to max(free_at,
 	 * its ready time): what link_update would find, without the scan */
 	struct out *L = O;
@@ -463,7 +488,7 @@ static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, cons
 	if (t >= L->cand)
 		return 0;
 	L->cand = t;
-	return heap_push(s, t, key_of(CLS_DEPARTURE, n, out));
+	return heap_push(s, t, key_of(CLS_DEPARTURE, n, out, port));
 }
 
 /* Take the head of a queue out (into *k). */
@@ -595,7 +620,7 @@ static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 	int rc = 0;
 	const struct queue *q = &queues_of(nd, out_of(nd, s->lout))[port];
 	if (q->n)
-		rc = heap_push(s, q->ready, key_of(CLS_DELIVERY, n, port));
+		rc = heap_push(s, q->ready, key_of(CLS_DELIVERY, n, port, 0));
 	s->st.deposits++;
 	if (k.kind == PK_GETREQ) {
 		/* the reply: the data back to the requester, from this node's reply queue */
@@ -827,7 +852,9 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 			s->st.stale++;
 			continue;
 		}
-		uint32_t n = (uint32_t)((e.key >> 20) & 0x3FFFFFFFFFull), idx = (uint32_t)(e.key & 0xFFFFF);
+		uint32_t n = key_node(e.key), idx = key_idx(e.key);
+		if (s->rb[0].n)
+			prefetch_packet(s, s->rb[0].e[0].key);
 		s->st.events++;
 		last = s->cur = t;
 		int rc;
