@@ -57,14 +57,21 @@ struct pkt {
 	uint8_t len, kind;
 };
 
-/* A queue: a ring buffer of packets (cap mask + 1, a power of two, or no
- * buffer yet), and its head's ready time, so a scan of the queues of an
- * output reads no packet. */
+/*
+ * A queue: its first packet held here, the others in a ring buffer (cap
+ * mask + 1, a power of two, or no buffer yet). Most queues a packet passes
+ * through on its way hold only it, and then the packet never leaves the
+ * queue's own cache line, which arbitration reads anyway (the head's ready
+ * time); the ring is for the queues that back up.
+ */
 struct queue {
-	torus_vt_t ready;
+	struct pkt first;   /* (first.ready: the head's ready time) */
 	struct pkt *buf;
-	uint32_t head, n, mask, pad;
+	uint32_t head, n, mask, pad; /* n: packets, the first included */
+	uint64_t spare;     /* (a queue is one cache line) */
 };
+_Static_assert(sizeof(struct queue) == 64, "a queue is one cache line");
+_Static_assert(sizeof(struct pkt) == 32, "a packet is half a cache line");
 
 /* A get request's reply, while the request travels. */
 struct greq {
@@ -347,7 +354,7 @@ static void prefetch_packet(const struct timesim *s, uint64_t key)
 	uint32_t idx = key_idx(key);
 	const struct queue *q = key >> 62 == CLS_DEPARTURE ? &queues_of(nd, out_of(nd, idx))[key & 0xFFFu]
 							   : &queues_of(nd, out_of(nd, s->lout))[idx];
-	if (q->n)
+	if (q->n > 1)
 		__builtin_prefetch(&q->buf[q->head]);
 }
 
@@ -362,7 +369,8 @@ static int entry_current(const struct timesim *s, const struct entry *e)
 
 /* --------------------------------------------------------------- packets */
 
-static int q_grow(struct queue *q)
+/* The ring of q, full with rn packets: twice the room. */
+static int q_grow(struct queue *q, uint32_t rn)
 {
 	uint32_t cap = q->buf ? q->mask + 1 : 0, nc = cap ? 2 * cap : 4;
 	if (nc <= cap)
@@ -371,10 +379,10 @@ static int q_grow(struct queue *q)
 	if (!nb)
 		return -ENOMEM;
 	/* unwrap: the oldest first */
-	uint32_t first = cap - q->head < q->n ? cap - q->head : q->n;
-	if (q->n) {
+	uint32_t first = cap - q->head < rn ? cap - q->head : rn;
+	if (rn) {
 		memcpy(nb, q->buf + q->head, (size_t)first * sizeof(*nb));
-		memcpy(nb + first, q->buf, (size_t)(q->n - first) * sizeof(*nb));
+		memcpy(nb + first, q->buf, (size_t)(rn - first) * sizeof(*nb));
 	}
 	free(q->buf);
 	q->buf = nb;
@@ -445,7 +453,7 @@ static int link_update(struct timesim *s, uint32_t n, uint32_t l)
 		const uint64_t *bits = bits_of(L);
 		for (uint32_t w = 0; w < nd->nwords; w++)
 			for (uint64_t m = bits[w]; m; m &= m - 1) {
-				torus_vt_t hrt = q[w * 64 + (uint32_t)__builtin_ctzll(m)].ready;
+				torus_vt_t hrt = q[w * 64 + (uint32_t)__builtin_ctzll(m)].first.ready;
 				if (hrt < r)
 					r = hrt;
 			}
@@ -466,17 +474,21 @@ static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, cons
 	struct node *nd = &s->nodes[n];
 	struct out *O = out_of(nd, out);
 	struct queue *q = &queues_of(nd, O)[port];
-	if (!q->buf || q->n == q->mask + 1) {
-		int rc = q_grow(q);
-		if (rc)
-			return rc;
+	if (q->n) {
+		/* behind another: into the ring; no candidate changes */
+		uint32_t rn = q->n - 1;
+		if (!q->buf || rn == q->mask + 1) {
+			int rc = q_grow(q, rn);
+			if (rc)
+				return rc;
+		}
+		q->buf[(q->head + rn) & q->mask] = *k;
+		__builtin_prefetch(&q->buf[(q->head + rn + 1) & q->mask], 1); /* (the next push writes beside it) */
+		q->n++;
+		return 0;
 	}
-	q->buf[(q->head + q->n) & q->mask] = *k;
-	/* (the next push writes beside it) */
-	__builtin_prefetch(&q->buf[(q->head + q->n + 1) & q->mask], 1);
-	if (q->n++)
-		return 0; /* behind another: no candidate changes */
-	q->ready = k->ready;
+	q->first = *k;
+	q->n = 1;
 	O->waiting++;
 	bits_of(O)[port / 64] |= 1ull << (port % 64);
 	if (out == s->lout)
@@ -496,12 +508,13 @@ static void pop(struct node *nd, uint32_t out, uint32_t port, struct pkt *k)
 {
 	struct out *O = out_of(nd, out);
 	struct queue *q = &queues_of(nd, O)[port];
-	*k = q->buf[q->head];
-	q->head = (q->head + 1) & q->mask;
+	*k = q->first;
 	if (--q->n) {
-		q->ready = q->buf[q->head].ready;
+		q->first = q->buf[q->head];
+		q->head = (q->head + 1) & q->mask;
 		/* the one after: in cache by the time it is the head */
-		__builtin_prefetch(&q->buf[(q->head + 1) & q->mask]);
+		if (q->n > 1)
+			__builtin_prefetch(&q->buf[q->head]);
 		return;
 	}
 	O->waiting--;
@@ -620,7 +633,7 @@ static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 	int rc = 0;
 	const struct queue *q = &queues_of(nd, out_of(nd, s->lout))[port];
 	if (q->n)
-		rc = heap_push(s, q->ready, key_of(CLS_DELIVERY, n, port, 0));
+		rc = heap_push(s, q->first.ready, key_of(CLS_DELIVERY, n, port, 0));
 	s->st.deposits++;
 	if (k.kind == PK_GETREQ) {
 		/* the reply: the data back to the requester, from this node's reply queue */
@@ -649,10 +662,10 @@ static uint32_t rr_pick(const struct node *nd, uint32_t l, torus_vt_t t)
 		/* the usual case: the ports at and after start, then those before */
 		uint64_t hi = bits[0] & (~0ull << start), lo = bits[0] & ~(~0ull << start);
 		for (uint64_t m = hi; m; m &= m - 1)
-			if (q[__builtin_ctzll(m)].ready <= t)
+			if (q[__builtin_ctzll(m)].first.ready <= t)
 				return (uint32_t)__builtin_ctzll(m);
 		for (uint64_t m = lo; m; m &= m - 1)
-			if (q[__builtin_ctzll(m)].ready <= t)
+			if (q[__builtin_ctzll(m)].first.ready <= t)
 				return (uint32_t)__builtin_ctzll(m);
 		return UINT32_MAX;
 	}
@@ -666,7 +679,7 @@ static uint32_t rr_pick(const struct node *nd, uint32_t l, torus_vt_t t)
 				uint32_t p = w * 64 + (uint32_t)__builtin_ctzll(m);
 				if (p >= to)
 					break;
-				if (q[p].ready <= t)
+				if (q[p].first.ready <= t)
 					return p;
 			}
 		}
@@ -723,7 +736,7 @@ static int node_init(struct timesim *s, uint32_t i)
 	torus_rank_to_coords(cfg->shape, i, nd->coords);
 	memcpy(&s->coords[(size_t)i * s->ndims], nd->coords, s->ndims * sizeof(uint32_t));
 	/* each output's block: header and bitmap rounded up to a cache line,
-	 * then the queues (32 bytes each, two to a line) */
+	 * then the queues (a cache line each) */
 	nd->qoff = (uint32_t)((sizeof(struct out) + 8 * nd->nwords + 63) / 64 * 64);
 	nd->ostride = (uint32_t)((nd->qoff + (size_t)nd->nports * sizeof(struct queue) + 63) / 64 * 64);
 	size_t bytes = (size_t)(s->lout + 1) * nd->ostride;
