@@ -35,6 +35,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define GEN_NONE UINT32_MAX
 #define NLINKS (2 * TORUS_MAX_DIMS)
@@ -146,8 +147,16 @@ struct timesim {
 		torus_vt_t mint;   /* the smallest time in it (buckets 1..64, not empty) */
 	} rb[65];
 	uint64_t occ;              /* bit i - 1: bucket i is not empty */
+	struct entry *win;         /* the window: win[wh .. wn), sorted */
+	size_t wh, wn, wcap;
 	torus_vt_t rlast;
 	size_t nheap;
+	struct arena {
+		struct chunk *chunks;
+		unsigned char *cur;
+		size_t left;
+		void *freel[48];   /* free blocks of 2^i bytes */
+	} ar;
 	struct greq *greq;         /* get requests in flight, and a free list */
 	uint32_t ngreq, greq_cap, greq_free;
 	torus_vt_t now;            /* everything before it is final */
@@ -156,6 +165,85 @@ struct timesim {
 	_Atomic int cancel;        /* timesim_cancel (any thread): return at once */
 	struct timesim_stats st;
 };
+
+/* ----------------------------------------------------------------- arena */
+
+/*
+ * The output blocks and the packet rings come from large chunks that the
+ * kernel is asked to back with huge pages: a big torus's simulation
+ * touches hundreds of megabytes at random, and with 4 KiB pages nearly
+ * every access would miss the TLB as well as the cache (a page walk that
+ * a prefetch does not hide). Blocks are 64-byte aligned; rings come in
+ * powers of two and go back to a free list per size.
+ */
+struct chunk {
+	struct chunk *next;
+	size_t bytes;
+};
+#define CHUNK_BYTES ((size_t)64 << 20)
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* bytes (a multiple of 64) from the current chunk, or a new one. */
+static void *ar_carve(struct arena *a, size_t bytes)
+{
+	if (a->left < bytes) {
+		size_t want = (bytes + sizeof(struct chunk) + 64 > CHUNK_BYTES ? bytes + 64 + HUGE_PAGE : CHUNK_BYTES) +
+			      HUGE_PAGE;
+		unsigned char *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return NULL;
+		struct chunk *c = (struct chunk *)(void *)m;
+		c->next = a->chunks;
+		c->bytes = want;
+		a->chunks = c;
+		/* from the first huge page boundary on (the kernel backs only whole ones) */
+		uintptr_t start = ((uintptr_t)m + sizeof(*c) + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+		madvise((void *)start, want - (start - (uintptr_t)m), MADV_HUGEPAGE); /* (a hint: failure is harmless) */
+		a->cur = (unsigned char *)start;
+		a->left = want - (start - (uintptr_t)m);
+	}
+	void *p = a->cur;
+	a->cur += bytes;
+	a->left -= bytes;
+	return p;
+}
+
+static unsigned ar_class(size_t bytes)
+{
+	return bytes <= 64 ? 6 : 64 - (unsigned)__builtin_clzll(bytes - 1);
+}
+
+/* A ring's memory: bytes a power of two, at least 64. */
+static void *ar_alloc(struct arena *a, size_t bytes)
+{
+	unsigned c = ar_class(bytes);
+	if (c >= 48)
+		return NULL;
+	void *p = a->freel[c];
+	if (p) {
+		a->freel[c] = *(void **)p;
+		return p;
+	}
+	return ar_carve(a, (size_t)1 << c);
+}
+
+static void ar_free(struct arena *a, void *p, size_t bytes)
+{
+	if (!p)
+		return;
+	unsigned c = ar_class(bytes);
+	*(void **)p = a->freel[c];
+	a->freel[c] = p;
+}
+
+static void ar_destroy(struct arena *a)
+{
+	for (struct chunk *c = a->chunks, *nx; c; c = nx) {
+		nx = c->next;
+		munmap(c, c->bytes);
+	}
+	a->chunks = NULL;
+}
 
 /* ------------------------------------------------------------------ heap */
 
@@ -219,17 +307,15 @@ static size_t bucket_of(torus_vt_t t, torus_vt_t last)
 	return t == last ? 0 : 64 - (size_t)__builtin_clzll(t ^ last);
 }
 
-static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
+static int rh_push(struct timesim *s, struct entry e)
 {
-	if (t < s->rlast)
+	if (e.t < s->rlast)
 		return -EINVAL; /* in the past: cannot happen (see above) */
-	struct entry e = {t, key};
-	size_t i = bucket_of(t, s->rlast);
+	size_t i = bucket_of(e.t, s->rlast);
 	int rc = i ? rb_append(s, i, e) : b0_insert(&s->rb[0], e);
 	if (rc)
 		return rc;
-	if (++s->nheap > s->st.heap_max)
-		s->st.heap_max = s->nheap;
+	s->nheap++;
 	return 0;
 }
 
@@ -250,15 +336,6 @@ static torus_vt_t heap_min_time(const struct timesim *s)
 	return s->rb[first_bucket(s)].mint;
 }
 
-/*
- * The events of a bucket being spread out are the next ones to be
- * handled, a few at a time: start loading what they will touch (the
- * output's header, and for a delivery its queue), so that the cache
- * misses of several events overlap instead of following one another.
- */
-#define PREFETCH_MAX 16
-static void prefetch_event(const struct timesim *s, uint64_t key);
-
 /* The first entry (bucket 0 refilled if it ran dry), or NULL. */
 static const struct entry *heap_top(struct timesim *s)
 {
@@ -269,9 +346,6 @@ static const struct entry *heap_top(struct timesim *s)
 		struct rbucket *b = &s->rb[i];
 		torus_vt_t m = b->mint;
 		s->rlast = m;
-		if (b->n <= PREFETCH_MAX)
-			for (size_t j = 0; j < b->n; j++)
-				prefetch_event(s, b->e[j].key);
 		s->occ &= ~(1ull << (i - 1));
 		for (size_t j = 0; j < b->n; j++) {
 			/* to lower buckets (an append that fails loses the
@@ -318,6 +392,96 @@ static struct queue *queues_of(const struct node *nd, struct out *O)
 }
 
 enum { CLS_DELIVERY, CLS_DEPARTURE };
+/* (always inlined: as functions of their own, GCC finds them free of side
+ * effects, a prefetch not counting as one, and drops the calls) */
+#define PREFETCHER static inline __attribute__((always_inline)) void
+PREFETCHER prefetch_event(const struct timesim *s, uint64_t key);
+PREFETCHER prefetch_packet(const struct timesim *s, uint64_t key);
+
+/*
+ * The window: the next few events, taken out of the heap ahead of time
+ * and kept sorted (time, then key), so that what they will touch can be
+ * loaded while the ones before them are handled: a big torus's events
+ * each miss the cache a few times, one miss waiting for the other, and
+ * only several events' misses in flight at once keep the simulator from
+ * waiting on memory most of the time. An entry enters at the back
+ * (prefetch_event: its output's header and queue) and has its packet
+ * loaded two places from the front (prefetch_packet).
+ *
+ * Every entry in the window comes before every entry in the heap, so
+ * the window's front is the next event, as it was the heap's. An event
+ * pushed before the window's last entry (one at the very time being
+ * handled, or one posted between runs) is inserted in its place; the
+ * window may then grow past WIN_AHEAD, and drains back to it.
+ */
+#define WIN_AHEAD 8
+
+static int ent_less(struct entry a, struct entry b)
+{
+	return a.t < b.t || (a.t == b.t && a.key < b.key);
+}
+
+static int win_room(struct timesim *s)
+{
+	if (s->wh > 0 && s->wn == s->wcap) {
+		memmove(s->win, s->win + s->wh, (s->wn - s->wh) * sizeof(*s->win));
+		s->wn -= s->wh;
+		s->wh = 0;
+	}
+	if (s->wn < s->wcap)
+		return 0;
+	size_t nc = s->wcap ? 2 * s->wcap : 4 * WIN_AHEAD;
+	struct entry *nw = realloc(s->win, nc * sizeof(*nw));
+	if (!nw)
+		return -ENOMEM;
+	s->win = nw;
+	s->wcap = nc;
+	return 0;
+}
+
+/* An event joins: the window if it comes before the window's last, else the heap. */
+static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
+{
+	struct entry e = {t, key};
+	int rc;
+	if (s->wn > s->wh && ent_less(e, s->win[s->wn - 1])) {
+		if ((rc = win_room(s)) != 0)
+			return rc;
+		size_t i = s->wn++;
+		while (i > s->wh && ent_less(e, s->win[i - 1])) {
+			s->win[i] = s->win[i - 1];
+			i--;
+		}
+		s->win[i] = e;
+	} else if ((rc = rh_push(s, e)) != 0) {
+		return rc;
+	}
+	size_t pending = s->nheap + (s->wn - s->wh);
+	if (pending > s->st.heap_max)
+		s->st.heap_max = pending;
+	return 0;
+}
+
+/* Fill the window to WIN_AHEAD from the heap. 0 or -ENOMEM. */
+static int win_fill(struct timesim *s)
+{
+	while (s->wn - s->wh < WIN_AHEAD && s->nheap) {
+		const struct entry *top = heap_top(s);
+		if (!top || win_room(s))
+			return -ENOMEM;
+		struct entry e = *top;
+		heap_pop(s);
+		s->win[s->wn++] = e;
+		prefetch_event(s, e.key);
+	}
+	return 0;
+}
+
+/* The earliest pending event's time (TIMESIM_NEVER: none). */
+static torus_vt_t ev_min_time(const struct timesim *s)
+{
+	return s->wn > s->wh ? s->win[s->wh].t : heap_min_time(s);
+}
 
 /*
  * An entry's key: class << 62 | node << 32 | port or link << 12 | guess.
@@ -334,7 +498,7 @@ static uint32_t key_node(uint64_t key) { return (uint32_t)((key >> 32) & 0x3FFFF
 static uint32_t key_idx(uint64_t key) { return (uint32_t)((key >> 12) & 0xFFFFFu); }
 
 /* Stage one: the output's header and the queue the event will take from. */
-static void prefetch_event(const struct timesim *s, uint64_t key)
+PREFETCHER prefetch_event(const struct timesim *s, uint64_t key)
 {
 	const struct node *nd = &s->nodes[key_node(key)];
 	uint32_t idx = key_idx(key);
@@ -348,7 +512,7 @@ static void prefetch_event(const struct timesim *s, uint64_t key)
 }
 
 /* Stage two, for the next event once its queue is in the cache: the packet. */
-static void prefetch_packet(const struct timesim *s, uint64_t key)
+PREFETCHER prefetch_packet(const struct timesim *s, uint64_t key)
 {
 	const struct node *nd = &s->nodes[key_node(key)];
 	uint32_t idx = key_idx(key);
@@ -370,12 +534,12 @@ static int entry_current(const struct timesim *s, const struct entry *e)
 /* --------------------------------------------------------------- packets */
 
 /* The ring of q, full with rn packets: twice the room. */
-static int q_grow(struct queue *q, uint32_t rn)
+static int q_grow(struct arena *a, struct queue *q, uint32_t rn)
 {
 	uint32_t cap = q->buf ? q->mask + 1 : 0, nc = cap ? 2 * cap : 4;
 	if (nc <= cap)
 		return -ENOMEM;
-	struct pkt *nb = malloc((size_t)nc * sizeof(*nb));
+	struct pkt *nb = ar_alloc(a, (size_t)nc * sizeof(*nb));
 	if (!nb)
 		return -ENOMEM;
 	/* unwrap: the oldest first */
@@ -384,7 +548,7 @@ static int q_grow(struct queue *q, uint32_t rn)
 		memcpy(nb, q->buf + q->head, (size_t)first * sizeof(*nb));
 		memcpy(nb + first, q->buf, (size_t)(rn - first) * sizeof(*nb));
 	}
-	free(q->buf);
+	ar_free(a, q->buf, (size_t)cap * sizeof(*nb));
 	q->buf = nb;
 	q->head = 0;
 	q->mask = nc - 1;
@@ -478,7 +642,7 @@ static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, cons
 		/* behind another: into the ring; no candidate changes */
 		uint32_t rn = q->n - 1;
 		if (!q->buf || rn == q->mask + 1) {
-			int rc = q_grow(q, rn);
+			int rc = q_grow(&s->ar, q, rn);
 			if (rc)
 				return rc;
 		}
@@ -740,9 +904,8 @@ static int node_init(struct timesim *s, uint32_t i)
 	nd->qoff = (uint32_t)((sizeof(struct out) + 8 * nd->nwords + 63) / 64 * 64);
 	nd->ostride = (uint32_t)((nd->qoff + (size_t)nd->nports * sizeof(struct queue) + 63) / 64 * 64);
 	size_t bytes = (size_t)(s->lout + 1) * nd->ostride;
-	if (!(nd->blk = aligned_alloc(64, bytes)) || !(nd->gens = calloc(nd->ngens, sizeof(*nd->gens))))
-		return -ENOMEM;
-	memset(nd->blk, 0, bytes);
+	if (!(nd->blk = ar_carve(&s->ar, bytes)) || !(nd->gens = calloc(nd->ngens, sizeof(*nd->gens))))
+		return -ENOMEM; /* (fresh from mmap: zero) */
 	for (uint32_t l = 0; l <= s->lout; l++) {
 		struct out *L = out_of(nd, l);
 		L->rr = nd->nports - 1; /* the first scan starts at port 0 */
@@ -795,14 +958,10 @@ void timesim_destroy(struct timesim *s)
 	if (s->nodes) {
 		for (uint32_t n = 0; n < s->nnodes; n++) {
 			struct node *nd = &s->nodes[n];
-			for (uint32_t o = 0; nd->blk && o <= s->lout; o++)
-				for (uint32_t p = 0; p < nd->nports; p++)
-					free(queues_of(nd, out_of(nd, o))[p].buf);
 			if (nd->gens)
 				for (uint32_t g = 0; g < nd->ngens; g++)
 					free(nd->gens[g].jobs);
 			free(nd->gens);
-			free(nd->blk);
 		}
 		free(s->nodes);
 	}
@@ -810,6 +969,8 @@ void timesim_destroy(struct timesim *s)
 	free(s->greq);
 	for (size_t i = 0; i < 65; i++)
 		free(s->rb[i].e);
+	free(s->win);
+	ar_destroy(&s->ar);
 	free(s);
 }
 
@@ -842,7 +1003,7 @@ int timesim_post(struct timesim *s, const struct timesim_xfer *x)
 torus_vt_t timesim_next(struct timesim *s)
 {
 	/* (a stale departure may still be in it: the time is then early) */
-	return heap_min_time(s);
+	return ev_min_time(s);
 }
 
 int timesim_run(struct timesim *s, torus_vt_t limit)
@@ -853,21 +1014,19 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 	for (;;) {
 		if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
 			return -ECANCELED;
-		torus_vt_t t = heap_min_time(s);
-		if (t == TIMESIM_NEVER || t >= limit)
-			break;
-		const struct entry *top = heap_top(s);
-		if (!top)
+		if (win_fill(s))
 			return -ENOMEM;
-		struct entry e = *top;
-		heap_pop(s);
+		if (s->wn == s->wh || s->win[s->wh].t >= limit)
+			break;
+		struct entry e = s->win[s->wh++];
+		torus_vt_t t = e.t;
+		if (s->wn - s->wh > 2)
+			prefetch_packet(s, s->win[s->wh + 2].key);
 		if (!entry_current(s, &e)) {
 			s->st.stale++;
 			continue;
 		}
 		uint32_t n = key_node(e.key), idx = key_idx(e.key);
-		if (s->rb[0].n)
-			prefetch_packet(s, s->rb[0].e[0].key);
 		s->st.events++;
 		last = s->cur = t;
 		int rc;
