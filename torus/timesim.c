@@ -68,7 +68,8 @@ struct pkt {
 struct queue {
 	struct pkt first;   /* (first.ready: the head's ready time) */
 	struct pkt *buf;
-	uint32_t head, n, mask, pad; /* n: packets, the first included */
+	uint32_t head, n, mask;   /* n: packets, the first included */
+	uint32_t gen;       /* the generator whose packets wait here, GEN_NONE: none */
 	uint64_t spare;     /* (a queue is one cache line) */
 };
 _Static_assert(sizeof(struct queue) == 64, "a queue is one cache line");
@@ -96,6 +97,7 @@ struct gen {
 	size_t n, cap, head;
 	torus_vt_t cursor;  /* when its previous packet left */
 	int busy;           /* a packet of it waits at this node */
+	uint32_t port;      /* the input port its packets wait in */
 };
 
 /*
@@ -668,10 +670,11 @@ static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, cons
 }
 
 /* Take the head of a queue out (into *k). */
-static void pop(struct node *nd, uint32_t out, uint32_t port, struct pkt *k)
+static uint32_t pop(struct node *nd, uint32_t out, uint32_t port, struct pkt *k)
 {
 	struct out *O = out_of(nd, out);
 	struct queue *q = &queues_of(nd, O)[port];
+	uint32_t g = q->gen;
 	*k = q->first;
 	if (--q->n) {
 		q->first = q->buf[q->head];
@@ -679,10 +682,11 @@ static void pop(struct node *nd, uint32_t out, uint32_t port, struct pkt *k)
 		/* the one after: in cache by the time it is the head */
 		if (q->n > 1)
 			__builtin_prefetch(&q->buf[q->head]);
-		return;
+		return g;
 	}
 	O->waiting--;
 	bits_of(O)[port / 64] &= ~(1ull << (port % 64));
+	return g;
 }
 
 /* ------------------------------------------------------------ get requests */
@@ -749,7 +753,7 @@ static int gen_next(struct timesim *s, uint32_t n, uint32_t g)
 	G->busy = 1;
 	if (j->rest == 0 && ++G->head == G->n)
 		G->head = G->n = 0; /* its last packet is on its way; the queue is empty */
-	return push(s, n, out, gen_port(s, nd, g), &k);
+	return push(s, n, out, G->port, &k);
 }
 
 /* Generator g's packet k left its origin at `left`: the next one is ready then. */
@@ -793,7 +797,7 @@ static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 {
 	struct node *nd = &s->nodes[n];
 	struct pkt k;
-	pop(nd, s->lout, port, &k);
+	uint32_t g = pop(nd, s->lout, port, &k);
 	int rc = 0;
 	const struct queue *q = &queues_of(nd, out_of(nd, s->lout))[port];
 	if (q->n)
@@ -801,14 +805,13 @@ static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 	s->st.deposits++;
 	if (k.kind == PK_GETREQ) {
 		/* the reply: the data back to the requester, from this node's reply queue */
-		struct greq g = greq_take(s, k.index);
-		struct job j = {k.cookie, g.reply_len, 0, t, PK_DATA, g.origin, n, 0, k.hints};
+		struct greq gr = greq_take(s, k.index);
+		struct job j = {k.cookie, gr.reply_len, 0, t, PK_DATA, gr.origin, n, 0, k.hints};
 		if (rc == 0 && !(s->cfg.hooks.request && s->cfg.hooks.request(s->cfg.hooks.arg, n, k.cookie, t)))
 			rc = gen_add(s, n, nd->ngens - 1, &j);
 	} else if (s->cfg.hooks.deposit) {
 		s->cfg.hooks.deposit(s->cfg.hooks.arg, n, k.cookie, k.index, k.len, t);
 	}
-	uint32_t g = port_gen(s, nd, port);
 	if (g != GEN_NONE && rc == 0)
 		rc = gen_left(s, n, g, &k, t);
 	return rc;
@@ -859,7 +862,7 @@ static int depart(struct timesim *s, uint32_t n, uint32_t l, torus_vt_t t)
 	if (port == UINT32_MAX)
 		return -EFAULT; /* cannot happen: t was chosen from a head */
 	struct pkt k;
-	pop(nd, l, port, &k);
+	uint32_t g = pop(nd, l, port, &k);
 	L->rr = port;
 	const struct torus_cost *c = L->cost;
 	torus_vt_t end = t + c->ser[k.len];
@@ -878,7 +881,6 @@ static int depart(struct timesim *s, uint32_t n, uint32_t l, torus_vt_t t)
 	int rc = push(s, next, out, 2 * l + (vc ? 0 : 1), &k);
 	if (rc == 0)
 		rc = link_update(s, n, l);
-	uint32_t g = port_gen(s, nd, port);
 	if (rc == 0 && g != GEN_NONE)
 		rc = gen_left(s, n, g, &moved, end);
 	return rc;
@@ -906,8 +908,12 @@ static int node_init(struct timesim *s, uint32_t i)
 	size_t bytes = (size_t)(s->lout + 1) * nd->ostride;
 	if (!(nd->blk = ar_carve(&s->ar, bytes)) || !(nd->gens = calloc(nd->ngens, sizeof(*nd->gens))))
 		return -ENOMEM; /* (fresh from mmap: zero) */
+	for (uint32_t g = 0; g < nd->ngens; g++)
+		nd->gens[g].port = gen_port(s, nd, g);
 	for (uint32_t l = 0; l <= s->lout; l++) {
 		struct out *L = out_of(nd, l);
+		for (uint32_t p = 0; p < nd->nports; p++)
+			queues_of(nd, L)[p].gen = port_gen(s, nd, p);
 		L->rr = nd->nports - 1; /* the first scan starts at port 0 */
 		L->cand = TIMESIM_NEVER;
 		if (l == s->lout)
