@@ -513,15 +513,34 @@ PREFETCHER prefetch_event(const struct timesim *s, uint64_t key)
 	__builtin_prefetch(&queues_of(nd, out_of(nd, s->lout))[idx]);
 }
 
-/* Stage two, for the next event once its queue is in the cache: the packet. */
+static uint32_t route(const struct timesim *s, const struct node *nd, uint32_t dest);
+
+/* Stage two, once the event's queue is in the cache: the packet that
+ * will follow its head, and for a departure, the queues at the next node
+ * that its head will join (both VCs' ports: they share the line pair). */
 PREFETCHER prefetch_packet(const struct timesim *s, uint64_t key)
 {
 	const struct node *nd = &s->nodes[key_node(key)];
 	uint32_t idx = key_idx(key);
-	const struct queue *q = key >> 62 == CLS_DEPARTURE ? &queues_of(nd, out_of(nd, idx))[key & 0xFFFu]
-							   : &queues_of(nd, out_of(nd, s->lout))[idx];
+	if (key >> 62 != CLS_DEPARTURE) {
+		const struct queue *q = &queues_of(nd, out_of(nd, s->lout))[idx];
+		if (q->n > 1)
+			__builtin_prefetch(&q->buf[q->head]);
+		return;
+	}
+	struct out *O = out_of(nd, idx);
+	const struct queue *q = &queues_of(nd, O)[key & 0xFFFu];
+	if (!q->n)
+		return;
 	if (q->n > 1)
 		__builtin_prefetch(&q->buf[q->head]);
+	const struct node *nx = &s->nodes[O->nbr];
+	uint32_t dest = q->first.dest;
+	uint32_t out = dest == O->nbr ? s->lout : torus_route_apply_hints(route(s, nx, dest), q->first.hints);
+	struct out *NO = out_of(nx, out);
+	__builtin_prefetch(NO);
+	__builtin_prefetch(&queues_of(nx, NO)[2 * idx]);
+	__builtin_prefetch(&queues_of(nx, NO)[2 * idx + 1]);
 }
 
 /* Is the heap's top entry still the candidate it was pushed for? (A
