@@ -1,6 +1,8 @@
 /*
  * The timing simulator (timesim.h): tests/refsim.c's model with its events
- * kept in a heap (a radix heap on time).
+ * kept in a heap (a radix heap on time). This file is the simulation;
+ * timesim_setup.c holds memory, creation and teardown, and
+ * timesim_internal.h the structures they share.
  *
  * Every node has one queue per (output, input port); an output is a link
  * direction or local delivery. Candidates:
@@ -28,261 +30,21 @@
  * the link's candidate scan one or two cache lines and no queue. Routes
  * are computed from coordinates rather than looked up in a table of
  * nodes squared bytes, which missed the cache on every hop of a big torus.
- */
-#include "timesim.h"
+ */#include "timesim_internal.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-
-#define GEN_NONE UINT32_MAX
-#define NLINKS (2 * TORUS_MAX_DIMS)
-
-enum { PK_DATA, PK_GETREQ };
-
-/*
- * A packet waiting in a queue. Where it waits says the rest: in a queue
- * of network input port 2 * link + (vc ? 0 : 1) it came in on that link
- * with that VC (the VC of its next hop, as refsim numbers the port); in a
- * DMA FIFO's or the reply queue's port it is that generator's packet, at
- * its origin; in a core's raw port it was posted raw.
- */
-struct pkt {
-	torus_vt_t ready;
-	uint64_t cookie;
-	uint64_t index;  /* a get request: its record in s->greq */
-	uint32_t dest;
-	uint16_t hints;
-	uint8_t len, kind;
-};
-
-/*
- * A queue: its first packet held here, the others in a ring buffer (cap
- * mask + 1, a power of two, or no buffer yet). Most queues a packet passes
- * through on its way hold only it, and then the packet never leaves the
- * queue's own cache line, which arbitration reads anyway (the head's ready
- * time); the ring is for the queues that back up.
- */
-struct queue {
-	struct pkt first;   /* (first.ready: the head's ready time) */
-	struct pkt *buf;
-	uint32_t head, n, mask;   /* n: packets, the first included */
-	uint32_t gen;       /* the generator whose packets wait here, GEN_NONE: none */
-	uint64_t spare;     /* (a queue is one cache line) */
-};
-_Static_assert(sizeof(struct queue) == 64, "a queue is one cache line");
-_Static_assert(sizeof(struct pkt) == 32, "a packet is half a cache line");
-
-/* A get request's reply, while the request travels. */
-struct greq {
-	uint64_t reply_len;
-	uint32_t origin, next_free;
-};
-
-struct job {
-	uint64_t cookie;
-	uint64_t rest;      /* bytes still to send */
-	uint64_t index;     /* its next packet's number */
-	torus_vt_t ready;
-	uint32_t kind, dest, origin;
-	uint64_t reply_len;
-	uint16_t hints;
-};
-
-/* A DMA injection FIFO or the reply queue: its transfers, one after another. */
-struct gen {
-	struct job *jobs;
-	size_t n, cap, head;
-	torus_vt_t cursor;  /* when its previous packet left */
-	int busy;           /* a packet of it waits at this node */
-	uint32_t port;      /* the input port its packets wait in */
-};
-
-/*
- * An output of a node: a link direction, or local delivery. Outputs are
- * numbered 0 .. 2 * ndims - 1 (the links) and s->lout = 2 * ndims (local
- * delivery), so a 3-d torus keeps no queues for links it does not have.
- * Each output is one block, cache-line aligned: this header, the bitmap
- * of its non-empty queues (nwords words), then its queues (one per input
- * port), so that a departure touches the header's line and the lines of
- * the queues it looks at, and nothing else of the node.
- */
-struct out {
-	torus_vt_t free_at;
-	torus_vt_t cand;    /* its pending departure, TIMESIM_NEVER: none */
-	const struct torus_cost *cost;
-	uint32_t rr;        /* the port served last */
-	uint32_t nbr;       /* the node at its other end */
-	uint32_t waiting;   /* non-empty queues */
-	uint32_t pad;
-};
-
-struct node {
-	unsigned char *blk;         /* the outputs' blocks, ostride bytes each */
-	uint32_t ostride, qoff;     /* block size; its queues' offset in it */
-	uint32_t wrap;              /* bit per link: the hop crosses the dateline */
-	uint32_t nwords;
-	uint32_t ngens, nports, first_core_port;
-	struct gen *gens;           /* ncores * inj_fifos, then the reply queue */
-	uint32_t coords[TORUS_MAX_DIMS];
-};
-
-#define NBUCKETS (1 + 16 * 16)
-
-struct entry {
-	torus_vt_t t;
-	uint64_t key; /* class (0 delivery, 1 departure) << 62 | node << 20 | port or link */
-};
-
-struct timesim {
-	struct timesim_config cfg;
-	struct torus_cost cost;
-	struct node *nodes;
-	uint32_t nnodes, pay, ndims, lout;
-	uint32_t *coords;          /* [nnodes * ndims] (routing) */
-	/* the events: a radix heap on time in base 16 (rb[1 + 16 * L + d]:
-	 * entries whose time first differs from rlast in hex digit L, where
-	 * theirs is d), rb[0] (those at rlast) a binary heap on key */
-	struct rbucket {
-		struct entry *e;
-		size_t n, cap;
-		torus_vt_t mint;   /* the smallest time in it (buckets 1.., not empty) */
-	} rb[NBUCKETS];
-	uint64_t occ[4];           /* bit i - 1: bucket i is not empty */
-	struct entry *win;         /* the window: win[wh .. wn), sorted */
-	size_t wh, wn, wcap;
-	torus_vt_t rlast;
-	size_t nheap;
-	struct arena {
-		struct chunk *chunks;
-		unsigned char *cur;
-		size_t left;
-		void *freel[48];   /* free blocks of 2^i bytes */
-	} ar;
-	struct greq *greq;         /* get requests in flight, and a free list */
-	uint32_t ngreq, greq_cap, greq_free;
-	torus_vt_t now;            /* everything before it is final */
-	torus_vt_t cur;            /* the event being processed (timesim_event_time) */
-	int stop;                  /* timesim_stop: return after this event */
-	_Atomic int cancel;        /* timesim_cancel (any thread): return at once */
-	struct timesim_stats st;
-};
-
-/* ----------------------------------------------------------------- arena */
-
-/*
- * The output blocks and the packet rings come from large chunks that the
- * kernel is asked to back with huge pages: a big torus's simulation
- * touches hundreds of megabytes at random, and with 4 KiB pages nearly
- * every access would miss the TLB as well as the cache (a page walk that
- * a prefetch does not hide). Blocks are 64-byte aligned; rings come in
- * powers of two and go back to a free list per size.
- */
-struct chunk {
-	struct chunk *next;
-	size_t bytes;
-};
-#define CHUNK_BYTES ((size_t)64 << 20)
-#define HUGE_PAGE ((size_t)2 << 20)
-
-/* bytes (a multiple of 64) from the current chunk, or a new one. */
-static void *ar_carve(struct arena *a, size_t bytes)
-{
-	if (a->left < bytes) {
-		size_t want = (bytes + sizeof(struct chunk) + 64 > CHUNK_BYTES ? bytes + 64 + HUGE_PAGE : CHUNK_BYTES) +
-			      HUGE_PAGE;
-		unsigned char *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED)
-			return NULL;
-		struct chunk *c = (struct chunk *)(void *)m;
-		c->next = a->chunks;
-		c->bytes = want;
-		a->chunks = c;
-		/* from the first huge page boundary on (the kernel backs only whole ones) */
-		uintptr_t start = ((uintptr_t)m + sizeof(*c) + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-		madvise((void *)start, want - (start - (uintptr_t)m), MADV_HUGEPAGE); /* (a hint: failure is harmless) */
-		a->cur = (unsigned char *)start;
-		a->left = want - (start - (uintptr_t)m);
-	}
-	void *p = a->cur;
-	a->cur += bytes;
-	a->left -= bytes;
-	return p;
-}
-
-static unsigned ar_class(size_t bytes)
-{
-	return bytes <= 64 ? 6 : 64 - (unsigned)__builtin_clzll(bytes - 1);
-}
-
-/* A ring's memory: bytes a power of two, at least 64. */
-static void *ar_alloc(struct arena *a, size_t bytes)
-{
-	unsigned c = ar_class(bytes);
-	if (c >= 48)
-		return NULL;
-	void *p = a->freel[c];
-	if (p) {
-		a->freel[c] = *(void **)p;
-		return p;
-	}
-	return ar_carve(a, (size_t)1 << c);
-}
-
-static void ar_free(struct arena *a, void *p, size_t bytes)
-{
-	if (!p)
-		return;
-	unsigned c = ar_class(bytes);
-	*(void **)p = a->freel[c];
-	a->freel[c] = p;
-}
-
-static void ar_destroy(struct arena *a)
-{
-	for (struct chunk *c = a->chunks, *nx; c; c = nx) {
-		nx = c->next;
-		munmap(c, c->bytes);
-	}
-	a->chunks = NULL;
-}
 
 /* ------------------------------------------------------------------ heap */
 
-/*
- * Event times only grow while the simulator runs: an event is never timed
- * before the one being handled, and one posted between runs is at or after
- * `now`, which is past every event taken. So the events sit in a radix
- * heap on time (Ahuja, Mehlhorn, Orlin and Tarjan): an entry goes to the
- * bucket of the highest hex digit in which its time differs from rlast,
- * the time of the entries last taken out, and of its value there; a push
- * is an append. When the entries at rlast (bucket 0) are spent, the first
- * non-empty bucket is spread out again from its smallest time. Bucket 0
- * is a binary heap on key, the order of ties (refsim's: deliveries before
- * departures, then node, then port or link). The 4-ary heap before it
- * spent 35% of the timekeeper's time on the 4 MiB allreduce. Digits
- * rather than bits: an entry is spread out at most once per digit, about
- * 2 times on average where it was 4 to 7 with one bucket per bit.
- */
-static int rb_grow(struct rbucket *b)
-{
-	size_t nc = b->cap ? 2 * b->cap : 16;
-	struct entry *ne = realloc(b->e, nc * sizeof(*ne));
-	if (!ne)
-		return -ENOMEM;
-	b->e = ne;
-	b->cap = nc;
-	return 0;
-}
 
 /* Bucket i > 0: e joins (the bucket keeps its smallest time, so that
  * finding the next time is a look at the first non-empty bucket). */
 static inline int rb_append(struct timesim *s, size_t i, struct entry e)
 {
 	struct rbucket *b = &s->rb[i];
-	if (b->n == b->cap && rb_grow(b))
+	if (b->n == b->cap && ts_rb_grow(b))
 		return -ENOMEM;
 	if (!b->n++) {
 		s->occ[(i - 1) / 64] |= 1ull << ((i - 1) % 64);
@@ -297,7 +59,7 @@ static inline int rb_append(struct timesim *s, size_t i, struct entry e)
 /* Bucket 0, by key: e joins. */
 static int b0_insert(struct rbucket *b, struct entry e)
 {
-	if (b->n == b->cap && rb_grow(b))
+	if (b->n == b->cap && ts_rb_grow(b))
 		return -ENOMEM;
 	size_t i = b->n++;
 	while (i > 0 && e.key < b->e[(i - 1) / 2].key) {
@@ -393,15 +155,6 @@ static void heap_pop(struct timesim *s)
 		b->e[i] = e;
 }
 
-static struct out *out_of(const struct node *nd, uint32_t out)
-{
-	return (struct out *)(void *)(nd->blk + (size_t)out * nd->ostride);
-}
-static uint64_t *bits_of(struct out *O) { return (uint64_t *)(void *)(O + 1); }
-static struct queue *queues_of(const struct node *nd, struct out *O)
-{
-	return (struct queue *)(void *)((unsigned char *)O + nd->qoff);
-}
 
 enum { CLS_DELIVERY, CLS_DEPARTURE };
 /* (always inlined: as functions of their own, GCC finds them free of side
@@ -564,46 +317,8 @@ static int entry_current(const struct timesim *s, const struct entry *e)
 
 /* --------------------------------------------------------------- packets */
 
-/* The ring of q, full with rn packets: twice the room. */
-static int q_grow(struct arena *a, struct queue *q, uint32_t rn)
-{
-	uint32_t cap = q->buf ? q->mask + 1 : 0, nc = cap ? 2 * cap : 4;
-	if (nc <= cap)
-		return -ENOMEM;
-	struct pkt *nb = ar_alloc(a, (size_t)nc * sizeof(*nb));
-	if (!nb)
-		return -ENOMEM;
-	/* unwrap: the oldest first */
-	uint32_t first = cap - q->head < rn ? cap - q->head : rn;
-	if (rn) {
-		memcpy(nb, q->buf + q->head, (size_t)first * sizeof(*nb));
-		memcpy(nb + first, q->buf, (size_t)(rn - first) * sizeof(*nb));
-	}
-	ar_free(a, q->buf, (size_t)cap * sizeof(*nb));
-	q->buf = nb;
-	q->head = 0;
-	q->mask = nc - 1;
-	return 0;
-}
 
-static uint32_t gen_port(const struct timesim *s, const struct node *nd, uint32_t g)
-{
-	uint32_t F = s->cfg.params->inj_fifos;
-	if (g == nd->ngens - 1)
-		return nd->nports - 1; /* the reply queue */
-	return nd->first_core_port + (g / F) * (1 + F) + 1 + g % F;
-}
 
-/* The generator whose packets wait in port (GEN_NONE: none does). */
-static uint32_t port_gen(const struct timesim *s, const struct node *nd, uint32_t port)
-{
-	if (port < nd->first_core_port)
-		return GEN_NONE;
-	if (port == nd->nports - 1)
-		return nd->ngens - 1;
-	uint32_t F = s->cfg.params->inj_fifos, rel = port - nd->first_core_port, r = rel % (1 + F);
-	return r ? (rel / (1 + F)) * F + r - 1 : GEN_NONE; /* r == 0: the raw FIFO */
-}
 
 /* The first link of the dimension-order route from nd to dest (not nd):
  * torus_route_table's answer, without its nodes-squared table. */
@@ -673,7 +388,7 @@ static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, cons
 		/* behind another: into the ring; no candidate changes */
 		uint32_t rn = q->n - 1;
 		if (!q->buf || rn == q->mask + 1) {
-			int rc = q_grow(&s->ar, q, rn);
+			int rc = ts_q_grow(&s->ar, q, rn);
 			if (rc)
 				return rc;
 		}
@@ -917,97 +632,8 @@ static int depart(struct timesim *s, uint32_t n, uint32_t l, torus_vt_t t)
 
 /* ------------------------------------------------------------------- API */
 
-static int node_init(struct timesim *s, uint32_t i)
-{
-	const struct timesim_config *cfg = &s->cfg;
-	struct node *nd = &s->nodes[i];
-	const uint32_t F = cfg->params->inj_fifos;
-	if (cfg->cores[i] == 0 || cfg->cores[i] > TORUS_MAX_CORES)
-		return -EINVAL;
-	nd->first_core_port = 4 * cfg->shape->ndims;
-	nd->nports = nd->first_core_port + cfg->cores[i] * (1 + F) + 1;
-	nd->ngens = cfg->cores[i] * F + 1;
-	nd->nwords = (nd->nports + 63) / 64;
-	torus_rank_to_coords(cfg->shape, i, nd->coords);
-	memcpy(&s->coords[(size_t)i * s->ndims], nd->coords, s->ndims * sizeof(uint32_t));
-	/* each output's block: header and bitmap rounded up to a cache line,
-	 * then the queues (a cache line each) */
-	nd->qoff = (uint32_t)((sizeof(struct out) + 8 * nd->nwords + 63) / 64 * 64);
-	nd->ostride = (uint32_t)((nd->qoff + (size_t)nd->nports * sizeof(struct queue) + 63) / 64 * 64);
-	size_t bytes = (size_t)(s->lout + 1) * nd->ostride;
-	if (!(nd->blk = ar_carve(&s->ar, bytes)) || !(nd->gens = calloc(nd->ngens, sizeof(*nd->gens))))
-		return -ENOMEM; /* (fresh from mmap: zero) */
-	for (uint32_t g = 0; g < nd->ngens; g++)
-		nd->gens[g].port = gen_port(s, nd, g);
-	for (uint32_t l = 0; l <= s->lout; l++) {
-		struct out *L = out_of(nd, l);
-		for (uint32_t p = 0; p < nd->nports; p++)
-			queues_of(nd, L)[p].gen = port_gen(s, nd, p);
-		L->rr = nd->nports - 1; /* the first scan starts at port 0 */
-		L->cand = TIMESIM_NEVER;
-		if (l == s->lout)
-			continue;
-		L->cost = cfg->link_cost && cfg->link_cost[(size_t)i * NLINKS + l] ? cfg->link_cost[(size_t)i * NLINKS + l]
-										   : &s->cost;
-		enum torus_dir dir = (enum torus_dir)(l & 1);
-		if (torus_hop_is_wrap(cfg->shape->dims[l >> 1], nd->coords[l >> 1], dir))
-			nd->wrap |= 1u << l;
-		L->nbr = torus_neighbor(cfg->shape, i, l >> 1, dir);
-	}
-	return 0;
-}
 
-int timesim_create(const struct timesim_config *cfg, struct timesim **out)
-{
-	if (!cfg || !out || !cfg->shape || !cfg->params || !cfg->cores || cfg->shape->nnodes == 0 ||
-	    cfg->params->inj_fifos == 0 || cfg->getreq_bytes > TORUS_MAX_PAYLOAD ||
-	    cfg->shape->nnodes > (1u << 30) || torus_params_payload(cfg->params) > UINT8_MAX)
-		return -EINVAL;
-	struct timesim *s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->cfg = *cfg;
-	s->nnodes = cfg->shape->nnodes;
-	s->ndims = cfg->shape->ndims;
-	s->lout = 2 * s->ndims;
-	s->pay = torus_params_payload(cfg->params);
-	s->greq_free = UINT32_MAX;
-	torus_cost_init(&s->cost, cfg->params);
-	s->nodes = calloc(s->nnodes, sizeof(*s->nodes));
-	s->coords = calloc((size_t)s->nnodes * (s->ndims ? s->ndims : 1), sizeof(uint32_t));
-	int rc = s->nodes && s->coords ? 0 : -ENOMEM;
-	for (uint32_t i = 0; i < s->nnodes && rc == 0; i++)
-		rc = node_init(s, i);
-	if (rc) {
-		timesim_destroy(s);
-		return rc;
-	}
-	*out = s;
-	return 0;
-}
 
-void timesim_destroy(struct timesim *s)
-{
-	if (!s)
-		return;
-	if (s->nodes) {
-		for (uint32_t n = 0; n < s->nnodes; n++) {
-			struct node *nd = &s->nodes[n];
-			if (nd->gens)
-				for (uint32_t g = 0; g < nd->ngens; g++)
-					free(nd->gens[g].jobs);
-			free(nd->gens);
-		}
-		free(s->nodes);
-	}
-	free(s->coords);
-	free(s->greq);
-	for (size_t i = 0; i < NBUCKETS; i++)
-		free(s->rb[i].e);
-	free(s->win);
-	ar_destroy(&s->ar);
-	free(s);
-}
 
 int timesim_post(struct timesim *s, const struct timesim_xfer *x)
 {
@@ -1088,29 +714,3 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 	return 0;
 }
 
-torus_vt_t timesim_now(const struct timesim *s) { return s ? s->now : 0; }
-
-torus_vt_t timesim_event_time(const struct timesim *s)
-{
-	if (!s)
-		return 0;
-	return s->cur > s->now ? s->cur : s->now;
-}
-
-void timesim_cancel(struct timesim *s)
-{
-	if (s)
-		atomic_store_explicit(&s->cancel, 1, memory_order_relaxed);
-}
-
-void timesim_stop(struct timesim *s)
-{
-	if (s)
-		s->stop = 1;
-}
-
-void timesim_stats(const struct timesim *s, struct timesim_stats *out)
-{
-	if (s && out)
-		*out = s->st;
-}
