@@ -113,6 +113,7 @@ struct timesim {
 	struct torus_cost cost;
 	struct node *nodes;
 	uint32_t nnodes, pay, ndims, lout;
+	int far;                   /* big enough that prefetching a hop ahead pays */
 	uint32_t *coords;          /* [nnodes * ndims] (routing) */
 	/* the events: a radix heap on time in base 16 (rb[1 + 16 * L + d]:
 	 * entries whose time first differs from rlast in hex digit L, where

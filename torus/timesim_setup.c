@@ -88,21 +88,7 @@ static void ar_destroy(struct arena *a)
 	a->chunks = NULL;
 }
 
-/*
- * Event times only grow while the simulator runs: an event is never timed
- * before the one being handled, and one posted between runs is at or after
- * `now`, which is past every event taken. So the events sit in a radix
- * heap on time (Ahuja, Mehlhorn, Orlin and Tarjan): an entry goes to the
- * bucket of the highest hex digit in which its time differs from rlast,
- * the time of the entries last taken out, and of its value there; a push
- * is an append. When the entries at rlast (bucket 0) are spent, the first
- * non-empty bucket is spread out again from its smallest time. Bucket 0
- * is a binary heap on key, the order of ties (refsim's: deliveries before
- * departures, then node, then port or link). The 4-ary heap before it
- * spent 35% of the timekeeper's time on the 4 MiB allreduce. Digits
- * rather than bits: an entry is spread out at most once per digit, about
- * 2 times on average where it was 4 to 7 with one bucket per bit.
- */
+/* A heap bucket is full: twice the room. */
 int ts_rb_grow(struct rbucket *b)
 {
 	size_t nc = b->cap ? 2 * b->cap : 16;
@@ -208,6 +194,10 @@ int timesim_create(const struct timesim_config *cfg, struct timesim **out)
 	s->nnodes = cfg->shape->nnodes;
 	s->ndims = cfg->shape->ndims;
 	s->lout = 2 * s->ndims;
+	/* from 512 nodes on (megabytes of output blocks) the machine's state
+	 * outgrows the caches and the next hop's queues are worth a prefetch;
+	 * below, the route it takes would only cost instructions */
+	s->far = s->nnodes >= 512;
 	s->pay = torus_params_payload(cfg->params);
 	s->greq_free = UINT32_MAX;
 	torus_cost_init(&s->cost, cfg->params);
