@@ -266,6 +266,62 @@ static void test_classic_cases(void)
 	}
 }
 
+/*
+ * What the simulator keeps out of refsim's way: queues that back up into
+ * their ring buffers (hundreds of packets from one core, a long put and a
+ * get's reply sharing its links, interleaving packet by packet), nodes
+ * with more input ports than one bitmap word (8 and 64 cores), and events
+ * posted between runs before those already taken into the look-ahead
+ * window (fed in steps). Each against refsim, hop for hop.
+ */
+static void test_backlog_and_wide_nodes(void)
+{
+	struct torus_params p;
+	torus_params_default(&p);
+	struct torus_shape s = shape("4x4");
+	uint32_t cores[16];
+	for (int i = 0; i < 16; i++)
+		cores[i] = 2;
+	enum { NRAW = 300 };
+	struct refsim_xfer x[NRAW + 8];
+	size_t n = 0;
+	for (uint32_t i = 0; i < NRAW; i++) /* one core's raw burst, all towards node 10 */
+		x[n++] = (struct refsim_xfer){REFSIM_RAW, 0, 0, 0, 10, 1, 16 + i % 225, i % 3 ? 0 : 1000 * i, 0, 0, 0, 0};
+	x[n++] = (struct refsim_xfer){REFSIM_PUT, 1, 0, 2, 10, 0, 60000, 0, 0, 0, 0, 0};
+	x[n++] = (struct refsim_xfer){REFSIM_PUT, 1, 1, 3, 11, 0, 30000, 5000, 0, 0, 0, 0};
+	x[n++] = (struct refsim_xfer){REFSIM_GET, 2, 0, 1, 10, 0, 30000, 20000, 0, 0, 0, 0};
+	x[n++] = (struct refsim_xfer){REFSIM_MEMFIFO, 5, 1, 7, 10, 1, 9000, 0, 0, 0, 0, 0};
+	x[n++] = (struct refsim_xfer){REFSIM_PUT, 8, 0, 0, 2, 1, 20000, 0, 1u << 0, 0, 0, 0};
+	x[n++] = (struct refsim_xfer){REFSIM_GET, 10, 1, 4, 0, 0, 12000, 40000, 0, 0, 0, 0};
+	compare("backlog", &s, &p, cores, x, n, 0);
+	compare("backlog fed in steps", &s, &p, cores, x, n, 1);
+
+	/* wide nodes: 2 and 10 bitmap words of ports per output */
+	static const struct {
+		const char *shape;
+		uint32_t cores;
+	} wide[] = {{"2x2", 8}, {"2", 64}};
+	for (size_t w = 0; w < sizeof(wide) / sizeof(wide[0]); w++) {
+		struct torus_shape ws = shape(wide[w].shape);
+		uint32_t wc[4];
+		for (uint32_t i = 0; i < ws.nnodes; i++)
+			wc[i] = wide[w].cores - i % 2;
+		struct refsim_xfer wx[160];
+		for (size_t i = 0; i < 160; i++) {
+			uint32_t src = (uint32_t)(rnd() % ws.nnodes), dst = (uint32_t)(rnd() % ws.nnodes);
+			uint32_t kind = REFSIM_RAW + (uint32_t)(rnd() % 4);
+			wx[i] = (struct refsim_xfer){kind, src, (uint32_t)(rnd() % wc[src]), (uint32_t)(rnd() % p.inj_fifos),
+						     dst, (uint32_t)(rnd() % wc[dst]),
+						     kind == REFSIM_RAW ? rnd() % 241 : rnd() % 3000, rnd() % 200000, 0, 0, 0, 0};
+		}
+		char name[64];
+		snprintf(name, sizeof(name), "%s, %u cores", wide[w].shape, wide[w].cores);
+		compare(name, &ws, &p, wc, wx, 160, 0);
+		snprintf(name, sizeof(name), "%s, %u cores, fed in steps", wide[w].shape, wide[w].cores);
+		compare(name, &ws, &p, wc, wx, 160, 1);
+	}
+}
+
 /* A put's packets leave its node one after another: the last one leaves
  * at ready plus their serialisations (the `left` hook, alone on the machine). */
 static void test_left_alone(void)
@@ -413,6 +469,7 @@ int main(void)
 	static const struct cunit_case cases[] = {
 		{"random_equals_refsim", test_random_equals_refsim},
 		{"classic_cases", test_classic_cases},
+		{"backlog_and_wide_nodes", test_backlog_and_wide_nodes},
 		{"left_alone", test_left_alone},
 		{"link_cost", test_link_cost},
 		{"bad_calls", test_bad_calls},

@@ -1,6 +1,8 @@
 /*
  * The timing simulator (timesim.h): tests/refsim.c's model with its events
- * kept in a heap (a radix heap on time).
+ * kept in a heap (a radix heap on time). This file is the simulation;
+ * timesim_setup.c holds memory, creation and teardown, and
+ * timesim_internal.h the structures they share.
  *
  * Every node has one queue per (output, input port); an output is a link
  * direction or local delivery. Candidates:
@@ -17,99 +19,27 @@
  * then deliveries before departures, then node, then port (deliveries) or
  * link (departures). The heap is a radix heap on time with a binary heap
  * on key for the entries at the current time (see "heap" below).
+ *
+ * Memory layout, for speed: a big job keeps millions of packets waiting
+ * (every core's posts queue up at its injection port faster than the links
+ * drain them), so the cost of a hop is mostly cache misses, and the layout
+ * is chosen to have few of them and to start them early:
+ *   - each output of a node is one cache-aligned block: a header line (free
+ *     time, candidate, round-robin pointer, bitmap of non-empty queues),
+ *     then one line per input queue, holding the queue's first packet (32
+ *     bytes; what else a packet carried follows from the queue it waits
+ *     in, see struct pkt) and a ring buffer for the packets behind it;
+ *   - the next few events are taken out of the heap into a window ahead of
+ *     time and what they will touch is prefetched (see "window");
+ *   - blocks and rings come from huge pages (timesim_setup.c);
+ *   - routes are computed from coordinates rather than looked up in a
+ *     table of nodes squared bytes.
  */
-#include "timesim.h"
+#include "timesim_internal.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define GEN_NONE UINT32_MAX
-#define NLINKS (2 * TORUS_MAX_DIMS)
-#define OUT_LOCAL NLINKS
-
-enum { PK_DATA, PK_GETREQ };
-
-struct pkt {
-	struct pkt *next;
-	torus_vt_t ready;
-	uint64_t cookie, index;
-	uint32_t len, dest, vc, kind;
-	uint32_t from_link; /* link it arrived on (2 * dim + dir of travel); GEN_NONE: injected here */
-	uint32_t gen;       /* generator that made it, while at its origin; else GEN_NONE */
-	uint32_t origin;    /* the node that posted its transfer (a get's reply goes there) */
-	uint64_t reply_len; /* a get request: the bytes to send back */
-	uint16_t hints;
-};
-
-struct queue {
-	struct pkt *head, *tail;
-	torus_vt_t ready; /* the head's, kept here so a scan touches no packet */
-};
-
-struct job {
-	uint64_t cookie;
-	uint64_t rest;      /* bytes still to send */
-	uint64_t index;     /* its next packet's number */
-	torus_vt_t ready;
-	uint32_t kind, dest, origin;
-	uint64_t reply_len;
-	uint16_t hints;
-};
-
-/* A DMA injection FIFO or the reply queue: its transfers, one after another. */
-struct gen {
-	struct job *jobs;
-	size_t n, cap, head;
-	torus_vt_t cursor;  /* when its previous packet left */
-	int busy;           /* a packet of it waits at this node */
-};
-
-struct node {
-	uint32_t coords[TORUS_MAX_DIMS];
-	uint8_t *route;
-	torus_vt_t free_at[NLINKS];
-	torus_vt_t cand[NLINKS];    /* the link's pending departure, TIMESIM_NEVER: none */
-	uint32_t rr[NLINKS];        /* the port served last */
-	int wrap[NLINKS];           /* the hop crosses the dateline */
-	const struct torus_cost *cost[NLINKS];
-	uint32_t waiting[NLINKS + 1]; /* non-empty queues per output */
-	struct queue *q;            /* [(NLINKS + 1) * nports], output-major */
-	uint64_t *nonempty;         /* [(NLINKS + 1) * nwords]: bit per non-empty queue */
-	uint32_t nwords;
-	struct gen *gens;           /* ncores * inj_fifos, then the reply queue */
-	uint32_t ngens, nports, first_core_port;
-};
-
-struct entry {
-	torus_vt_t t;
-	uint64_t key; /* class (0 delivery, 1 departure) << 62 | node << 20 | port or link */
-};
-
-struct timesim {
-	struct timesim_config cfg;
-	struct torus_cost cost;
-	struct node *nodes;
-	uint32_t nnodes, pay;
-	/* the events: a radix heap on time (rb[i]: entries whose time first
-	 * differs from rlast at bit i - 1), rb[0] (those at rlast) a binary
-	 * heap on key */
-	struct rbucket {
-		struct entry *e;
-		size_t n, cap;
-	} rb[65];
-	torus_vt_t rlast;
-	size_t nheap;
-	torus_vt_t rmin;           /* heap_min_time's answer while rmin_ok (no push since) */
-	int rmin_ok;
-	struct pkt *pool;          /* free packets */
-	torus_vt_t now;            /* everything before it is final */
-	torus_vt_t cur;            /* the event being processed (timesim_event_time) */
-	int stop;                  /* timesim_stop: return after this event */
-	_Atomic int cancel;        /* timesim_cancel (any thread): return at once */
-	struct timesim_stats st;
-};
 
 /* ------------------------------------------------------------------ heap */
 
@@ -118,35 +48,40 @@ struct timesim {
  * before the one being handled, and one posted between runs is at or after
  * `now`, which is past every event taken. So the events sit in a radix
  * heap on time (Ahuja, Mehlhorn, Orlin and Tarjan): an entry goes to the
- * bucket of the highest bit in which its time differs from rlast, the
- * time of the entries last taken out; a push is an append. When the
- * entries at rlast (bucket 0) are spent, the first non-empty bucket is
- * spread out again from its smallest time. Bucket 0 is a binary heap on
- * key, the order of ties (refsim's: deliveries before departures, then
- * node, then port or link). The 4-ary heap before it spent 35% of the
- * timekeeper's time on the 4 MiB allreduce.
+ * bucket of the highest hex digit in which its time differs from rlast,
+ * the time of the entries last taken out, and of its value there; a push
+ * is an append. When the entries at rlast (bucket 0) are spent, the first
+ * non-empty bucket is spread out again from its smallest time. Bucket 0
+ * is a binary heap on key, the order of ties (refsim's: deliveries before
+ * departures, then node, then port or link). The 4-ary heap before it
+ * spent 35% of the timekeeper's time on the 4 MiB allreduce. Digits
+ * rather than bits: an entry is spread out at most once per digit, about
+ * 2 times on average where it was 4 to 7 with one bucket per bit.
  */
-static int rb_append(struct rbucket *b, struct entry e)
+
+/* Bucket i > 0: e joins (the bucket keeps its smallest time, so that
+ * finding the next time is a look at the first non-empty bucket). */
+static inline int rb_append(struct timesim *s, size_t i, struct entry e)
 {
-	if (b->n == b->cap) {
-		size_t nc = b->cap ? 2 * b->cap : 16;
-		struct entry *ne = realloc(b->e, nc * sizeof(*ne));
-		if (!ne)
-			return -ENOMEM;
-		b->e = ne;
-		b->cap = nc;
+	struct rbucket *b = &s->rb[i];
+	if (b->n == b->cap && ts_rb_grow(b))
+		return -ENOMEM;
+	if (!b->n++) {
+		s->occ[(i - 1) / 64] |= 1ull << ((i - 1) % 64);
+		b->mint = e.t;
+	} else if (e.t < b->mint) {
+		b->mint = e.t;
 	}
-	b->e[b->n++] = e;
+	b->e[b->n - 1] = e;
 	return 0;
 }
 
 /* Bucket 0, by key: e joins. */
 static int b0_insert(struct rbucket *b, struct entry e)
 {
-	int rc = rb_append(b, e);
-	if (rc)
-		return rc;
-	size_t i = b->n - 1;
+	if (b->n == b->cap && ts_rb_grow(b))
+		return -ENOMEM;
+	size_t i = b->n++;
 	while (i > 0 && e.key < b->e[(i - 1) / 2].key) {
 		b->e[i] = b->e[(i - 1) / 2];
 		i = (i - 1) / 2;
@@ -157,50 +92,42 @@ static int b0_insert(struct rbucket *b, struct entry e)
 
 static size_t bucket_of(torus_vt_t t, torus_vt_t last)
 {
-	return t == last ? 0 : 64 - (size_t)__builtin_clzll(t ^ last);
+	if (t == last)
+		return 0;
+	unsigned level = (63u - (unsigned)__builtin_clzll(t ^ last)) / 4;
+	return 1 + 16 * level + (size_t)((t >> (4 * level)) & 15u);
 }
 
-static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
+static int rh_push(struct timesim *s, struct entry e)
 {
-	if (t < s->rlast)
+	if (e.t < s->rlast)
 		return -EINVAL; /* in the past: cannot happen (see above) */
-	struct entry e = {t, key};
-	size_t i = bucket_of(t, s->rlast);
-	s->rmin_ok = 0;
-	int rc = i ? rb_append(&s->rb[i], e) : b0_insert(&s->rb[0], e);
+	size_t i = bucket_of(e.t, s->rlast);
+	int rc = i ? rb_append(s, i, e) : b0_insert(&s->rb[0], e);
 	if (rc)
 		return rc;
-	if (++s->nheap > s->st.heap_max)
-		s->st.heap_max = s->nheap;
+	s->nheap++;
 	return 0;
 }
 
 /* The first non-empty bucket after 0 (the heap holds something). */
 static size_t first_bucket(const struct timesim *s)
 {
-	size_t i = 1;
-	while (i < 64 && !s->rb[i].n)
-		i++;
-	return i;
+	size_t w = 0;
+	while (!s->occ[w])
+		w++;
+	return 1 + 64 * w + (size_t)__builtin_ctzll(s->occ[w]);
 }
 
 /* The earliest time in the heap, without taking anything out (a peek must
  * not move rlast: events may still be posted before the next one). */
-static torus_vt_t heap_min_time(struct timesim *s)
+static torus_vt_t heap_min_time(const struct timesim *s)
 {
 	if (!s->nheap)
 		return TIMESIM_NEVER;
 	if (s->rb[0].n)
 		return s->rlast;
-	if (s->rmin_ok)
-		return s->rmin;
-	size_t i = first_bucket(s);
-	torus_vt_t m = s->rb[i].e[0].t;
-	for (size_t j = 1; j < s->rb[i].n; j++)
-		m = s->rb[i].e[j].t < m ? s->rb[i].e[j].t : m;
-	s->rmin = m;
-	s->rmin_ok = 1;
-	return m;
+	return s->rb[first_bucket(s)].mint;
 }
 
 /* The first entry (bucket 0 refilled if it ran dry), or NULL. */
@@ -209,15 +136,16 @@ static const struct entry *heap_top(struct timesim *s)
 	if (!s->nheap)
 		return NULL;
 	if (!s->rb[0].n) {
-		struct rbucket *b = &s->rb[first_bucket(s)];
-		torus_vt_t m = heap_min_time(s);
+		size_t i = first_bucket(s);
+		struct rbucket *b = &s->rb[i];
+		torus_vt_t m = b->mint;
 		s->rlast = m;
-		s->rmin_ok = 0;
+		s->occ[(i - 1) / 64] &= ~(1ull << ((i - 1) % 64));
 		for (size_t j = 0; j < b->n; j++) {
 			/* to lower buckets (an append that fails loses the
 			 * entry: the run ends with -ENOMEM) */
 			size_t to = bucket_of(b->e[j].t, m);
-			if ((to ? rb_append(&s->rb[to], b->e[j]) : b0_insert(&s->rb[0], b->e[j])) != 0)
+			if ((to ? rb_append(s, to, b->e[j]) : b0_insert(&s->rb[0], b->e[j])) != 0)
 				return NULL;
 		}
 		b->n = 0;
@@ -247,10 +175,157 @@ static void heap_pop(struct timesim *s)
 		b->e[i] = e;
 }
 
+
 enum { CLS_DELIVERY, CLS_DEPARTURE };
-static uint64_t key_of(uint32_t cls, uint32_t node, uint32_t idx)
+/* (always inlined: as functions of their own, GCC finds them free of side
+ * effects, a prefetch not counting as one, and drops the calls) */
+#define PREFETCHER static inline __attribute__((always_inline)) void
+PREFETCHER prefetch_event(const struct timesim *s, uint64_t key);
+PREFETCHER prefetch_packet(const struct timesim *s, uint64_t key);
+
+/*
+ * The window: the next few events, taken out of the heap ahead of time
+ * and kept sorted (time, then key), so that what they will touch can be
+ * loaded while the ones before them are handled: a big torus's events
+ * each miss the cache a few times, one miss waiting for the other, and
+ * only several events' misses in flight at once keep the simulator from
+ * waiting on memory most of the time. An entry enters at the back
+ * (prefetch_event: its output's header and queue) and has its packet
+ * loaded two places from the front (prefetch_packet).
+ *
+ * Every entry in the window comes before every entry in the heap, so
+ * the window's front is the next event, as it was the heap's. An event
+ * pushed before the window's last entry (one at the very time being
+ * handled, or one posted between runs) is inserted in its place; the
+ * window may then grow past WIN_AHEAD, and drains back to it.
+ */
+#define WIN_AHEAD 8
+
+static int ent_less(struct entry a, struct entry b)
 {
-	return (uint64_t)cls << 62 | (uint64_t)node << 20 | idx;
+	return a.t < b.t || (a.t == b.t && a.key < b.key);
+}
+
+static int win_room(struct timesim *s)
+{
+	if (s->wh > 0 && s->wn == s->wcap) {
+		memmove(s->win, s->win + s->wh, (s->wn - s->wh) * sizeof(*s->win));
+		s->wn -= s->wh;
+		s->wh = 0;
+	}
+	if (s->wn < s->wcap)
+		return 0;
+	size_t nc = s->wcap ? 2 * s->wcap : 4 * WIN_AHEAD;
+	struct entry *nw = realloc(s->win, nc * sizeof(*nw));
+	if (!nw)
+		return -ENOMEM;
+	s->win = nw;
+	s->wcap = nc;
+	return 0;
+}
+
+/* An event joins: the window if it comes before the window's last, else the heap. */
+static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
+{
+	struct entry e = {t, key};
+	int rc;
+	if (s->wn > s->wh && ent_less(e, s->win[s->wn - 1])) {
+		if ((rc = win_room(s)) != 0)
+			return rc;
+		size_t i = s->wn++;
+		while (i > s->wh && ent_less(e, s->win[i - 1])) {
+			s->win[i] = s->win[i - 1];
+			i--;
+		}
+		s->win[i] = e;
+	} else if ((rc = rh_push(s, e)) != 0) {
+		return rc;
+	}
+	size_t pending = s->nheap + (s->wn - s->wh);
+	if (pending > s->st.heap_max)
+		s->st.heap_max = pending;
+	return 0;
+}
+
+/* Fill the window to WIN_AHEAD from the heap. 0 or -ENOMEM. */
+static int win_fill(struct timesim *s)
+{
+	while (s->wn - s->wh < WIN_AHEAD && s->nheap) {
+		const struct entry *top = heap_top(s);
+		if (!top || win_room(s))
+			return -ENOMEM;
+		struct entry e = *top;
+		heap_pop(s);
+		s->win[s->wn++] = e;
+		prefetch_event(s, e.key);
+	}
+	return 0;
+}
+
+/* The earliest pending event's time (TIMESIM_NEVER: none). */
+static torus_vt_t ev_min_time(const struct timesim *s)
+{
+	return s->wn > s->wh ? s->win[s->wh].t : heap_min_time(s);
+}
+
+/*
+ * An entry's key: class << 62 | node << 32 | port or link << 12 | guess.
+ * The guess (a departure's: the port round robin would pick at its time,
+ * as things stand when it is pushed) only tells prefetch_event where to
+ * look; it sits below the rest, so it orders only entries that name the
+ * same departure, of which the first spends it.
+ */
+static uint64_t key_of(uint32_t cls, uint32_t node, uint32_t idx, uint32_t guess)
+{
+	return (uint64_t)cls << 62 | (uint64_t)node << 32 | (uint64_t)idx << 12 | (guess & 0xFFFu);
+}
+static uint32_t key_node(uint64_t key) { return (uint32_t)((key >> 32) & 0x3FFFFFFFu); }
+static uint32_t key_idx(uint64_t key) { return (uint32_t)((key >> 12) & 0xFFFFFu); }
+
+/* Stage one: the output's header and the queue the event will take from. */
+PREFETCHER prefetch_event(const struct timesim *s, uint64_t key)
+{
+	const struct node *nd = &s->nodes[key_node(key)];
+	uint32_t idx = key_idx(key);
+	if (key >> 62 == CLS_DEPARTURE) {
+		struct out *O = out_of(nd, idx);
+		__builtin_prefetch(O);
+		__builtin_prefetch(&queues_of(nd, O)[key & 0xFFFu]);
+		return;
+	}
+	__builtin_prefetch(&queues_of(nd, out_of(nd, s->lout))[idx]);
+}
+
+static uint32_t route(const struct timesim *s, const struct node *nd, uint32_t dest);
+
+/* Stage two, once the event's queue is in the cache: the packet that
+ * will follow its head, and for a departure, the queues at the next node
+ * that its head will join (both VCs' ports: they share the line pair). */
+PREFETCHER prefetch_packet(const struct timesim *s, uint64_t key)
+{
+	const struct node *nd = &s->nodes[key_node(key)];
+	uint32_t idx = key_idx(key);
+	if (key >> 62 != CLS_DEPARTURE) {
+		const struct queue *q = &queues_of(nd, out_of(nd, s->lout))[idx];
+		if (q->n > 1)
+			__builtin_prefetch(&q->buf[q->head]);
+		return;
+	}
+	struct out *O = out_of(nd, idx);
+	const struct queue *q = &queues_of(nd, O)[key & 0xFFFu];
+	if (!q->n)
+		return;
+	if (q->n > 1)
+		__builtin_prefetch(&q->buf[q->head]);
+	if (!s->far)
+		return; /* a small machine stays in the cache: the route below would only cost */
+	const struct node *nx = &s->nodes[O->nbr];
+	uint32_t dest = q->first.dest;
+	uint32_t out = dest == O->nbr ? s->lout : torus_route_apply_hints(route(s, nx, dest), q->first.hints);
+	struct out *NO = out_of(nx, out);
+	__builtin_prefetch(NO);
+	__builtin_prefetch(&queues_of(nx, NO)[2 * idx]);
+	__builtin_prefetch(&queues_of(nx, NO)[2 * idx + 1]);
 }
 
 /* Is the heap's top entry still the candidate it was pushed for? (A
@@ -259,38 +334,28 @@ static int entry_current(const struct timesim *s, const struct entry *e)
 {
 	if (e->key >> 62 != CLS_DEPARTURE)
 		return 1;
-	return s->nodes[(e->key >> 20) & 0x3FFFFFFFFFull].cand[e->key & 0xFFFFF] == e->t;
+	return out_of(&s->nodes[key_node(e->key)], key_idx(e->key))->cand == e->t;
 }
 
 /* --------------------------------------------------------------- packets */
 
-static struct pkt *pkt_new(struct timesim *s)
+
+
+
+/* The first link of the dimension-order route from nd to dest (not nd):
+ * torus_route_table's answer, without its nodes-squared table. */
+static uint32_t route(const struct timesim *s, const struct node *nd, uint32_t dest)
 {
-	struct pkt *k = s->pool;
-	if (k) {
-		s->pool = k->next;
-		return k;
+	const uint32_t *cd = &s->coords[(size_t)dest * s->ndims];
+	for (uint32_t d = 0; d < s->ndims; d++) {
+		uint32_t a = nd->coords[d], b = cd[d], n = s->cfg.shape->dims[d];
+		if (a == b)
+			continue;
+		uint32_t fwd = b > a ? b - a : b + n - a; /* torus_ring_delta */
+		int plus = 2 * fwd < n || (2 * fwd == n && a % 2 == 0);
+		return 2 * d + (plus ? TORUS_PLUS : TORUS_MINUS);
 	}
-	return malloc(sizeof(*k));
-}
-
-static void pkt_free(struct timesim *s, struct pkt *k)
-{
-	k->next = s->pool;
-	s->pool = k;
-}
-
-static struct queue *qof(struct node *nd, uint32_t out, uint32_t port)
-{
-	return &nd->q[(size_t)out * nd->nports + port];
-}
-
-static uint32_t gen_port(const struct timesim *s, const struct node *nd, uint32_t g)
-{
-	uint32_t F = s->cfg.params->inj_fifos;
-	if (g == nd->ngens - 1)
-		return nd->nports - 1; /* the reply queue */
-	return nd->first_core_port + (g / F) * (1 + F) + 1 + g % F;
+	return 0; /* cannot happen: dest is another node */
 }
 
 /* The output at node n for a packet to dest arriving on from_link
@@ -300,73 +365,141 @@ static uint32_t output(const struct timesim *s, uint32_t n, uint32_t dest, uint1
 {
 	const struct node *nd = &s->nodes[n];
 	if (dest == n)
-		return OUT_LOCAL;
-	uint32_t l = torus_route_apply_hints(nd->route[dest], hints);
-	if (!(from_link == l && !nd->wrap[l]))
-		*vc = nd->wrap[l] ? 1u : 0u;
+		return s->lout;
+	uint32_t l = torus_route_apply_hints(route(s, nd, dest), hints), wrap = (nd->wrap >> l) & 1u;
+	if (!(from_link == l && !wrap))
+		*vc = wrap;
 	return l;
+}
+
+/* The port a departure will likely take (for prefetch_event): the first
+ * non-empty one after the round-robin pointer, ready or not, which under
+ * load is the one taken, for the price of a bit scan. */
+static uint32_t guess(const struct node *nd, struct out *L)
+{
+	uint32_t start = L->rr + 1 == nd->nports ? 0 : L->rr + 1;
+	const uint64_t *bits = bits_of(L);
+	for (uint32_t w = start / 64, i = 0; i <= nd->nwords; i++, w = w + 1 == nd->nwords ? 0 : w + 1) {
+		uint64_t m = bits[w];
+		if (i == 0)
+			m &= ~0ull << (start % 64);
+		if (m)
+			return w * 64 + (uint32_t)__builtin_ctzll(m);
+	}
+	return 0;
 }
 
 /* The link's departure candidate after its queues or free_at changed. */
 static int link_update(struct timesim *s, uint32_t n, uint32_t l)
 {
 	struct node *nd = &s->nodes[n];
+	struct out *L = out_of(nd, l);
 	torus_vt_t r = TIMESIM_NEVER;
-	if (nd->waiting[l]) {
-		const struct queue *q = qof(nd, l, 0);
-		const uint64_t *bits = &nd->nonempty[(size_t)l * nd->nwords];
+	if (L->waiting) {
+		const struct queue *q = queues_of(nd, L);
+		const uint64_t *bits = bits_of(L);
 		for (uint32_t w = 0; w < nd->nwords; w++)
 			for (uint64_t m = bits[w]; m; m &= m - 1) {
-				torus_vt_t hr = q[w * 64 + (uint32_t)__builtin_ctzll(m)].ready;
-				if (hr < r)
-					r = hr;
+				torus_vt_t hrt = q[w * 64 + (uint32_t)__builtin_ctzll(m)].first.ready;
+				if (hrt < r)
+					r = hrt;
 			}
 	}
 	if (r == TIMESIM_NEVER) {
-		nd->cand[l] = TIMESIM_NEVER;
+		L->cand = TIMESIM_NEVER;
 		return 0;
 	}
-	torus_vt_t t = r > nd->free_at[l] ? r : nd->free_at[l];
-	if (t == nd->cand[l])
+	torus_vt_t t = r > L->free_at ? r : L->free_at;
+	if (t == L->cand)
 		return 0;
-	nd->cand[l] = t;
-	return heap_push(s, t, key_of(CLS_DEPARTURE, n, l));
+	L->cand = t;
+	return heap_push(s, t, key_of(CLS_DEPARTURE, n, l, guess(nd, L)));
 }
 
-static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, struct pkt *k)
+static int push(struct timesim *s, uint32_t n, uint32_t out, uint32_t port, const struct pkt *k)
 {
 	struct node *nd = &s->nodes[n];
-	struct queue *q = qof(nd, out, port);
-	k->next = NULL;
-	if (q->tail) {
-		q->tail->next = k;
-		q->tail = k;
-		return 0; /* behind another: no candidate changes */
-	}
-	q->head = q->tail = k;
-	q->ready = k->ready;
-	nd->waiting[out]++;
-	nd->nonempty[(size_t)out * nd->nwords + port / 64] |= 1ull << (port % 64);
-	if (out == OUT_LOCAL)
-		return heap_push(s, k->ready, key_of(CLS_DELIVERY, n, port));
-	if (k->ready >= nd->cand[out])
+	struct out *O = out_of(nd, out);
+	struct queue *q = &queues_of(nd, O)[port];
+	if (q->n) {
+		/* behind another: into the ring; no candidate changes */
+		uint32_t rn = q->n - 1;
+		if (!q->buf || rn == q->mask + 1) {
+			int rc = ts_q_grow(&s->ar, q, rn);
+			if (rc)
+				return rc;
+		}
+		q->buf[(q->head + rn) & q->mask] = *k;
+		__builtin_prefetch(&q->buf[(q->head + rn + 1) & q->mask], 1); /* (the next push writes beside it) */
+		q->n++;
 		return 0;
-	return link_update(s, n, out);
+	}
+	q->first = *k;
+	q->n = 1;
+	O->waiting++;
+	bits_of(O)[port / 64] |= 1ull << (port % 64);
+	if (out == s->lout)
+		return heap_push(s, k->ready, key_of(CLS_DELIVERY, n, port, 0));
+	/* a new head can only bring the departure forward, to max(free_at,
+	 * its ready time): what link_update would find, without the scan */
+	struct out *L = O;
+	torus_vt_t t = k->ready > L->free_at ? k->ready : L->free_at;
+	if (t >= L->cand)
+		return 0;
+	L->cand = t;
+	return heap_push(s, t, key_of(CLS_DEPARTURE, n, out, port));
 }
 
-static struct pkt *pop(struct node *nd, uint32_t out, uint32_t port)
+/* Take the head of a queue out (into *k). */
+static uint32_t pop(struct node *nd, uint32_t out, uint32_t port, struct pkt *k)
 {
-	struct queue *q = qof(nd, out, port);
-	struct pkt *k = q->head;
-	q->head = k->next;
-	if (q->head)
-		q->ready = q->head->ready;
-	if (!q->head) {
-		q->tail = NULL;
-		nd->waiting[out]--;
-		nd->nonempty[(size_t)out * nd->nwords + port / 64] &= ~(1ull << (port % 64));
+	struct out *O = out_of(nd, out);
+	struct queue *q = &queues_of(nd, O)[port];
+	uint32_t g = q->gen;
+	*k = q->first;
+	if (--q->n) {
+		q->first = q->buf[q->head];
+		q->head = (q->head + 1) & q->mask;
+		/* the one after: in cache by the time it is the head */
+		if (q->n > 1)
+			__builtin_prefetch(&q->buf[q->head]);
+		return g;
 	}
-	return k;
+	O->waiting--;
+	bits_of(O)[port / 64] &= ~(1ull << (port % 64));
+	return g;
+}
+
+/* ------------------------------------------------------------ get requests */
+
+static int greq_new(struct timesim *s, uint32_t origin, uint64_t reply_len, uint64_t *id)
+{
+	if (s->greq_free == UINT32_MAX) {
+		if (s->ngreq == s->greq_cap) {
+			uint32_t nc = s->greq_cap ? 2 * s->greq_cap : 16;
+			struct greq *ng = nc > s->greq_cap ? realloc(s->greq, (size_t)nc * sizeof(*ng)) : NULL;
+			if (!ng)
+				return -ENOMEM;
+			s->greq = ng;
+			s->greq_cap = nc;
+		}
+		s->greq[s->ngreq].next_free = UINT32_MAX;
+		s->greq_free = s->ngreq++;
+	}
+	uint32_t i = s->greq_free;
+	s->greq_free = s->greq[i].next_free;
+	s->greq[i].origin = origin;
+	s->greq[i].reply_len = reply_len;
+	*id = i;
+	return 0;
+}
+
+static struct greq greq_take(struct timesim *s, uint64_t id)
+{
+	struct greq g = s->greq[id];
+	s->greq[id].next_free = s->greq_free;
+	s->greq_free = (uint32_t)id;
+	return g;
 }
 
 /* ----------------------------------------------------------- generators */
@@ -379,47 +512,42 @@ static int gen_next(struct timesim *s, uint32_t n, uint32_t g)
 	if (G->busy || G->head == G->n)
 		return 0;
 	struct job *j = &G->jobs[G->head];
-	struct pkt *k = pkt_new(s);
-	if (!k)
-		return -ENOMEM;
-	k->ready = j->ready > G->cursor ? j->ready : G->cursor;
-	k->kind = j->kind;
-	k->dest = j->dest;
-	k->cookie = j->cookie;
-	k->index = j->index++;
-	k->hints = j->hints;
-	k->origin = j->origin;
-	k->reply_len = j->reply_len;
-	k->from_link = GEN_NONE;
-	k->gen = g;
-	k->vc = 0;
+	struct pkt k;
+	k.ready = j->ready > G->cursor ? j->ready : G->cursor;
+	k.kind = (uint8_t)j->kind;
+	k.dest = j->dest;
+	k.cookie = j->cookie;
+	k.index = j->index++;
+	k.hints = j->hints;
 	if (j->kind == PK_GETREQ) {
-		k->len = s->cfg.getreq_bytes;
+		int rc = greq_new(s, j->origin, j->reply_len, &k.index);
+		if (rc)
+			return rc;
+		k.len = (uint8_t)s->cfg.getreq_bytes;
 		j->rest = 0;
 	} else {
-		k->len = j->rest > s->pay ? s->pay : (uint32_t)j->rest;
-		j->rest -= k->len;
+		k.len = (uint8_t)(j->rest > s->pay ? s->pay : j->rest);
+		j->rest -= k.len;
 	}
-	uint32_t out = output(s, n, k->dest, k->hints, GEN_NONE, &k->vc);
-	if (out == OUT_LOCAL)
-		k->vc = 0;
+	uint32_t vc = 0;
+	uint32_t out = output(s, n, k.dest, k.hints, GEN_NONE, &vc);
 	G->busy = 1;
 	if (j->rest == 0 && ++G->head == G->n)
 		G->head = G->n = 0; /* its last packet is on its way; the queue is empty */
-	return push(s, n, out, gen_port(s, nd, g), k);
+	return push(s, n, out, G->port, &k);
 }
 
-/* A generator's packet left its origin at `left`: the next one is ready then. */
-static int gen_left(struct timesim *s, uint32_t n, const struct pkt *k, torus_vt_t left)
+/* Generator g's packet k left its origin at `left`: the next one is ready then. */
+static int gen_left(struct timesim *s, uint32_t n, uint32_t g, const struct pkt *k, torus_vt_t left)
 {
 	struct node *nd = &s->nodes[n];
-	struct gen *G = &nd->gens[k->gen];
+	struct gen *G = &nd->gens[g];
 	G->busy = 0;
 	if (left > G->cursor)
 		G->cursor = left;
-	if (k->gen != nd->ngens - 1 && s->cfg.hooks.left)
+	if (g != nd->ngens - 1 && s->cfg.hooks.left)
 		s->cfg.hooks.left(s->cfg.hooks.arg, n, k->cookie, k->kind == PK_GETREQ ? 0 : k->len, left);
-	return gen_next(s, n, k->gen);
+	return gen_next(s, n, g);
 }
 
 static int gen_add(struct timesim *s, uint32_t n, uint32_t g, const struct job *j)
@@ -449,161 +577,100 @@ static int gen_add(struct timesim *s, uint32_t n, uint32_t g, const struct job *
 static int deliver(struct timesim *s, uint32_t n, uint32_t port, torus_vt_t t)
 {
 	struct node *nd = &s->nodes[n];
-	struct pkt *k = pop(nd, OUT_LOCAL, port);
+	struct pkt k;
+	uint32_t g = pop(nd, s->lout, port, &k);
 	int rc = 0;
-	if (nd->waiting[OUT_LOCAL] && qof(nd, OUT_LOCAL, port)->head)
-		rc = heap_push(s, qof(nd, OUT_LOCAL, port)->head->ready, key_of(CLS_DELIVERY, n, port));
+	const struct queue *q = &queues_of(nd, out_of(nd, s->lout))[port];
+	if (q->n)
+		rc = heap_push(s, q->first.ready, key_of(CLS_DELIVERY, n, port, 0));
 	s->st.deposits++;
-	if (k->kind == PK_GETREQ) {
+	if (k.kind == PK_GETREQ) {
 		/* the reply: the data back to the requester, from this node's reply queue */
-		struct job j = {k->cookie, k->reply_len, 0, t, PK_DATA, k->origin, n, 0, k->hints};
-		if (rc == 0 && !(s->cfg.hooks.request && s->cfg.hooks.request(s->cfg.hooks.arg, n, k->cookie, t)))
+		struct greq gr = greq_take(s, k.index);
+		struct job j = {k.cookie, gr.reply_len, 0, t, PK_DATA, gr.origin, n, 0, k.hints};
+		if (rc == 0 && !(s->cfg.hooks.request && s->cfg.hooks.request(s->cfg.hooks.arg, n, k.cookie, t)))
 			rc = gen_add(s, n, nd->ngens - 1, &j);
 	} else if (s->cfg.hooks.deposit) {
-		s->cfg.hooks.deposit(s->cfg.hooks.arg, n, k->cookie, k->index, k->len, t);
+		s->cfg.hooks.deposit(s->cfg.hooks.arg, n, k.cookie, k.index, k.len, t);
 	}
-	if (k->gen != GEN_NONE && rc == 0)
-		rc = gen_left(s, n, k, t);
-	pkt_free(s, k);
+	if (g != GEN_NONE && rc == 0)
+		rc = gen_left(s, n, g, &k, t);
 	return rc;
+}
+
+/* Round robin: the first non-empty queue of link l after the port served
+ * last whose head is ready by t, going round once; UINT32_MAX: none. */
+static uint32_t rr_pick(const struct node *nd, uint32_t l, torus_vt_t t)
+{
+	struct out *L = out_of(nd, l);
+	const uint64_t *bits = bits_of(L);
+	const struct queue *q = queues_of(nd, L);
+	uint32_t rr = L->rr, start = rr + 1 == nd->nports ? 0 : rr + 1;
+	if (nd->nwords == 1) {
+		/* the usual case: the ports at and after start, then those before */
+		uint64_t hi = bits[0] & (~0ull << start), lo = bits[0] & ~(~0ull << start);
+		for (uint64_t m = hi; m; m &= m - 1)
+			if (q[__builtin_ctzll(m)].first.ready <= t)
+				return (uint32_t)__builtin_ctzll(m);
+		for (uint64_t m = lo; m; m &= m - 1)
+			if (q[__builtin_ctzll(m)].first.ready <= t)
+				return (uint32_t)__builtin_ctzll(m);
+		return UINT32_MAX;
+	}
+	for (uint32_t pass = 0; pass < 2; pass++) {
+		uint32_t from = pass ? 0 : start, to = pass ? start : nd->nports;
+		for (uint32_t w = from / 64; from < to && w <= (to - 1) / 64; w++) {
+			uint64_t m = bits[w];
+			if (w == from / 64)
+				m &= ~0ull << (from % 64);
+			for (; m; m &= m - 1) {
+				uint32_t p = w * 64 + (uint32_t)__builtin_ctzll(m);
+				if (p >= to)
+					break;
+				if (q[p].first.ready <= t)
+					return p;
+			}
+		}
+	}
+	return UINT32_MAX;
 }
 
 static int depart(struct timesim *s, uint32_t n, uint32_t l, torus_vt_t t)
 {
 	struct node *nd = &s->nodes[n];
-	struct pkt *k = NULL;
-	uint32_t port = 0;
-	/* round robin: the first non-empty queue after the port served last
-	 * whose head is ready, going round once */
-	const uint64_t *bits = &nd->nonempty[(size_t)l * nd->nwords];
-	uint32_t start = nd->rr[l] + 1 == nd->nports ? 0 : nd->rr[l] + 1;
-	for (uint32_t pass = 0; pass < 2 && !k; pass++) {
-		uint32_t from = pass ? 0 : start, to = pass ? start : nd->nports;
-		for (uint32_t w = from / 64; w <= (to - 1) / 64 && from < to && !k; w++) {
-			uint64_t m = bits[w];
-			if (w == from / 64)
-				m &= ~0ull << (from % 64);
-			for (; m; m &= m - 1) {
-				uint32_t cand = w * 64 + (uint32_t)__builtin_ctzll(m);
-				if (cand >= to)
-					break;
-				if (qof(nd, l, cand)->ready <= t) {
-					port = cand;
-					k = pop(nd, l, port);
-					break;
-				}
-			}
-		}
-	}
-	if (!k)
+	struct out *L = out_of(nd, l);
+	uint32_t port = rr_pick(nd, l, t);
+	if (port == UINT32_MAX)
 		return -EFAULT; /* cannot happen: t was chosen from a head */
-	nd->rr[l] = port;
-	const struct torus_cost *c = nd->cost[l];
-	torus_vt_t end = t + c->ser[k->len];
-	nd->free_at[l] = end;
-	nd->cand[l] = TIMESIM_NEVER; /* its entry is spent */
+	struct pkt k;
+	uint32_t g = pop(nd, l, port, &k);
+	L->rr = port;
+	const struct torus_cost *c = L->cost;
+	torus_vt_t end = t + c->ser[k.len];
+	L->free_at = end;
+	L->cand = TIMESIM_NEVER; /* its entry is spent */
 	s->st.hops++;
 	if (s->cfg.hooks.hop)
-		s->cfg.hooks.hop(s->cfg.hooks.arg, n, l, t, end, c->wire[k->len], k->len, k->cookie, k->kind == PK_GETREQ);
-	uint32_t next = torus_neighbor(s->cfg.shape, n, l >> 1, (enum torus_dir)(l & 1));
-	struct pkt moved = *k;
-	k->ready = end + c->hop_latency;
-	k->from_link = l;
-	k->gen = GEN_NONE;
-	uint32_t out = output(s, next, k->dest, k->hints, l, &k->vc);
-	int rc = push(s, next, out, 2 * l + (k->vc ? 0 : 1), k);
+		s->cfg.hooks.hop(s->cfg.hooks.arg, n, l, t, end, c->wire[k.len], k.len, k.cookie, k.kind == PK_GETREQ);
+	/* its VC on this hop: the port's, or if it was injected here, the
+	 * one it entered the dimension on */
+	uint32_t vc = port < nd->first_core_port ? !(port & 1u) : (nd->wrap >> l) & 1u;
+	uint32_t next = L->nbr;
+	struct pkt moved = k;
+	k.ready = end + c->hop_latency;
+	uint32_t out = output(s, next, k.dest, k.hints, l, &vc);
+	int rc = push(s, next, out, 2 * l + (vc ? 0 : 1), &k);
 	if (rc == 0)
 		rc = link_update(s, n, l);
-	if (rc == 0 && moved.gen != GEN_NONE)
-		rc = gen_left(s, n, &moved, end);
+	if (rc == 0 && g != GEN_NONE)
+		rc = gen_left(s, n, g, &moved, end);
 	return rc;
 }
 
 /* ------------------------------------------------------------------- API */
 
-int timesim_create(const struct timesim_config *cfg, struct timesim **out)
-{
-	if (!cfg || !out || !cfg->shape || !cfg->params || !cfg->cores || cfg->shape->nnodes == 0 ||
-	    cfg->params->inj_fifos == 0 || cfg->getreq_bytes > TORUS_MAX_PAYLOAD ||
-	    cfg->shape->nnodes > (1u << 30))
-		return -EINVAL;
-	struct timesim *s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->cfg = *cfg;
-	s->nnodes = cfg->shape->nnodes;
-	s->pay = torus_params_payload(cfg->params);
-	torus_cost_init(&s->cost, cfg->params);
-	const uint32_t F = cfg->params->inj_fifos;
-	if (!(s->nodes = calloc(s->nnodes, sizeof(*s->nodes)))) {
-		free(s);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < s->nnodes; i++) {
-		struct node *nd = &s->nodes[i];
-		if (cfg->cores[i] == 0 || cfg->cores[i] > TORUS_MAX_CORES) {
-			timesim_destroy(s);
-			return -EINVAL;
-		}
-		nd->first_core_port = 4 * cfg->shape->ndims;
-		nd->nports = nd->first_core_port + cfg->cores[i] * (1 + F) + 1;
-		nd->ngens = cfg->cores[i] * F + 1;
-		nd->nwords = (nd->nports + 63) / 64;
-		torus_rank_to_coords(cfg->shape, i, nd->coords);
-		for (uint32_t l = 0; l < NLINKS; l++) {
-			nd->rr[l] = nd->nports - 1; /* the first scan starts at port 0 */
-			nd->cand[l] = TIMESIM_NEVER;
-			nd->cost[l] = cfg->link_cost && cfg->link_cost[(size_t)i * NLINKS + l]
-					      ? cfg->link_cost[(size_t)i * NLINKS + l]
-					      : &s->cost;
-			if (l < 2 * cfg->shape->ndims)
-				nd->wrap[l] = torus_hop_is_wrap(cfg->shape->dims[l >> 1], nd->coords[l >> 1],
-								(enum torus_dir)(l & 1));
-		}
-		if (!(nd->route = malloc(s->nnodes)) ||
-		    !(nd->q = calloc((size_t)(NLINKS + 1) * nd->nports, sizeof(*nd->q))) ||
-		    !(nd->nonempty = calloc((size_t)(NLINKS + 1) * nd->nwords, sizeof(uint64_t))) ||
-		    !(nd->gens = calloc(nd->ngens, sizeof(*nd->gens)))) {
-			timesim_destroy(s);
-			return -ENOMEM;
-		}
-		torus_route_table(cfg->shape, i, nd->route);
-	}
-	*out = s;
-	return 0;
-}
 
-void timesim_destroy(struct timesim *s)
-{
-	if (!s)
-		return;
-	if (s->nodes) {
-		for (uint32_t n = 0; n < s->nnodes; n++) {
-			struct node *nd = &s->nodes[n];
-			if (nd->q)
-				for (size_t i = 0; i < (size_t)(NLINKS + 1) * nd->nports; i++)
-					for (struct pkt *k = nd->q[i].head, *nx; k; k = nx) {
-						nx = k->next;
-						free(k);
-					}
-			if (nd->gens)
-				for (uint32_t g = 0; g < nd->ngens; g++)
-					free(nd->gens[g].jobs);
-			free(nd->gens);
-			free(nd->nonempty);
-			free(nd->q);
-			free(nd->route);
-		}
-		free(s->nodes);
-	}
-	for (struct pkt *k = s->pool, *nx; k; k = nx) {
-		nx = k->next;
-		free(k);
-	}
-	for (size_t i = 0; i < 65; i++)
-		free(s->rb[i].e);
-	free(s);
-}
+
 
 int timesim_post(struct timesim *s, const struct timesim_xfer *x)
 {
@@ -621,21 +688,10 @@ int timesim_post(struct timesim *s, const struct timesim_xfer *x)
 		return -ERANGE;
 	struct node *nd = &s->nodes[x->src_node];
 	if (x->kind == TIMESIM_RAW) {
-		struct pkt *k = pkt_new(s);
-		if (!k)
-			return -ENOMEM;
-		memset(k, 0, sizeof(*k));
-		k->ready = x->ready;
-		k->len = (uint32_t)x->len;
-		k->dest = x->dst_node;
-		k->kind = PK_DATA;
-		k->cookie = x->cookie;
-		k->hints = x->hints;
-		k->origin = x->src_node;
-		k->from_link = GEN_NONE;
-		k->gen = GEN_NONE;
-		uint32_t out = output(s, x->src_node, k->dest, k->hints, GEN_NONE, &k->vc);
-		return push(s, x->src_node, out, nd->first_core_port + x->src_core * (1 + s->cfg.params->inj_fifos), k);
+		struct pkt k = {x->ready, x->cookie, 0, x->dst_node, x->hints, (uint8_t)x->len, PK_DATA};
+		uint32_t vc = 0;
+		uint32_t out = output(s, x->src_node, k.dest, k.hints, GEN_NONE, &vc);
+		return push(s, x->src_node, out, nd->first_core_port + x->src_core * (1 + s->cfg.params->inj_fifos), &k);
 	}
 	struct job j = {x->cookie, x->len, 0, x->ready, x->kind == TIMESIM_GET ? PK_GETREQ : PK_DATA, x->dst_node,
 			x->src_node, x->kind == TIMESIM_GET ? x->len : 0, x->hints};
@@ -645,7 +701,7 @@ int timesim_post(struct timesim *s, const struct timesim_xfer *x)
 torus_vt_t timesim_next(struct timesim *s)
 {
 	/* (a stale departure may still be in it: the time is then early) */
-	return heap_min_time(s);
+	return ev_min_time(s);
 }
 
 int timesim_run(struct timesim *s, torus_vt_t limit)
@@ -656,19 +712,19 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 	for (;;) {
 		if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
 			return -ECANCELED;
-		torus_vt_t t = heap_min_time(s);
-		if (t == TIMESIM_NEVER || t >= limit)
-			break;
-		const struct entry *top = heap_top(s);
-		if (!top)
+		if (win_fill(s))
 			return -ENOMEM;
-		struct entry e = *top;
-		heap_pop(s);
+		if (s->wn == s->wh || s->win[s->wh].t >= limit)
+			break;
+		struct entry e = s->win[s->wh++];
+		torus_vt_t t = e.t;
+		if (s->wn - s->wh > 2)
+			prefetch_packet(s, s->win[s->wh + 2].key);
 		if (!entry_current(s, &e)) {
 			s->st.stale++;
 			continue;
 		}
-		uint32_t n = (uint32_t)((e.key >> 20) & 0x3FFFFFFFFFull), idx = (uint32_t)(e.key & 0xFFFFF);
+		uint32_t n = key_node(e.key), idx = key_idx(e.key);
 		s->st.events++;
 		last = s->cur = t;
 		int rc;
@@ -695,29 +751,3 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 	return 0;
 }
 
-torus_vt_t timesim_now(const struct timesim *s) { return s ? s->now : 0; }
-
-torus_vt_t timesim_event_time(const struct timesim *s)
-{
-	if (!s)
-		return 0;
-	return s->cur > s->now ? s->cur : s->now;
-}
-
-void timesim_cancel(struct timesim *s)
-{
-	if (s)
-		atomic_store_explicit(&s->cancel, 1, memory_order_relaxed);
-}
-
-void timesim_stop(struct timesim *s)
-{
-	if (s)
-		s->stop = 1;
-}
-
-void timesim_stats(const struct timesim *s, struct timesim_stats *out)
-{
-	if (s && out)
-		*out = s->st;
-}
