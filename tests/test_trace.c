@@ -490,6 +490,27 @@ static void test_bad_files(void)
 		       strstr(r.out, "equal the link counters"),
 	       "hole: %d %.300s %.2000s", r.status, r.err, r.out);
 	result_free(&r);
+	/* a chunk torn by a kill mid-write: its start written, the rest
+	 * zeros; read, its records missing. One byte changed instead is
+	 * still corruption */
+	{
+		struct torus_trace_chunk c0;
+		memcpy(h, b, n);
+		memcpy(&c0, h + hb, sizeof(c0));
+		if (c0.kind == TORUS_TRACE_CHUNK_RECORDS) {
+			memset(h + hb + sizeof(c0) + c0.bytes - sizeof(struct torus_trace_rec), 0, sizeof(struct torus_trace_rec));
+			write_bytes(bad, h, n);
+			r = run("$B/torus-trace '%s'", bad);
+			EXPECT(r.status == 0 && strstr(r.out, "bytes of the file were never written"), "torn: %d %.300s %.2000s",
+			       r.status, r.err, r.out);
+			result_free(&r);
+			memcpy(h, b, n);
+			h[hb + sizeof(c0) + 3] ^= 0x40;
+			write_bytes(bad, h, n);
+			passed += rejects("a changed byte in a chunk", bad), cases++;
+		}
+		CU_ASSERT_EQUAL(c0.kind, TORUS_TRACE_CHUNK_RECORDS);
+	}
 	/* zeros to the end are a truncation */
 	memset(h + hb, 0, 4096);
 	write_bytes(bad, h, hb + 4096);
