@@ -54,15 +54,16 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 {
 	struct emu_node_rt *rt = c->node;
 	uint32_t q = 0;
-	int deferred = 0;
-	if (c->tk && emu_core_can_defer(c)) {
+	int deferred = c->tk ? emu_core_can_defer(c) : 0;
+	if (deferred < 0)
+		return deferred;
+	if (deferred) {
 		/* --exact: that it opens does not depend on virtual time, only
 		 * when: the timekeeper works that out behind us (the clock is
 		 * then an offset from it, and so is what max_vt gets) */
 		int rc = emu_core_defer_barrier(c, key, n);
 		if (rc)
 			return rc;
-		deferred = 1;
 	} else if (c->tk) {
 		/* --exact: the timekeeper counts the members too, and lets the
 		 * simulation past the barrier only once it is complete */

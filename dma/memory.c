@@ -579,7 +579,10 @@ int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *w
 	for (size_t i = 0; i < n; i++)
 		if (!(ks[i] = counter_of(c->node, ids[i])))
 			return DMA_ERR_COUNTER;
-	if (c->tk && n == 1 && emu_core_can_defer(c)) {
+	int defer = c->tk && n == 1 ? emu_core_can_defer(c) : 0;
+	if (defer < 0)
+		return defer;
+	if (defer) {
 		/* --exact, one counter: that it reaches zero does not depend on
 		 * virtual time, only when. Tell the timekeeper (first: until it
 		 * knows, it cannot simulate past our clock), wait for the bytes,

@@ -191,10 +191,9 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		if (rt->hdr->exact) {
 			core->tk = emu_shm_tk(&rt->shm, core->global);
 			/* deferred waits (emu_core_defer_wait): not with a pace
-			 * (exact_lead, which reads the clock at every post), and
-			 * not with TORUS_DEFER=0 (every wait a question) */
-			const char *d = getenv("TORUS_DEFER");
-			core->defer = !rt->params->exact_lead_ps && !(d && !strcmp(d, "0"));
+			 * (exact_lead, which reads the clock at every post);
+			 * TORUS_DEFER is read at the first wait */
+			core->defer = !rt->params->exact_lead_ps;
 		}
 		torus_ring_view_init(&core->inj, &cs->inj, base, TORUS_RING_PRODUCER);
 		torus_ring_view_init(&core->rx, &cs->rx, base, TORUS_RING_CONSUMER);

@@ -345,7 +345,9 @@ void emu_core_missed(emu_core_t *c);
  * Before it observes anything whose outcome depends on virtual time (its
  * clock, a poll, a receive, any question), emu_core_sync asks for its
  * clock. emu_core_can_defer: 1 if a wait may be deferred now (not inside
- * a plan, a program or a promise). All return 0 or a negative errno.
+ * a plan, a program or a promise, nor with TORUS_DEFER=0), 0 if not,
+ * -EINVAL for a TORUS_DEFER other than 0 or 1 (said once). The others
+ * return 0 or a negative errno.
  */
 int emu_core_can_defer(const emu_core_t *c);
 int emu_core_defer_wait(emu_core_t *c, uint32_t counter);

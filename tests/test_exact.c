@@ -515,8 +515,9 @@ static void test_declare(void)
 	/* bad switches: an error on every member, which says why; a bad
 	 * exact_nice before anything starts */
 	static const char *const bad[][2] = {{"TORUS_PROGRAM=2", "TORUS_PROGRAM must be 0 or 1, not '2'"},
-					     {"TORUS_PROGRAM=0 TORUS_DECLARE=yes", "TORUS_DECLARE must be 0 or 1, not 'yes'"}};
-	for (size_t i = 0; i < 2; i++) {
+					     {"TORUS_PROGRAM=0 TORUS_DECLARE=yes", "TORUS_DECLARE must be 0 or 1, not 'yes'"},
+					     {"TORUS_DEFER=on", "TORUS_DEFER must be 0 or 1, not 'on'"}};
+	for (size_t i = 0; i < CUNIT_COUNT(bad); i++) {
 		struct result r = run("%s $B/torusrun --exact --quiet --torus 2x2 -- $B/torus-bench allreduce --sizes 1K",
 				      bad[i][0]);
 		EXPECT(r.status != 0 && strstr(r.err, bad[i][1]) && strstr(r.err, "Invalid argument"), "%s: %d\n%s",
