@@ -57,7 +57,7 @@ static void usage(FILE *out)
 	      "                       NAME=VALUE[,NAME=VALUE]; e.g. --link 1.0.0:+y:link_bw=100MB/s\n"
 	      "  --wtime emulated|wall  what MPI_Wtime reads in an MPI program (mpi.h): the\n"
 	      "                       rank's emulated time (the default) or the host's clock\n"
-	      "  --exact              exact virtual time (issue 13, in progress): a timekeeper\n"
+	      "  --exact              exact virtual time: a timekeeper\n"
 	      "                       simulates every packet in virtual-time order, so times\n"
 	      "                       repeat to the picosecond under any host load: raw\n"
 	      "                       packets, the whole DMA unit, the collectives and MPI;\n"
