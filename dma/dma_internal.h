@@ -187,6 +187,8 @@ struct dma_core_local {
 	struct dma_watch *_Atomic *watch;     /* dma_counters entries, NULL: none */
 	struct torus_ring_view memfifo;       /* consumer */
 	struct emu_stash mstash;              /* --exact: memory-FIFO packets drained, not yet taken */
+	struct emu_stash astash;              /* --exact: those sent in any order, not yet handled */
+	uint64_t msgs;                        /* --exact: memory-FIFO messages posted (their names) */
 	/* --exact: fault reports the engines delivered, not yet matched to
 	 * the timekeeper's (which say when) */
 	struct dma_fault_rec *fstash;

@@ -87,6 +87,7 @@ int dma_core_setup(struct emu_node_rt *rt, emu_core_t *c, char *err, size_t errl
 	d->shm = dma_core_shm_of(&rt->shm, c->shm);
 	torus_ring_view_init(&d->memfifo, &d->shm->memfifo, rt->shm.base, TORUS_RING_CONSUMER);
 	emu_stash_init(&d->mstash, dma_memfifo_name);
+	emu_stash_init(&d->astash, dma_memfifo_name);
 	for (uint32_t i = 0; i < p->inj_fifos; i++) {
 		d->fifos[i].core = c;
 		d->fifos[i].index = i;
@@ -107,6 +108,7 @@ void dma_core_teardown(emu_core_t *c)
 		dma_watch_free(atomic_load(&c->dma->watch[i]));
 	free(c->dma->watch);
 	emu_stash_free(&c->dma->mstash);
+	emu_stash_free(&c->dma->astash);
 	free(c->dma->fstash);
 	free(c->dma);
 	c->dma = NULL;

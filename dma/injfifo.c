@@ -150,11 +150,13 @@ static int validate(emu_core_t *c, const struct dma_desc *d)
 	struct emu_node_rt *rt = c->node;
 	int rc;
 
-	if ((d->len && !d->src && d->kind != DMA_GET) || (d->flags & ~DMA_F_UNCHECKED) || !dma_hints_ok(rt, d->hints) ||
+	if ((d->len && !d->src && d->kind != DMA_GET) || (d->flags & ~(DMA_F_UNCHECKED | DMA_F_ANY_ORDER)) || !dma_hints_ok(rt, d->hints) ||
 	    d->kind < DMA_MEMFIFO || d->kind > DMA_COPY)
 		return -EINVAL;
 	/* a get injects only its request and a copy nothing: no injection counter */
 	if ((d->kind == DMA_GET || d->kind == DMA_COPY) && d->inj_counter != DMA_NO_COUNTER)
+		return -EINVAL;
+	if ((d->flags & DMA_F_ANY_ORDER) && (d->kind != DMA_MEMFIFO || d->dispatch == 0 || d->key >> 63))
 		return -EINVAL;
 	/* what the wire cannot carry is refused even unchecked: the destination
 	 * can only check the fields it receives */
@@ -270,6 +272,18 @@ static void fifo_arm(void *arg)
 	torus_ring_mark_full(&f->view);
 }
 
+/* --exact: a memory-FIFO message's name (0 for other kinds): its packets
+ * carry it, and the timekeeper names their arrivals by it. The sender's
+ * count of them, or its key for one sent in any order (which the receiver
+ * names too). Not the post time: a clock that is an offset from a
+ * deferred wait's answer is no name. */
+static uint64_t msg_name(const emu_core_t *c, const struct dma_desc *d)
+{
+	if (d->kind != DMA_MEMFIFO)
+		return 0;
+	return d->flags & DMA_F_ANY_ORDER ? EMU_TK_MSG_ANY | d->key : c->dma->msgs + 1;
+}
+
 /* --exact: tell the timekeeper about the descriptor, posted at the clock. */
 static int tk_post_event(emu_core_t *c, const dma_injfifo_t *f, const struct dma_desc *d)
 {
@@ -282,7 +296,8 @@ static int tk_post_event(emu_core_t *c, const dma_injfifo_t *f, const struct dma
 	ev = (struct emu_tk_ev){.type = EMU_TK_DMA, .node = d->kind == DMA_COPY ? c->node->rank : d->node,
 			       .core = d->core, .fifo = f->index, .kind = kinds[d->kind],
 			       .inj = d->inj_counter, .id = d->tag,
-			       .rec = d->counter, .hints = d->hints, .len = d->len, .ready = c->vt};
+			       .rec = d->counter, .hints = d->hints, .len = d->len, .ready = c->vt,
+			       .delta = (int64_t)msg_name(c, d)};
 	return emu_core_tk_event(c, &ev);
 }
 
@@ -314,17 +329,16 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	}
 	if (c->tk && (rc = emu_core_tk_pace(c)))
 		return rc;
-	/* a memory-FIFO message is named by its post time (its packets carry
-	 * it): an absolute one, not an offset from a deferred wait, which
-	 * two messages could share */
-	if (c->tk && d->kind == DMA_MEMFIFO && (rc = emu_core_sync(c)))
-		return rc;
 	c->vt += c->node->params->inj_overhead_ps;
 	if (c->tk && (rc = tk_post_event(c, f, d)))
 		return rc;
 	struct dma_wire_desc *w = (struct dma_wire_desc *)slot;
 	w->d = *d;
-	w->ready = c->vt;
+	/* --exact: the engine passes ready on in the packets' sideband, where
+	 * a memory-FIFO message's packets carry its name */
+	w->ready = c->tk && d->kind == DMA_MEMFIFO ? msg_name(c, d) : c->vt;
+	if (c->tk && d->kind == DMA_MEMFIFO)
+		c->dma->msgs++;
 	w->src_core = c->index;
 	torus_ring_commit(&f->view);
 	torus_ring_publish_head(&f->view);

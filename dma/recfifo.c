@@ -34,6 +34,8 @@ static void packet_info(emu_core_t *c, const struct torus_packet *pkt, uint32_t 
 	info->len = pkt->hdr.len;
 	info->last = (pkt->hdr.vc_kind & DMA_PKT_LAST) != 0;
 	info->arrival = arrival;
+	info->key = 0;
+	info->index = index;
 }
 
 static void fill_info(emu_core_t *c, const struct torus_packet *pkt, const struct torus_side *side,
@@ -117,6 +119,88 @@ static void exact_info(emu_core_t *c, const struct torus_packet *pkt, const stru
 		       struct dma_recv_info *info)
 {
 	packet_info(c, pkt, (uint32_t)(a->src >> 8), (uint32_t)(a->src & 0xFF), a->t, info);
+}
+
+/* ------------------------------------------------ messages sent in any order
+ *
+ * --exact: they are drained into their own stash (dma/unit.c) and never
+ * queue at the timekeeper for their turn: a core handles the ones that are
+ * here, untimed, and its clock meets their arrival at dma_recv_expect. */
+
+static int any_drain(emu_core_t *c)
+{
+	return emu_stash_drain_split(c->node, &c->dma->mstash, &c->dma->astash, EMU_TK_MSG_ANY, &c->dma->memfifo);
+}
+
+static int poll_any_exact(emu_core_t *c, unsigned max, unsigned *handled)
+{
+	struct emu_stash *s = &c->dma->astash;
+	unsigned n = 0;
+	int rc = any_drain(c);
+	if (rc < 0)
+		return rc;
+	rc = 0;
+	while (n < max && s->n) {
+		uint32_t slot = s->n - 1;
+		struct torus_packet pkt;
+		struct torus_side side = s->side[slot];
+		struct dma_recv_info info;
+		torus_pkt_copy(&pkt, &s->pkt[slot]);
+		emu_stash_remove(s, slot);
+		packet_info(c, &pkt, dma_aux_node(side.aux), dma_aux_core(side.aux), 0, &info);
+		info.key = side.vt & ~EMU_TK_MSG_ANY;
+		struct dma_handler *h = &c->dma->handlers[info.dispatch];
+		n++;
+		/* (the destination refuses a dispatch id without a handler) */
+		if (h->fn && (rc = h->fn(c, &info, pkt.payload, h->arg)) < 0)
+			break;
+		rc = 0;
+	}
+	if (n)
+		atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
+	*handled = n;
+	return rc;
+}
+
+static int any_ready(void *arg)
+{
+	emu_core_t *c = arg;
+	return c->dma->astash.n != 0;
+}
+
+int dma_recfifo_poll_any_order(emu_core_t *c, unsigned max, unsigned *handled)
+{
+	if (!c || !max || !handled)
+		return -EINVAL;
+	if (!c->tk)
+		return dma_recfifo_poll(c, max, handled);
+	*handled = 0;
+	if (c->dma->polling)
+		return -EBUSY;
+	c->dma->polling = 1;
+	int rc = poll_any_exact(c, max, handled);
+	c->dma->polling = 0;
+	return rc;
+}
+
+int dma_recfifo_wait_any_order(emu_core_t *c, int timeout_ms)
+{
+	if (!c)
+		return -EINVAL;
+	if (!c->tk)
+		return dma_recfifo_wait(c, timeout_ms);
+	struct emu_wait w = {any_ready, NULL, NULL, c};
+	int r = emu_core_block(c, &w, timeout_ms);
+	return r == 0 ? -ETIMEDOUT : r < 0 ? r : 0;
+}
+
+int dma_recv_expect(emu_core_t *c, uint32_t src_node, uint64_t key, uint32_t index)
+{
+	if (!c || key >> 63 || src_node >= c->node->hdr->nnodes)
+		return -EINVAL;
+	if (!c->tk)
+		return 0;
+	return emu_core_wait_packet(c, src_node, EMU_TK_MSG_ANY | key, index);
 }
 
 static void exact_taken(emu_core_t *c, const struct torus_packet *pkt)
@@ -210,7 +294,12 @@ int dma_recfifo_poll(emu_core_t *c, unsigned max, unsigned *handled)
 		return -EBUSY; /* called from a handler: the packet it handles is not released yet */
 	c->dma->polling = 1;
 	if (c->tk) {
-		rc = poll_exact(c, max, handled);
+		/* those sent in any order first, uncounted: they take no time
+		 * here, and how many are here is no outcome of virtual time */
+		unsigned any = 0;
+		rc = poll_any_exact(c, UINT32_MAX, &any);
+		if (!rc)
+			rc = poll_exact(c, max, handled);
 		c->dma->polling = 0;
 		return rc;
 	}

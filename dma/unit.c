@@ -22,7 +22,11 @@ static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const
 
 static void flush(struct emu_node_rt *rt) { dma_counter_flush(rt); }
 
-static int core_drain(emu_core_t *c) { return emu_stash_drain(c->node, &c->dma->mstash, &c->dma->memfifo); }
+/* (messages sent in any order apart: they are handled as they come) */
+static int core_drain(emu_core_t *c)
+{
+	return emu_stash_drain_split(c->node, &c->dma->mstash, &c->dma->astash, EMU_TK_MSG_ANY, &c->dma->memfifo);
+}
 
 const struct emu_unit emu_node_unit = {
 	.core_shm_bytes = dma_core_shm_bytes,

@@ -55,6 +55,18 @@ void emu_core_tk_poke(emu_core_t *c)
 	emu_bell_ring(&c->node->hdr->tk_bell);
 }
 
+/* News that can let the timekeeper go on only if it waits for this core:
+ * marked, and rung only then (the seq_cst pair: its store of tk_waits_for
+ * before it looks at the marks and sleeps). */
+static void tk_nudge(emu_core_t *c)
+{
+	_Atomic uint64_t *w = emu_shm_tk_dirty(&c->node->shm) + c->global / 64;
+	atomic_fetch_or(w, 1ull << (c->global % 64));
+	uint32_t g = atomic_load(&c->node->hdr->tk_waits_for);
+	if (g == UINT32_MAX || g == c->global)
+		emu_bell_ring(&c->node->hdr->tk_bell);
+}
+
 /* The clock to torusrun and the timekeeper; progress: whether this counts
  * as the core moving (not for a clock moved by idle looks and timeouts). */
 static void publish_clock(emu_core_t *c, int progress)
@@ -78,7 +90,7 @@ static void publish_clock(emu_core_t *c, int progress)
 		 * by emu_core_expect sets no bound); pairs with its acquire load
 		 * in look() */
 		atomic_store_explicit(&c->tk->clock, c->vt, memory_order_release);
-		emu_core_tk_poke(c);
+		tk_nudge(c);
 	}
 }
 
@@ -153,10 +165,17 @@ static int stash_grow(struct emu_stash *s)
 
 int emu_stash_drain(struct emu_node_rt *rt, struct emu_stash *s, struct torus_ring_view *v)
 {
+	return emu_stash_drain_split(rt, s, NULL, 0, v);
+}
+
+int emu_stash_drain_split(struct emu_node_rt *rt, struct emu_stash *main, struct emu_stash *alt, uint64_t bit,
+			  struct torus_ring_view *v)
+{
 	struct torus_side *side;
 	struct torus_packet *pkt;
 	int n = 0;
 	while ((pkt = torus_ring_peek(v, &side))) {
+		struct emu_stash *s = alt && (side->vt & bit) ? alt : main;
 		if (stash_grow(s))
 			return -ENOMEM;
 		torus_pkt_copy(&s->pkt[s->n], pkt);
@@ -485,7 +504,12 @@ int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 	} else {
 		rc = ring_put(c, ev);
 	}
-	if (!rc)
+	/* posts and waits deferred on a counter or a packet change nothing the
+	 * timekeeper can act on before this core's bound moves; a counter
+	 * change or a barrier can answer another core's question */
+	if (!rc && (ev->type == EMU_TK_DMA || ev->type == EMU_TK_RAW || (ev->type == EMU_TK_WAITED && ev->kind != 1)))
+		tk_nudge(c);
+	else if (!rc)
 		emu_core_tk_poke(c);
 	return rc;
 }
@@ -525,6 +549,30 @@ int emu_core_defer_barrier(emu_core_t *c, uint64_t key, uint32_t n)
 {
 	struct emu_tk_ev ev = {.type = EMU_TK_WAITED, .kind = 1, .id = key, .len = n, .ready = c->vt};
 	return defer(c, &ev);
+}
+
+int emu_core_wait_packet(emu_core_t *c, uint32_t src, uint64_t name, uint32_t index)
+{
+	if (!(name & EMU_TK_MSG_ANY))
+		return -EINVAL;
+	int d = emu_core_can_defer(c);
+	if (d < 0)
+		return d;
+	if (d) {
+		struct emu_tk_ev ev = {.type = EMU_TK_WAITED, .kind = 2, .rec = src, .id = name, .len = index,
+				       .ready = c->vt};
+		return defer(c, &ev);
+	}
+	c->tk->qkey = name;
+	c->tk->qids[0] = src;
+	c->tk->qids[1] = index;
+	int rc = tk_ask(c, EMU_TKQ_PKT, 0);
+	if (rc)
+		return rc;
+	if (c->tk->avt > c->vt)
+		c->vt = c->tk->avt;
+	publish(c);
+	return 0;
 }
 
 int emu_core_sync(emu_core_t *c)

@@ -123,6 +123,10 @@ struct emu_shm_hdr {
 						* core with news for the timekeeper */
 	struct emu_bell tk_bell;               /* the timekeeper sleeps here */
 	alignas(64) _Atomic uint64_t tk_now;   /* everything before it is final (the timekeeper's) */
+	/* the core (global rank) whose news the timekeeper waits for as it
+	 * sleeps, UINT32_MAX: anyone's. The others' posts, deferred waits and
+	 * clocks cannot let it go on, so they do not wake it (emu_core_tk_nudge) */
+	_Atomic uint32_t tk_waits_for;
 };
 
 /*
@@ -148,9 +152,19 @@ enum emu_tk_ev_type {
 				  * that follow (times from the step's start) */
 	EMU_TK_WAITED = 10,      /* the core waited, at ready, and ran on (a deferred wait): kind 0 for
 				  * counter rec to be zero, kind 1 for the barrier named id of len
-				  * members; its events after this one are timed from when it was over
-				  * (EMU_TK_EV_REL) */
+				  * members, kind 2 for the memory-FIFO packet index len of message id
+				  * from node rec, sent in any order; its events
+				  * after this one are timed from when it was over (EMU_TK_EV_REL) */
 };
+/*
+ * A memory-FIFO message's name: its sender's count of memory-FIFO messages
+ * (its packets carry it in the sideband's vt, the timekeeper in the
+ * event's delta). Messages sent in any order (DMA_F_ANY_ORDER) have the top
+ * bit: the timekeeper keeps their arrivals by name for the receiver's
+ * deferred waits (EMU_TK_WAITED kind 2, EMU_TKQ_PKT) instead of queueing them; their
+ * names are the sender's keys, unique per sending node and receiving core.
+ */
+#define EMU_TK_MSG_ANY (1ull << 63)
 /* In an event's flags (pad_): its ready is an offset from the answer to the
  * core's last EMU_TK_WAITED, which the core does not know (a deferred wait). */
 #define EMU_TK_EV_REL 1u
@@ -201,6 +215,9 @@ enum emu_tk_query {
 				  * the end of the last step */
 	EMU_TKQ_SYNC = 12,       /* the core's clock: qvt is an offset from its last EMU_TK_WAITED's
 				  * answer, answered (absolute) once that is known */
+	EMU_TKQ_PKT = 13,        /* the arrival of packet qids[1] of message qkey from node qids[0],
+				  * sent in any order: answered at the later of it and vt
+				  * (EMU_TK_WAITED kind 2, asked) */
 };
 /* Arrival queues (RECV and WAIT_RECV name one in qkey): raw packets, and
  * memory-FIFO packets (the DMA unit's) */

@@ -130,6 +130,9 @@ uint64_t emu_raw_name(const struct torus_packet *pkt, const struct torus_side *s
 /* Move every packet of ring v (the core's to consume) into s: how many, or
  * -ENOMEM. Rings the node's engine if it waits for room. */
 int emu_stash_drain(struct emu_node_rt *rt, struct emu_stash *s, struct torus_ring_view *v);
+/* The same, packets whose sideband's vt has `bit` going to alt instead. */
+int emu_stash_drain_split(struct emu_node_rt *rt, struct emu_stash *main, struct emu_stash *alt, uint64_t bit,
+			  struct torus_ring_view *v);
 /* The slot of a packet named `name` for which is(s, slot, key) holds, or -1. */
 int emu_stash_find(const struct emu_stash *s, uint64_t name,
 		   int (*is)(const struct emu_stash *s, uint32_t slot, const void *key), const void *key);
@@ -353,6 +356,11 @@ int emu_core_can_defer(const emu_core_t *c);
 int emu_core_defer_wait(emu_core_t *c, uint32_t counter);
 /* The same for a barrier (the timekeeper's key, n members). */
 int emu_core_defer_barrier(emu_core_t *c, uint64_t key, uint32_t n);
+/* The program will take memory-FIFO packet index of message name (sent in
+ * any order, EMU_TK_MSG_ANY) from node src: its clock moves to the packet's
+ * arrival if that is later, deferred where it can be, else asked
+ * (EMU_TKQ_PKT). */
+int emu_core_wait_packet(emu_core_t *c, uint32_t src, uint64_t name, uint32_t index);
 int emu_core_sync(emu_core_t *c);
 int emu_core_tk_wait_arrival(emu_core_t *c, uint32_t q, torus_vt_t deadline, struct emu_tk_arr *a);
 

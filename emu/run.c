@@ -336,7 +336,8 @@ static void tk_describe(const struct emu_tk *tk)
 		[EMU_TKQ_BARRIER] = "a barrier",     [EMU_TKQ_MARK] = "a watermark test",
 		[EMU_TKQ_MARK_WAIT] = "a watermark wait", [EMU_TKQ_PENDING] = "an injection FIFO test",
 		[EMU_TKQ_CTR_OR_RECV] = "a wait for a counter or a packet", [EMU_TKQ_PACE] = "a pace",
-		[EMU_TKQ_PROGRAM] = "a program",
+		[EMU_TKQ_PROGRAM] = "a program",     [EMU_TKQ_SYNC] = "its clock",
+		[EMU_TKQ_PKT] = "a memory-FIFO packet sent in any order",
 	};
 	struct emu_tk_progress tp;
 	if (!tk)

@@ -192,6 +192,7 @@ int emu_shm_create(const struct torus_shape *s, const struct torus_params *p, co
 	h->total_cores = total;
 	h->max_cores = maxc;
 	h->exact = exact ? 1u : 0u;
+	atomic_store(&h->tk_waits_for, UINT32_MAX);
 	h->off_tk = exact ? off_tk : 0;
 	h->off_tk_dirty = exact ? off_tk + (uint64_t)total * sizeof(struct emu_tk_core) : 0;
 	out->node_off = table;

@@ -30,12 +30,24 @@
 #include <string.h>
 
 #define NLINKS (2 * TORUS_MAX_DIMS)
-#define TK_QTYPES (EMU_TKQ_SYNC + 1)
+#define TK_QTYPES (EMU_TKQ_PKT + 1)
 
 /* Arrivals of one queue of a core not yet in its ring, in arrival order. */
 struct tk_queue {
 	struct emu_tk_arr *arr;
 	size_t narr, head, cap;
+};
+
+/* Arrivals of memory-FIFO packets sent in any order (EMU_TK_MSG_ANY), by
+ * name, until the core says it waited for them (EMU_TK_WAITED kind 2):
+ * open addressing, linear probing, at most half full. */
+struct tk_pkt {
+	uint64_t src, name, index; /* src + 1: 0 marks an empty slot */
+	torus_vt_t t;
+};
+struct tk_pkts {
+	struct tk_pkt *slot;
+	size_t n, cap;
 };
 
 /* A step of a program (EMU_TK_STEP): after mark `mark` of counter id
@@ -118,6 +130,10 @@ struct tk_core {
 	 * its last one, from which its events marked EMU_TK_EV_REL are timed */
 	int defer_wait;
 	torus_vt_t base;
+	/* EMU_TKQ_PKT: the packet it waits for (src, message, index), and the
+	 * arrivals of those sent to it in any order */
+	uint64_t pkt_src, pkt_name, pkt_index;
+	struct tk_pkts pkts;
 };
 
 /* What a destination refuses of an unchecked descriptor (EMU_TK_REFUSE;
@@ -199,7 +215,7 @@ struct emu_tk {
 struct tk_xfer {
 	uint32_t kind, src_node, dst_node, inj, rec, tag;
 	uint32_t src_core, dst_core; /* memory FIFO: who sent it, to which core */
-	torus_vt_t ready;            /* memory FIFO: its post time (the message's name) */
+	uint64_t ready;              /* memory FIFO: the message's name (EMU_TK_MSG_ANY) */
 	uint64_t len, left;          /* bytes, and bytes that have left its node */
 	torus_vt_t done;             /* when it was fully injected; TIMESIM_NEVER until then */
 	uint32_t rf;                 /* unchecked and (partly) refused: index + 1 into tk->rf */
@@ -328,7 +344,7 @@ static void rebound(struct emu_tk *tk, struct tk_core *k)
 		 * a barrier or a blocked counter wait, when something answers it */
 		torus_vt_t upto = k->qtype == EMU_TKQ_WAIT_RECV || (k->qtype == EMU_TKQ_CTR_OR_RECV && k->blocked)
 					  ? k->qdeadline
-				  : k->qtype == EMU_TKQ_BARRIER ||
+				  : k->qtype == EMU_TKQ_BARRIER || k->qtype == EMU_TKQ_PKT ||
 						    ((k->qtype == EMU_TKQ_CTR_WAIT || k->qtype == EMU_TKQ_MARK_WAIT) && k->blocked)
 					  ? TIMESIM_NEVER
 					  : k->qvt;
@@ -435,6 +451,90 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 	if (k->qtype < TK_QTYPES)
 		tk->by_type[k->qtype]++;
 	pub_push(tk, k);
+}
+
+/* ------------------------------------------------ packets sent in any order */
+
+static size_t pkt_home(const struct tk_pkts *h, uint64_t src, uint64_t name, uint64_t index)
+{
+	uint64_t x = (src << 32 ^ index) * 0x9E3779B97F4A7C15ull ^ name * 0xC2B2AE3D27D4EB4Full;
+	return (size_t)(x ^ x >> 29) & (h->cap - 1);
+}
+
+/* The slot of packet (src, name, index), or SIZE_MAX. */
+static size_t pkt_find(const struct tk_pkts *h, uint64_t src, uint64_t name, uint64_t index)
+{
+	if (!h->n)
+		return SIZE_MAX;
+	for (size_t i = pkt_home(h, src, name, index);; i = (i + 1) & (h->cap - 1)) {
+		const struct tk_pkt *p = &h->slot[i];
+		if (!p->src)
+			return SIZE_MAX;
+		if (p->src == src + 1 && p->name == name && p->index == index)
+			return i;
+	}
+}
+
+static int pkt_put(struct tk_pkts *h, uint64_t src, uint64_t name, uint64_t index, torus_vt_t t)
+{
+	if (2 * (h->n + 1) > h->cap) {
+		struct tk_pkts g = {calloc(h->cap ? 2 * h->cap : 64, sizeof(struct tk_pkt)), 0, h->cap ? 2 * h->cap : 64};
+		if (!g.slot)
+			return -ENOMEM;
+		for (size_t i = 0; i < h->cap; i++)
+			if (h->slot[i].src && pkt_put(&g, h->slot[i].src - 1, h->slot[i].name, h->slot[i].index, h->slot[i].t))
+				return -ENOMEM; /* (it cannot: g has room) */
+		free(h->slot);
+		*h = g;
+	}
+	size_t i = pkt_home(h, src, name, index);
+	while (h->slot[i].src)
+		i = (i + 1) & (h->cap - 1);
+	h->slot[i] = (struct tk_pkt){src + 1, name, index, t};
+	h->n++;
+	return 0;
+}
+
+/* Forget slot i, moving back the entries of its run that it displaced. */
+static void pkt_del(struct tk_pkts *h, size_t i)
+{
+	size_t mask = h->cap - 1;
+	for (size_t j = (i + 1) & mask; h->slot[j].src; j = (j + 1) & mask) {
+		size_t home = pkt_home(h, h->slot[j].src - 1, h->slot[j].name, h->slot[j].index);
+		/* j's entry may move to i if its home is not in (i, j] (cyclically) */
+		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+			h->slot[i] = h->slot[j];
+			i = j;
+		}
+	}
+	h->slot[i].src = 0;
+	h->n--;
+}
+
+/* Core k waits for packet (pkt_src, pkt_name, pkt_index): answer it if the
+ * packet has arrived (1), else 0. */
+static int pkt_answer(struct emu_tk *tk, struct tk_core *k)
+{
+	size_t i = pkt_find(&k->pkts, k->pkt_src, k->pkt_name, k->pkt_index);
+	if (i == SIZE_MAX)
+		return 0;
+	torus_vt_t t = k->pkts.slot[i].t;
+	pkt_del(&k->pkts, i);
+	answer(tk, k, 1, t > k->qvt ? t : k->qvt);
+	return 1;
+}
+
+/* A packet sent to core k in any order arrived at t: kept by name; a core
+ * waiting for it resumes there, and nothing later is safe until it acts. */
+static void arrive_any(struct emu_tk *tk, struct tk_core *k, uint64_t src, uint64_t name, uint64_t index, torus_vt_t t)
+{
+	if (pkt_put(&k->pkts, src, name, index, t)) {
+		tk->failed = -ENOMEM;
+		timesim_stop(tk->ts);
+		return;
+	}
+	if (k->waiting && k->qtype == EMU_TKQ_PKT && pkt_answer(tk, k))
+		timesim_stop(tk->ts);
 }
 
 /* Arrival a of queue qi at core k: into its ring (arrivals are final as
@@ -589,7 +689,9 @@ static void on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index
 		const struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
 		if (x->rf && refused(tk, x, node, index, len, t))
 			return;
-		if (x->kind == EMU_TK_MEMFIFO) {
+		if (x->kind == EMU_TK_MEMFIFO && (x->ready & EMU_TK_MSG_ANY)) {
+			arrive_any(tk, &tk->c[tk->first[node] + x->dst_core], x->src_node, x->ready, index, t);
+		} else if (x->kind == EMU_TK_MEMFIFO) {
 			struct emu_tk_arr a = {t, (uint64_t)x->src_node << 8 | x->src_core, x->ready, index};
 			arrive(tk, &tk->c[tk->first[node] + x->dst_core], EMU_TK_Q_MEMFIFO, &a, 1);
 		} else if (x->rec != NO_CTR && len) {
@@ -825,6 +927,12 @@ static int counter_op(struct emu_tk *tk, uint32_t node, const struct emu_tk_ev *
 		return -EPROTO;
 	if (ev->type == EMU_TK_CTR_WATCH || ev->type == EMU_TK_CTR_LEVEL)
 		return watch_op(tk, node, ev);
+	/* a value no program reaches (2^62 bytes) is damage, not a count:
+	 * refused before the sum can overflow (fuzz-tkevents) */
+	int64_t v;
+	if (ev->type == EMU_TK_CTR_ADD &&
+	    (__builtin_add_overflow(tk->ctr[node][ev->rec].value, ev->delta, &v) || v > (1ll << 62) || v < -(1ll << 62)))
+		return -EPROTO;
 	ctr_change(tk, node, ev->rec, ev->delta, ev->ready, ev->type == EMU_TK_CTR_ALLOC, CH_OUTSIDE);
 	return 0;
 }
@@ -972,8 +1080,10 @@ static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev
 		return -EPROTO;
 	if (ev->fifo >= tk->m->hdr->params.inj_fifos)
 		return -EPROTO;
+	/* (a memory-FIFO message is named by the sender's count, in delta) */
 	tk->xf[tk->nxf] = (struct tk_xfer){ev->kind, k->node, ev->node, ev->inj, rec, (uint32_t)ev->id, k->core, dst_core,
-					   ev->ready, ev->len, 0, TIMESIM_NEVER, rf};
+					   ev->kind == EMU_TK_MEMFIFO ? (uint64_t)ev->delta : ev->ready,
+					   ev->len, 0, TIMESIM_NEVER, rf};
 	int rc = fifo_add(tk, &k->fifo[ev->fifo], tk->nxf);
 	if (rc)
 		return rc;
@@ -1191,22 +1301,26 @@ static int prog_next(struct emu_tk *tk, struct tk_core *k)
 static int waited(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
 {
 	const char *bad = k->waiting || k->prog ? "while it waited for an answer"
-			  : ev->kind > 1 ? "of no known kind"
+			  : ev->kind > 2 ? "of no known kind"
 			  : ev->kind == 0 && ev->rec >= counters_of(tk, k) ? "on a counter it does not have"
 			  : ev->kind == 1 && (ev->len == 0 || ev->len > tk->ncores) ? "on a barrier of no possible size"
+			  : ev->kind == 2 && !(ev->id & EMU_TK_MSG_ANY) ? "on a packet not sent in any order"
 										   : NULL;
 	if (bad) {
 		fprintf(stderr, "torusrun: timekeeper: core %u of node %u: a deferred wait %s\n", k->core, k->node, bad);
 		return -EPROTO;
 	}
 	/* as the question (the barrier is counted by round_once, as one asked) */
-	k->qtype = ev->kind ? EMU_TKQ_BARRIER : EMU_TKQ_CTR_WAIT;
-	k->qn = ev->kind ? (uint32_t)ev->len : 1;
+	k->qtype = ev->kind == 2 ? EMU_TKQ_PKT : ev->kind ? EMU_TKQ_BARRIER : EMU_TKQ_CTR_WAIT;
+	k->qn = ev->kind == 1 ? (uint32_t)ev->len : 1;
+	k->pkt_src = ev->rec;
+	k->pkt_name = ev->id;
+	k->pkt_index = ev->len;
 	k->qids[0] = ev->rec;
 	k->qvt = ev->ready;
 	k->qdeadline = TIMESIM_NEVER;
 	k->qlead = 0;
-	k->qkey = ev->kind ? ev->id : 0;
+	k->qkey = ev->kind == 1 ? ev->id : 0;
 	k->blocked = 0;
 	k->arrived_bar = 0;
 	k->zero_at = TIMESIM_NEVER;
@@ -1303,7 +1417,7 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 		 * its program runs): another question would be answered in the
 		 * state of the first (fuzz-tkevents: a program's wait answered
 		 * with a pair past the program's streams) */
-		if (k->waiting || k->prog || sh->qtype < EMU_TKQ_RECV || sh->qtype > EMU_TKQ_SYNC) {
+		if (k->waiting || k->prog || sh->qtype < EMU_TKQ_RECV || sh->qtype > EMU_TKQ_PKT) {
 			fprintf(stderr, "torusrun: timekeeper: core %u of node %u asked question %u (type %u) %s\n", k->core,
 				k->node, q, sh->qtype, k->waiting || k->prog ? "before its last was answered" : "of no known type");
 			*err = -EPROTO;
@@ -1339,6 +1453,15 @@ static int look(struct emu_tk *tk, struct tk_core *k, int *err)
 				}
 			if (k->qtype == EMU_TKQ_MARK || k->qtype == EMU_TKQ_MARK_WAIT)
 				memcpy(k->qmarks, sh->qmarks, k->qn * sizeof(uint32_t));
+		}
+		if (k->qtype == EMU_TKQ_PKT) {
+			k->pkt_src = sh->qids[0];
+			k->pkt_index = sh->qids[1];
+			k->pkt_name = sh->qkey;
+			if (!(k->pkt_name & EMU_TK_MSG_ANY)) {
+				*err = -EPROTO;
+				return 1;
+			}
 		}
 		if (k->qtype == EMU_TKQ_PROGRAM && (k->qn == 0 || k->qn > EMU_TK_PLANS || k->fill)) {
 			*err = plan_refused(k, "(a program) is malformed");
@@ -1395,6 +1518,8 @@ static int try_answer(struct emu_tk *tk, struct tk_core *k)
 	case EMU_TKQ_SYNC: /* its clock, once its deferred waits are answered (look) */
 		answer(tk, k, 1, k->qvt);
 		return 1;
+	case EMU_TKQ_PKT: /* at the packet's arrival (arrive_any), if it has not come yet */
+		return pkt_answer(tk, k);
 	case EMU_TKQ_RECV:
 		/* its ring holds every arrival up to qvt once all before it is final */
 		if (k->qvt >= now && first_arrival(k, (uint32_t)k->qkey) > k->qvt)
@@ -1896,8 +2021,14 @@ static void *tk_main(void *arg)
 				break;
 			continue;
 		}
+		/* the core it waits for: the first by bound, if it runs (a
+		 * waiter's answer may need anyone's news) */
+		const struct tk_core *root = &tk->c[tk->tree[1]];
+		atomic_store(&tk->m->hdr->tk_waits_for,
+			     root->run && !root->done && !root->waiting ? tk->tree[1] : UINT32_MAX);
 		uint32_t seq = emu_bell_prepare(bell);
 		if (round_once(tk, &err)) {
+			atomic_store(&tk->m->hdr->tk_waits_for, UINT32_MAX);
 			emu_bell_cancel(bell);
 			if (err)
 				break;
@@ -1909,6 +2040,7 @@ static void *tk_main(void *arg)
 			tk_dump(tk);
 		uint64_t t0 = mono_ns();
 		emu_bell_sleep(bell, seq, 20);
+		atomic_store(&tk->m->hdr->tk_waits_for, UINT32_MAX);
 		tk->sleep_ns += mono_ns() - t0;
 	}
 	/* a job that ended: what its cores' last news left to simulate (the
@@ -2126,6 +2258,7 @@ void emu_tk_stop_report(struct emu_tk *tk, struct emu_tk_progress *last)
 					free(tk->c[i].pst[st].s);
 			free(tk->c[i].pst);
 			free(tk->c[i].pev);
+			free(tk->c[i].pkts.slot);
 			for (uint32_t qi = 0; qi < EMU_TK_NQ; qi++)
 				free(tk->c[i].q[qi].arr);
 			for (uint32_t f = 0; tk->c[i].fifo && f < tk->m->hdr->params.inj_fifos; f++)

@@ -14,7 +14,8 @@
  * round (emu_tk_rounds). No core thread exists: the input writes the
  * cores' side by hand. It is a sequence of operations:
  *   - an event into a core's ring: the type one of the ten (a deferred
- *     wait, EMU_TK_WAITED, on a counter or a barrier among them) or anything,
+ *     wait, EMU_TK_WAITED, on a counter, a barrier or a packet sent in any
+ *     order among them) or anything,
  *     timed absolutely or from the core's last deferred wait (EMU_TK_EV_REL),
  *     nodes, cores, FIFOs, counters and kinds mostly valid and sometimes
  *     not, lengths up to 4080 bytes, times and deltas from the input;
@@ -123,6 +124,12 @@ static void decode_event(struct reader *r, struct emu_tk_ev *ev)
 	ev->ready = 1000u * rd(r, 3);
 	ev->id = rd(r, 2);
 	ev->delta = (int64_t)(int16_t)rd(r, 2);
+	/* a message sent in any order: named so in a memory-FIFO post's delta
+	 * and a deferred packet wait's id */
+	if (rd(r, 1) & 1) {
+		ev->id |= EMU_TK_MSG_ANY;
+		ev->delta = (int64_t)((uint64_t)ev->delta | EMU_TK_MSG_ANY);
+	}
 	ev->pad_ = (uint16_t)(rd(r, 1) & 3); /* EMU_TK_EV_REL, or a flag of no meaning */
 }
 
@@ -144,7 +151,7 @@ static void question(struct reader *r)
 {
 	uint32_t g = (uint32_t)rd(r, 1) % NCORES;
 	struct emu_tk_core *t = emu_shm_tk(&m.shm, g);
-	t->qtype = 1 + pick(r, EMU_TKQ_SYNC, 1);
+	t->qtype = 1 + pick(r, EMU_TKQ_PKT, 1);
 	t->qn = pick(r, 8, 1);
 	for (uint32_t i = 0; i < EMU_TKQ_MAX_IDS && i < t->qn; i++) {
 		t->qids[i] = pick(r, CORES * m.shm.hdr->params.dma_counters, 2);
@@ -153,6 +160,8 @@ static void question(struct reader *r)
 	t->qvt = 1000u * rd(r, 3);
 	t->qdeadline = t->qvt + 1000u * rd(r, 2);
 	t->qkey = rd(r, 1);
+	if (t->qtype == EMU_TKQ_PKT && (rd(r, 1) & 1))
+		t->qkey |= EMU_TK_MSG_ANY;
 	t->qlead = 0;
 	atomic_store_explicit(&t->clock, t->qvt, memory_order_release);
 	atomic_fetch_add_explicit(&t->qseq, 1, memory_order_release);

@@ -298,6 +298,132 @@ static int run_memfifo(emu_core_t *c)
 	return 0;
 }
 
+/* ------------------------------------------------ sent in any order */
+
+/*
+ * Every core sends its next core ANY_N messages sent in any order, named
+ * by keys, of 1 to 3 packets; the receiver files them as they come and
+ * takes them out last first, expecting each (dma_recv_expect) before it
+ * waits for it. Then the calls that must be refused.
+ */
+#define ANY_N 24u
+struct any_box {
+	uint8_t *buf;          /* ANY_N slots of 3 payloads */
+	uint32_t got[ANY_N];   /* packets filed per message */
+	uint32_t pay, started; /* (without exact time: messages begun, in order) */
+	int bad;
+};
+
+static uint64_t any_key(uint32_t src, uint32_t i) { return ((uint64_t)src << 40 | (i * 7919u + 3u)) & ~(1ull << 63); }
+static uint64_t any_len(uint32_t i, uint32_t pay) { return i % 3 == 0 ? 1 : i % 3 == 1 ? pay : 2 * (uint64_t)pay + 17; }
+
+static int on_any(emu_core_t *c, const struct dma_recv_info *info, const void *payload, void *arg)
+{
+	struct any_box *b = arg;
+	uint32_t src = 0, i;
+	for (uint32_t g = 0; g < emu_core_total(c); g++) {
+		uint32_t n2, c2;
+		emu_core_locate(c, g, &n2, &c2);
+		if (n2 == info->src_node && c2 == info->src_core)
+			src = g;
+	}
+	/* keys travel under exact time; without it the messages come in order */
+	if (emu_exact(c)) {
+		for (i = 0; i < ANY_N && any_key(src, i) != info->key; i++)
+			;
+	} else {
+		if (info->index == 0)
+			b->started++;
+		i = info->key || !b->started ? ANY_N : b->started - 1;
+	}
+	if (i == ANY_N || info->dispatch != 9 || info->index > 2 || info->offset != (uint64_t)info->index * b->pay) {
+		b->bad++;
+		return 0;
+	}
+	memcpy(b->buf + ((size_t)i * 3 + info->index) * b->pay, payload, info->len);
+	b->got[i]++;
+	return 0;
+}
+
+static int run_anyorder(emu_core_t *c)
+{
+	uint32_t pay = torus_params_payload(emu_params(c)), me = emu_core_global(c);
+	uint32_t to_node, to_core, to_g, from_node, from_core, from_g, inj;
+	struct any_box b = {calloc((size_t)ANY_N * 3, pay), {0}, pay, 0, 0};
+	uint8_t *tx = malloc((size_t)ANY_N * 3 * pay);
+	dma_injfifo_t *f;
+	if (!CHECK(c, b.buf && tx, "out of memory") || !CHECK(c, dma_counter_alloc(c, &inj) == 0, "alloc") ||
+	    !CHECK(c, dma_handler_register(c, 9, on_any, &b) == 0, "register") ||
+	    !CHECK(c, dma_injfifo_open(c, 0, &f) == 0, "open"))
+		return 1;
+	peer(c, 1, &to_node, &to_core, &to_g);
+	peer(c, -1, &from_node, &from_core, &from_g);
+	for (size_t i = 0; i < (size_t)ANY_N * 3 * pay; i++)
+		tx[i] = pattern(me, i);
+	if (dma_barrier(c))
+		return 1;
+	for (uint32_t i = 0; i < ANY_N; i++) {
+		struct dma_desc d;
+		uint64_t len = any_len(i, pay);
+		dma_counter_add(c, inj, (int64_t)len);
+		dma_desc_memfifo(&d, to_node, to_core, 9, 0, tx + (size_t)i * 3 * pay, len, inj);
+		d.flags |= DMA_F_ANY_ORDER;
+		d.key = any_key(me, i);
+		/* a full FIFO: file what came meanwhile (the others post too) */
+		int rc;
+		while ((rc = dma_injfifo_post(f, &d, 0)) == -EAGAIN) {
+			unsigned got;
+			if ((rc = dma_recfifo_poll_any_order(c, 16, &got)) < 0 ||
+			    (!got && (rc = dma_recfifo_wait_any_order(c, 1)) < 0 && rc != -ETIMEDOUT))
+				break;
+		}
+		if (!CHECK(c, rc == 0, "post %u: %s", i, dma_strerror(rc)))
+			return 1;
+	}
+	for (uint32_t k = ANY_N; k-- > 0;) {
+		uint32_t np = (uint32_t)((any_len(k, pay) + pay - 1) / pay);
+		for (uint32_t p = 0; p < np; p++)
+			if (!CHECK(c, dma_recv_expect(c, from_node, any_key(from_g, k), p) == 0, "expect %u.%u", k, p))
+				return 1;
+		while (b.got[k] < np) {
+			unsigned got;
+			int rc = dma_recfifo_poll_any_order(c, 4, &got);
+			if (!CHECK(c, rc == 0, "poll: %s", dma_strerror(rc)))
+				return 1;
+			if (!got && (rc = dma_recfifo_wait_any_order(c, -1)) < 0)
+				return 1;
+		}
+		uint64_t len = any_len(k, pay), bad = UINT64_MAX;
+		for (uint64_t j = 0; j < len && bad == UINT64_MAX; j++)
+			if (b.buf[(size_t)k * 3 * pay + j] != pattern(from_g, (uint64_t)k * 3 * pay + j))
+				bad = j;
+		CHECK(c, bad == UINT64_MAX && b.got[k] == np, "message %u: byte %" PRIu64 " wrong", k, bad);
+	}
+	CHECK(c, b.bad == 0, "%d packets not as sent", b.bad);
+	CHECK(c, dma_counter_wait(c, inj) == 0, "injection wait");
+	/* what is refused: no dispatch id, a key of 2^63 or more, a put, an
+	 * expected message from a node that does not exist */
+	struct dma_desc d;
+	dma_desc_memfifo(&d, to_node, to_core, 0, 0, tx, 1, DMA_NO_COUNTER);
+	d.flags |= DMA_F_ANY_ORDER;
+	CHECK(c, dma_injfifo_post(f, &d, 0) == -EINVAL, "any order without a handler accepted");
+	dma_desc_memfifo(&d, to_node, to_core, 9, 0, tx, 1, DMA_NO_COUNTER);
+	d.flags |= DMA_F_ANY_ORDER;
+	d.key = 1ull << 63;
+	CHECK(c, dma_injfifo_post(f, &d, 0) == -EINVAL, "a key of 2^63 accepted");
+	dma_desc_put(&d, to_node, tx, 1, region_id(c, to_core), 0, DMA_NO_COUNTER, DMA_NO_COUNTER);
+	d.flags |= DMA_F_ANY_ORDER;
+	CHECK(c, dma_injfifo_post(f, &d, 0) == -EINVAL, "a put sent in any order accepted");
+	CHECK(c, dma_recv_expect(c, emu_node_count(c), 1, 0) == -EINVAL, "a message from no node expected");
+	CHECK(c, dma_recv_expect(c, 0, 1ull << 63, 0) == -EINVAL, "a key of 2^63 expected");
+	CHECK(c, dma_recv_expect(NULL, 0, 1, 0) == -EINVAL, "no core");
+	unsigned got;
+	CHECK(c, dma_recfifo_poll_any_order(c, 0, &got) == -EINVAL, "poll of none");
+	free(tx);
+	free(b.buf);
+	return 0;
+}
+
 /* ------------------------------------------------- many outstanding */
 
 static int run_many(emu_core_t *c)
@@ -1118,6 +1244,8 @@ static int core_main(emu_core_t *c, void *arg)
 		rc = run_rebind(c);
 	else if (!strcmp(scenario, "many"))
 		rc = run_many(c);
+	else if (!strcmp(scenario, "anyorder"))
+		rc = run_anyorder(c);
 	else if (!strcmp(scenario, "bad"))
 		rc = run_bad(c);
 	else if (!strcmp(scenario, "faulttime"))
@@ -1150,7 +1278,7 @@ static int core_main(emu_core_t *c, void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
-		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | bad | rebind | full | barrier | "
+		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | anyorder | bad | rebind | full | barrier | "
 		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait | leftwait | injorder | declare N W R [BREAK] "
 		       "| program N W R [BREAK] (these six: --exact)\n");
 		return argc < 2 ? 2 : 0;

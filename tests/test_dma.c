@@ -76,6 +76,44 @@ static void test_exact(void)
 		}
 }
 
+/* The emulated time a job reports on its last line, or "" */
+static void job_time(const char *err, char *out, size_t cap)
+{
+	const char *p = NULL, *q;
+	for (q = err; (q = strstr(q, "emulated time ")); q++)
+		p = q;
+	size_t n = 0;
+	while (p && p[n] && p[n] != ',' && p[n] != '\n')
+		n++;
+	snprintf(out, cap, "%.*s", (int)n, p ? p : "");
+}
+
+/*
+ * Messages sent in any order, on every shape, then under exact time with
+ * chaos: each expected before it is waited for (deferred) or asked
+ * (TORUS_DEFER=0), to the same picosecond, run after run.
+ */
+static void test_any_order(void)
+{
+	each_shape("anyorder");
+	for (size_t i = 0; i < NSHAPES; i++) {
+		char t[3][128];
+		static const char *const how[] = {"", "TORUS_DEFER=0", ""};
+		for (int k = 0; k < 3; k++) {
+			struct result r = run("%s $B/torusrun --exact --chaos %d %s --timeout 120 -- $B/dma-check anyorder", how[k],
+					      k + 1, shapes[i].opts);
+			CU_ASSERT_EQUAL(r.status, 0);
+			if (r.status)
+				fprintf(stderr, "\n[%s %s] anyorder: exit %d\n%.3000s\n", how[k], shapes[i].opts, r.status, r.err);
+			job_time(r.err, t[k], sizeof(t[k]));
+			result_free(&r);
+		}
+		CU_ASSERT_NOT_EQUAL(t[0][0], 0);
+		CU_ASSERT_STRING_EQUAL(t[0], t[1]);
+		CU_ASSERT_STRING_EQUAL(t[0], t[2]);
+	}
+}
+
 static void test_bandwidth_model(void)
 {
 	/* emulated bandwidth of a large put over one link = the payload rate */
@@ -125,7 +163,7 @@ int main(void)
 		CUNIT_CASE(test_large_64mib), CUNIT_CASE(test_many_outstanding)};
 	static const struct cunit_case control[] = {
 		CUNIT_CASE(test_bad_descriptors), CUNIT_CASE(test_rebind), CUNIT_CASE(test_backpressure), CUNIT_CASE(test_barrier),
-		CUNIT_CASE(test_wait_any), CUNIT_CASE(test_exact), CUNIT_CASE(test_bandwidth_model), CUNIT_CASE(test_pingpong),
+		CUNIT_CASE(test_wait_any), CUNIT_CASE(test_any_order), CUNIT_CASE(test_exact), CUNIT_CASE(test_bandwidth_model), CUNIT_CASE(test_pingpong),
 		CUNIT_CASE(test_hang_detected)};
 	static const struct cunit_suite all[] = {
 		{"dma.transfers", transfers, CUNIT_COUNT(transfers)},

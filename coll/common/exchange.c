@@ -36,25 +36,23 @@ static int on_addr(emu_core_t *c, const struct dma_recv_info *info, const void *
 	(void)c;
 	if (info->len != sizeof(struct addr_msg))
 		return -EPROTO;
-	for (uint32_t i = 0; i < box->cap; i++) {
-		if (!box->used[i]) {
-			memcpy(&box->msg[i], payload, sizeof(struct addr_msg));
-			box->used[i] = 1;
-			return 0;
-		}
+	uint32_t i = 0;
+	while (i < box->cap && box->used[i])
+		i++;
+	if (i == box->cap) {
+		uint32_t cap = box->cap ? 2 * box->cap : 64;
+		struct addr_msg *m = realloc(box->msg, cap * sizeof(*m));
+		if (m)
+			box->msg = m;
+		uint8_t *u = m ? realloc(box->used, cap) : NULL;
+		if (!u)
+			return -ENOMEM; /* the message is lost: the exchange's wait will say so */
+		box->used = u;
+		memset(u + box->cap, 0, cap - box->cap);
+		box->cap = cap;
 	}
-	uint32_t cap = box->cap ? 2 * box->cap : 64;
-	struct addr_msg *m = realloc(box->msg, cap * sizeof(*m));
-	if (m)
-		box->msg = m;
-	uint8_t *u = m ? realloc(box->used, cap) : NULL;
-	if (!u)
-		return -ENOMEM; /* the message is lost: the exchange's wait will say so */
-	box->used = u;
-	memset(u + box->cap, 0, cap - box->cap);
-	memcpy(&box->msg[box->cap], payload, sizeof(struct addr_msg));
-	box->used[box->cap] = 1;
-	box->cap = cap;
+	memcpy(&box->msg[i], payload, sizeof(struct addr_msg));
+	box->used[i] = 1;
 	return 0;
 }
 
@@ -69,6 +67,15 @@ static int take(struct inbox *box, uint64_t team, uint32_t seq, uint32_t from, u
 		}
 	}
 	return 0;
+}
+
+/* A message's name (struct dma_desc's key): its sender and receiver both
+ * work it out, so the receiver can expect it by name (dma_recv_expect) */
+static uint64_t msg_key(uint64_t team, uint32_t seq, uint32_t from, uint32_t tag)
+{
+	uint64_t h = team * 0x9E3779B97F4A7C15ull ^ ((uint64_t)seq << 32 | from) * 0xC2B2AE3D27D4EB4Full ^
+		     (uint64_t)tag * 0x165667B19E3779F9ull;
+	return (h ^ h >> 31) & ~(1ull << 63);
 }
 
 int coll_exchange_init(emu_core_t *c)
@@ -111,6 +118,8 @@ int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t
 			dma_desc_memfifo(&d, x[sent].to_node, x[sent].to_core, COLL_DISPATCH, 0, &m[sent], sizeof(m[sent]),
 					 inj);
 			d.tag = TORUS_TAG(TORUS_TAG_CONTROL, 0, 0, 0, 0);
+			d.flags |= DMA_F_ANY_ORDER; /* filed in the inbox */
+			d.key = msg_key(t->key, seq, t->rank, x[sent].tag);
 			/*
 			 * A full injection FIFO is not slept on: our messages
 			 * may wait behind others' in a reception FIFO that
@@ -122,10 +131,10 @@ int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t
 			 */
 			while ((rc = dma_injfifo_post(f, &d, 0)) == -EAGAIN) {
 				unsigned got;
-				if ((rc = dma_recfifo_poll(c, 64, &got)) < 0)
+				if ((rc = dma_recfifo_poll_any_order(c, 64, &got)) < 0)
 					break;
 				/* a 1 ms nap at most: the FIFO may drain meanwhile */
-				if (!got && (rc = dma_recfifo_wait(c, 1)) < 0 && rc != -ETIMEDOUT)
+				if (!got && (rc = dma_recfifo_wait_any_order(c, 1)) < 0 && rc != -ETIMEDOUT)
 					break;
 			}
 			if (rc) {
@@ -138,11 +147,14 @@ int coll_exchange_many(coll_team_t *t, uint32_t seq, struct coll_xchg *x, size_t
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (x[i].from == COLL_XCHG_NONE)
 			continue;
+		/* (first: its arrival is what the clock meets, not when it comes) */
+		if ((rc = dma_recv_expect(c, t->node[x[i].from], msg_key(t->key, seq, x[i].from, x[i].tag), 0)))
+			break;
 		while (!take(box, t->key, seq, x[i].from, x[i].tag, &x[i].theirs)) {
 			unsigned got;
-			if ((rc = dma_recfifo_poll(c, 16, &got)) < 0)
+			if ((rc = dma_recfifo_poll_any_order(c, 16, &got)) < 0)
 				break;
-			if (!got && (rc = dma_recfifo_wait(c, -1)) < 0)
+			if (!got && (rc = dma_recfifo_wait_any_order(c, -1)) < 0)
 				break;
 		}
 		if (!rc && x[i].theirs.check != x[i].mine.check)

@@ -117,7 +117,10 @@ struct dma_recv_info {
 	uint64_t offset;      /* of this packet's payload within the message */
 	uint32_t len;         /* payload bytes in this packet */
 	int last;             /* last packet of the message */
-	torus_vt_t arrival;
+	torus_vt_t arrival;   /* 0 for a message sent in any order under exact time */
+	uint64_t key;         /* a message sent in any order, under exact time: its name
+			       * (struct dma_desc); else 0 */
+	uint32_t index;       /* this packet's index in the message */
 };
 /* Called for each memory-FIFO packet of its dispatch id; return 0, or a
  * negative value that dma_recfifo_poll passes back. */
@@ -141,11 +144,36 @@ int dma_recfifo_wait(emu_core_t *c, int timeout_ms);
  * timeout would wake only at the timeout. */
 int dma_recfifo_wait_counter(emu_core_t *c, uint32_t id, int timeout_ms, int *zero);
 
+/*
+ * Messages sent in any order (DMA_F_ANY_ORDER, named by the sender's key):
+ * for a receiver that files what it gets and takes out what it expects by
+ * name. Under exact time such a packet is handled as soon as it is in the
+ * reception FIFO, not in arrival order, and costs its receiver no time
+ * there. The receiver calls dma_recv_expect for each packet it will take,
+ * before it waits for it: its clock then moves to the packet's arrival
+ * (if later), worked out behind it, and it never waits for the
+ * timekeeper. A handler of such packets must only file them: they come in
+ * no set order. Without exact time these calls are dma_recfifo_poll and
+ * dma_recfifo_wait, and dma_recv_expect does nothing.
+ *
+ * dma_recfifo_poll_any_order: handle up to max such packets that are here
+ * (dma_recfifo_poll handles them too, first, without counting them).
+ * dma_recfifo_wait_any_order: sleep until one is here (timeout_ms < 0: no
+ * limit; in wall-clock time under exact time, where nothing here is
+ * timed). dma_recv_expect: the program will take packet `index` of the
+ * message named key from node src_node. Each returns 0 or a negative
+ * errno.
+ */
+int dma_recfifo_poll_any_order(emu_core_t *c, unsigned max, unsigned *handled);
+int dma_recfifo_wait_any_order(emu_core_t *c, int timeout_ms);
+int dma_recv_expect(emu_core_t *c, uint32_t src_node, uint64_t key, uint32_t index);
+
 /* ------------------------------------------------------- injection FIFOs */
 
 enum dma_kind { DMA_MEMFIFO = 1, DMA_PUT = 2, DMA_GET = 3, DMA_COPY = 4 };
 
 #define DMA_F_UNCHECKED 1u  /* skip post-time checks (to test the destination's) */
+#define DMA_F_ANY_ORDER 2u  /* memory FIFO: a message its receiver files (dma_recv_expect) */
 
 /* A descriptor; fill it with one of the dma_desc_* helpers. */
 struct dma_desc {
@@ -165,6 +193,8 @@ struct dma_desc {
 	uint64_t reply_offset;
 	uint32_t inj_counter;   /* decremented as bytes are injected, or DMA_NO_COUNTER */
 	uint32_t tag;           /* trace tag: TORUS_TAG(...) of torus/trace.h, or 0 */
+	uint64_t key;           /* MEMFIFO with DMA_F_ANY_ORDER: the message's name, below 2^63,
+				 * unique among the messages from this node to that core */
 };
 
 void dma_desc_memfifo(struct dma_desc *d, uint32_t node, uint32_t core, uint32_t dispatch, uint16_t user,
