@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The speed of torusrun --exact against the engine's own timing (issue 13).
+"""The speed of torusrun --exact against the engine's own timing.
 
 Runs each job without and with --exact, alternating, R rounds, on one
 machine in one run (a shared, noisy host: compare the ratio, not the
@@ -24,7 +24,9 @@ collective call's own wall time (torus-bench's wall_s).
 
 Jobs: ar-C (the 4 MiB allreduce on 4x4x4 with C cores, the default
 algorithm), stress-SHAPE (torus-stress --packets 1), a2a-1K and a2a-64K
-(the direct all-to-all on 4x4x4, blocks of 1 KiB and 64 KiB). The goal:
+(the direct all-to-all on 4x4x4, blocks of 1 KiB and 64 KiB), cc-SHAPE and
+cc-SHAPEcCORES (coll-check, every collective at small counts, as the test
+suite runs it: cc-13, cc-2x2x2c6). The goal:
 an exact wall time of at most 1.1 times the engine's (--anchor-commit
 ceb7f2f, the engine's timing as it was before the work to retire it):
 
@@ -53,7 +55,14 @@ def job(build, name):
         if block:
             return ["--torus", "4x4x4"], [os.path.join(b, "torus-bench"), "alltoall", "--algo", "direct",
                                           "--sizes", f"{block * 64}K"]
-    sys.exit(f"exact_speed: unknown job {name} (ar-C, stress-SHAPE, a2a-1K or a2a-64K)")
+    if kind == "cc":
+        # coll-check as the test suite runs it: every algorithm, dtype and op
+        # at small counts (SHAPE, or SHAPEcCORES)
+        shape, _, cores = arg.partition("c")
+        counts = ["1", "7", "100"] if not cores else ["1", "7", "1000"]
+        return (["--torus", shape] + (["--cores", cores] if cores else []),
+                [os.path.join(b, "coll-check")] + counts)
+    sys.exit(f"exact_speed: unknown job {name} (ar-C, stress-SHAPE, a2a-1K, a2a-64K or cc-SHAPE[cCORES])")
 
 
 def run(build, name, exact, anchor=None, ab=None):
@@ -88,7 +97,8 @@ def build_anchor(rev):
     steps = []
     if not os.path.isdir(tree):
         steps.append(["git", "-C", top, "worktree", "add", "--detach", tree, rev])
-    steps += [["cmake", "-S", tree, "-B", build], ["cmake", "--build", build, "-j2"]]
+    # (Release, as the build it is compared with should be)
+    steps += [["cmake", "-S", tree, "-B", build, "-DCMAKE_BUILD_TYPE=Release"], ["cmake", "--build", build, "-j2"]]
     for cmd in steps:
         print(f"# exact_speed: {' '.join(cmd)}", file=sys.stderr, flush=True)
         p = subprocess.run(cmd, capture_output=True, text=True)
