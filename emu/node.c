@@ -101,8 +101,9 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 			fprintf(stderr, "torus: node %u: cannot run at idle priority (%s); --exact may be slow\n", rank,
 				strerror(errno));
 	} else if (rt->exact && (uint64_t)rt->hdr->total_cores + s->nnodes <= EMU_EXACT_NICE_THREADS) {
-		/* A few hundred threads: 10 steps nicer than torusrun (the
-		 * parameter exact_nice; 0: as torusrun). Under --exact the
+		/* A few hundred threads: exact_nice steps nicer than torusrun
+		 * (0, the default: as torusrun; on a host busy with other work a
+		 * nicer job starves, 5 to 8 times slower). Under --exact the
 		 * collectives run as programs (emu_core_program_start): the cores
 		 * move bytes without waiting for the timekeeper, which is then
 		 * the job's one serial part and should not wait for a CPU. Side

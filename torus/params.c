@@ -51,7 +51,7 @@ static const struct param_desc params[] = {
 	 "bytes per second one core combines in a reduction (the gamma of the cost models; units as link_bw)"},
 	{"poll_cost", UNIT_TIME, P64(poll_cost_ps), 10000ull, 1, 1000000000000ull,
 	 "core time one poll that finds nothing costs, under torusrun --exact (ps, ns, us, ms, s)"},
-	{"exact_nice", UNIT_COUNT, P32(exact_nice), 10, 0, 19,
+	{"exact_nice", UNIT_COUNT, P32(exact_nice), 0, 0, 19,
 	 "under torusrun --exact, with at most 512 threads, how many steps nicer than torusrun (whose timekeeper "
 	 "is the job's serial part) the nodes run (a host-speed knob that changes no result; 0: as torusrun)"},
 	{"exact_lead", UNIT_TIME, P64(exact_lead_ps), 0ull, 0, 1000000000000ull,
