@@ -288,6 +288,9 @@ int dma_core_setup(struct emu_node_rt *rt, emu_core_t *c, char *err, size_t errl
 /* --exact: a memory-FIFO packet's name in the core's stash (its sender,
  * message and index), emu_stash_name_fn */
 uint64_t dma_memfifo_name(const struct torus_packet *pkt, const struct torus_side *side);
+/* --exact: the core's reception FIFO into its stashes (messages sent in any
+ * order apart: they are handled as they come); how many, or -ENOMEM */
+int dma_core_drain(emu_core_t *c);
 void dma_core_teardown(emu_core_t *c);
 /* A core's function returned: its regions close (no deposit touches them
  * once this returns), so the program may free them. */

@@ -127,7 +127,7 @@ static void exact_info(emu_core_t *c, const struct torus_packet *pkt, const stru
  * queue at the timekeeper for their turn: a core handles the ones that are
  * here, untimed, and its clock meets their arrival at dma_recv_expect. */
 
-static int any_drain(emu_core_t *c)
+int dma_core_drain(emu_core_t *c)
 {
 	return emu_stash_drain_split(c->node, &c->dma->mstash, &c->dma->astash, EMU_TK_MSG_ANY, &c->dma->memfifo);
 }
@@ -136,7 +136,7 @@ static int poll_any_exact(emu_core_t *c, unsigned max, unsigned *handled)
 {
 	struct emu_stash *s = &c->dma->astash;
 	unsigned n = 0;
-	int rc = any_drain(c);
+	int rc = dma_core_drain(c);
 	if (rc < 0)
 		return rc;
 	rc = 0;

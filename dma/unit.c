@@ -22,11 +22,6 @@ static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const
 
 static void flush(struct emu_node_rt *rt) { dma_counter_flush(rt); }
 
-/* (messages sent in any order apart: they are handled as they come) */
-static int core_drain(emu_core_t *c)
-{
-	return emu_stash_drain_split(c->node, &c->dma->mstash, &c->dma->astash, EMU_TK_MSG_ANY, &c->dma->memfifo);
-}
 
 const struct emu_unit emu_node_unit = {
 	.core_shm_bytes = dma_core_shm_bytes,
@@ -38,7 +33,7 @@ const struct emu_unit emu_node_unit = {
 	.core_setup = dma_core_setup,
 	.core_teardown = dma_core_teardown,
 	.core_finish = dma_core_finish,
-	.core_drain = core_drain,
+	.core_drain = dma_core_drain,
 	.inject = dma_engine_inject,
 	.backlog = dma_engine_backlog,
 	.deliver = deliver,

@@ -45,13 +45,17 @@ uint32_t emu_cores_of(const emu_core_t *c, uint32_t node)
 }
 
 /* --exact: tell the timekeeper this core has news (after writing it). */
+/* This core has news: its bit in the timekeeper's dirty words. Release,
+ * always (even when the bit is set): pairs with the timekeeper's exchange
+ * of the word, so it sees what was written; and seq_cst, for tk_nudge. */
+static void tk_mark(emu_core_t *c)
+{
+	atomic_fetch_or(emu_shm_tk_dirty(&c->node->shm) + c->global / 64, 1ull << (c->global % 64));
+}
+
 void emu_core_tk_poke(emu_core_t *c)
 {
-	_Atomic uint64_t *w = emu_shm_tk_dirty(&c->node->shm) + c->global / 64;
-	uint64_t bit = 1ull << (c->global % 64);
-	/* release, always (even when the bit is set): pairs with the
-	 * timekeeper's exchange of the word, so it sees what was written */
-	atomic_fetch_or_explicit(w, bit, memory_order_release);
+	tk_mark(c);
 	emu_bell_ring(&c->node->hdr->tk_bell);
 }
 
@@ -60,8 +64,7 @@ void emu_core_tk_poke(emu_core_t *c)
  * before it looks at the marks and sleeps). */
 static void tk_nudge(emu_core_t *c)
 {
-	_Atomic uint64_t *w = emu_shm_tk_dirty(&c->node->shm) + c->global / 64;
-	atomic_fetch_or(w, 1ull << (c->global % 64));
+	tk_mark(c);
 	uint32_t g = atomic_load(&c->node->hdr->tk_waits_for);
 	if (g == UINT32_MAX || g == c->global)
 		emu_bell_ring(&c->node->hdr->tk_bell);

@@ -84,24 +84,18 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		if (per_cpu > 64)
 			emu_sleep_slice_ms = per_cpu >= 64 * 50 ? 5000 : (int)(EMU_SLEEP_SLICE_MS * per_cpu / 64);
 	}
-	/* --exact: engines only carry bytes (their timing changes nothing),
-	 * and a yielding engine takes the CPU from the cores and the
-	 * timekeeper: an idle engine sleeps on its bell at once. torus-stress
-	 * on 8x8x16 (2048 threads): 16 yields, 23 to 27 s of wall time; none,
-	 * 16.4 s. Since cores defer their waits (they wait for the engines'
-	 * bytes, not the timekeeper), smaller jobs gain too: coll-check's
-	 * collectives on a 13-node ring took 20 to 38 s with the yields, 7.5
-	 * to 10.9 s without, 120,000 involuntary context switches against
-	 * 6,000 (host busy with a CI run; torus-stress on 8x8x8 and the 4 MiB
-	 * all-to-all within the noise). With thousands of threads the node's
-	 * threads (engine and cores, created after this) also run under
+	/* --exact with thousands of threads: engines only carry bytes (their
+	 * timing changes nothing), and a yielding engine takes the CPU from the
+	 * timekeeper. torus-stress on 8x8x16 (2048 threads): 16 yields, 23 to
+	 * 27 s of wall time; none, 16.4 s. On 8x8x8 the yields still help a
+	 * little (2.4 to 2.8 s against 2.7 to 2.9 s). For the same reason the
+	 * node's threads (engine and cores, created after this) run under
 	 * SCHED_IDLE, which any process may choose: the timekeeper, one thread
 	 * among thousands, then gets the CPU whenever it has work. On 16x16x16
 	 * it got about 1% of a CPU without, 8% with. Emulated time is the
 	 * timekeeper's, so neither changes any result. */
-	if (rt->exact)
+	if (rt->exact && (uint64_t)rt->hdr->total_cores + s->nnodes > EMU_ENGINE_EXACT_NO_YIELD) {
 		emu_engine_idle_polls = 0;
-	if (rt->exact && (uint64_t)rt->hdr->total_cores + s->nnodes > EMU_EXACT_IDLE_THREADS) {
 		struct sched_param sp = {0};
 		if (sched_setscheduler(0, SCHED_IDLE, &sp)) /* a speed matter: say so, and go on */
 			fprintf(stderr, "torus: node %u: cannot run at idle priority (%s); --exact may be slow\n", rank,

@@ -56,9 +56,8 @@ extern uint32_t emu_engine_spin_polls, emu_engine_idle_polls;
 #define EMU_ENGINE_YIELD_POLLS_CROWDED 16u
 /* the longest nap of a parked engine (emu_engine_main) */
 #define EMU_ENGINE_PARK_MAX_MS 8
-/* --exact beyond this many threads: the node runs under SCHED_IDLE (emu_node_setup;
- * under --exact an idle engine never yields, it sleeps at once) */
-#define EMU_EXACT_IDLE_THREADS 1024u
+/* ... and none under --exact beyond this many threads (emu_node_attach) */
+#define EMU_ENGINE_EXACT_NO_YIELD 1024u
 /* --exact up to this many threads: the nodes run nicer than torusrun */
 #define EMU_EXACT_NICE_THREADS 512u
 

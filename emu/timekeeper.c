@@ -21,6 +21,7 @@
  * answers. So every run of a deterministic program gives the same times.
  */
 #include "emu_internal.h"
+#include "node.h" /* emu_stash_mix */
 #include "../torus/timesim.h"
 #include "unit.h"
 #include <torus/trace.h>
@@ -457,8 +458,7 @@ static void answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t v
 
 static size_t pkt_home(const struct tk_pkts *h, uint64_t src, uint64_t name, uint64_t index)
 {
-	uint64_t x = (src << 32 ^ index) * 0x9E3779B97F4A7C15ull ^ name * 0xC2B2AE3D27D4EB4Full;
-	return (size_t)(x ^ x >> 29) & (h->cap - 1);
+	return (size_t)emu_stash_mix(src << 32 ^ index, name) & (h->cap - 1);
 }
 
 /* The slot of packet (src, name, index), or SIZE_MAX. */

@@ -322,8 +322,13 @@ static void op_post(struct reader *r, uint32_t node)
 		d.flags = DMA_F_UNCHECKED;
 	if (flagsel & 2)
 		d.hints = (uint16_t)rd(r, 2);
+	if (flagsel & 0x20) {
+		/* a message sent in any order, named by a key (2^63 and up refused) */
+		d.flags |= DMA_F_ANY_ORDER;
+		d.key = rd(r, 8);
+	}
 	if ((flagsel & 0x1C) == 0x1C)
-		d.flags |= (uint32_t)rd(r, 1) << 1; /* unknown flags */
+		d.flags |= (uint32_t)rd(r, 1) << 2; /* unknown flags */
 
 	/* what a correct unit does with it */
 	struct allowed a = {0};
