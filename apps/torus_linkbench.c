@@ -6,7 +6,7 @@
  *   torus-linkbench --mode ring     plain SPSC ring between two processes
  *   torus-linkbench --mode link     the emulator's link FIFO between two
  *                                   processes, doing what an engine does per
- *                                   packet: dateline VC, time model charge,
+ *                                   packet: dateline VC, sideband, link
  *                                   counters, doorbells, sleeping when idle
  *   torusrun --torus 2 -- torus-linkbench --mode job
  *                                   the whole emulated path: core -> injection
@@ -180,7 +180,6 @@ static int bench_link(uint64_t n, uint32_t slots)
 	torus_ring_view_init(&v, &l->vc[0], base, TORUS_RING_PRODUCER);
 	pin(0);
 	double t0 = now();
-	torus_vt_t ready = 0;
 	uint32_t idle = 0;
 	for (uint64_t i = 0; i < n;) {
 		struct torus_packet *dst = torus_ring_reserve(&v, &side);
@@ -202,7 +201,8 @@ static int bench_link(uint64_t n, uint32_t slots)
 		idle = 0;
 		torus_pkt_copy(dst, &src);
 		torus_pkt_set_vc(&dst->hdr, 0);
-		side->vt = torus_link_charge_cost(l, &cost, ready, src.hdr.len);
+		torus_link_count_traffic(l, src.hdr.len, cost.wire[src.hdr.len]);
+		side->vt = i;
 		side->tag = 0;
 		torus_ring_commit(&v);
 		/* like the engine: publish every few packets, ring once per batch */

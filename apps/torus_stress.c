@@ -218,8 +218,7 @@ static int stress(emu_core_t *core, void *arg)
 		}
 	}
 	/* all sent: from here this core only receives, to the end, and says
-	 * so (under --exact the timekeeper then runs ahead of it; no time
-	 * changes) */
+	 * so (the timekeeper then runs ahead of it; no time changes) */
 	if (!o->no_expect && st.got < st.want && (rc = emu_core_expect(core, EMU_EXPECT_EVER)) < 0) {
 		fprintf(stderr, "torus-stress: core %u: emu_core_expect: %s\n", me, strerror(-rc));
 		rc = 1;
@@ -263,7 +262,7 @@ static void usage(FILE *f)
 		   "its own code), stop (the node process stops itself with SIGSTOP). The\n"
 		   "launcher's tests use them.\n\n"
 		   "Once it has sent everything, each core promises to only receive from then on\n"
-		   "(emu_core_expect), which lets torusrun --exact run ahead of it; --no-expect\n"
+		   "(emu_core_expect), which lets torusrun's timekeeper run ahead of it; --no-expect\n"
 		   "leaves that out (the emulated time is the same).\n");
 }
 

@@ -1,6 +1,6 @@
 /*
  * torus-timesim: a traffic pattern timed by the exact model alone, with no
- * emulation: the timing simulator (torus/timesim.h) that issue 13's exact
+ * emulation: the timing simulator (torus/timesim.h) that torusrun's exact
  * engine is built on, run sequentially in this process. It gives the
  * figure the emulator's emulated times are held to, and measures how fast
  * the simulator is (hops per second of wall time).
@@ -97,7 +97,7 @@ static void usage(FILE *f)
 		"                     [--pattern stress|alltoall|hotspot] [--packets K] [--size B]\n"
 		"                     [--bytes B] [--quiet]\n\n"
 		"Times a traffic pattern with the exact time model alone (no emulation):\n"
-		"the sequential timing simulator that the exact engine is built on. Prints\n"
+		"the sequential timing simulator that torusrun's timekeeper runs. Prints\n"
 		"the emulated time (the last packet deposited), the link-load bound (the\n"
 		"busiest link direction's wire bytes over the link bandwidth), and the\n"
 		"simulator's speed.\n\n"

@@ -1,21 +1,17 @@
 #!/usr/bin/env python3
 """Every all-to-all algorithm against the link-load bound, block size by
-block size, on a torus (issue 14's performance table): emulated time over
-the bound of the direct schedule (the fewest wire bytes on the busiest link
-direction that any schedule of single-hop messages can put there under
-dimension-order routing; combining algorithms, which move blocks over
-several messages, have higher own bounds). Prints a Markdown table per
-torus (ratio per algorithm and block size, the best marked with *) and
-writes OUT/alltoall_<torus>.svg (log-log: emulated time per algorithm and
-the bound, against the block size). Rows print as their block size is done,
-and OUT/alltoall_<torus>.json holds every result so far.
+block size, on a torus: emulated time over the bound of the direct schedule
+(the fewest wire bytes on the busiest link direction that any schedule of
+single-hop messages can put there under dimension-order routing; combining
+algorithms, which move blocks over several messages, have higher own
+bounds). Prints a Markdown table per torus (ratio per algorithm and block
+size, the best marked with *) and writes OUT/alltoall_<torus>.svg (log-log:
+emulated time per algorithm and the bound, against the block size). Rows
+print as their block size is done, and OUT/alltoall_<torus>.json holds every
+result so far.
 
     bench/alltoall_bound.py [--build build] [--torus 4x4x4 --torus 8x8x8]
         [--blocks 8:64K] [--step 2] [--max-block 8x8x8=8K] [--algos a,b] [--out bench/out]
-        [--exact]
-
---exact runs every job under torusrun --exact (exact time under link
-contention, issue 13); the plots are then alltoall_exact_<torus>.svg.
 
 One member per node (a node team), int32 blocks, every result checked.
 dma_counters is raised to fit p + 2 counters, so direct, factor and
@@ -39,12 +35,12 @@ def parse_bytes(s):
     return int(s[:-1]) * mult[s[-1]] if s[-1] in mult else int(s)
 
 
-def run(build, torus, nodes, algo, b, exact=False):
+def run(build, torus, nodes, algo, b):
     """One job: torus-bench's row for block size b, or None if it does not fit."""
     counters = 1 << max(6, (nodes + 2 - 1).bit_length())
     cmd = [os.path.join(build, "bin", "torusrun"), "--torus", torus, "--quiet", "--timeout", "900", "--param",
-           "dma_counters=%d" % counters] + (["--exact"] if exact else []) + \
-          ["--", os.path.join(build, "bin", "torus-bench"), "alltoall", "--algo", algo, "--dtype", "int32",
+           "dma_counters=%d" % counters,
+           "--", os.path.join(build, "bin", "torus-bench"), "alltoall", "--algo", algo, "--dtype", "int32",
            "--sizes", str(b * nodes), "--json"]
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -69,7 +65,6 @@ def main():
                     help="TORUS=BYTES: the largest block there (memory: p * block * 2 per node)")
     ap.add_argument("--algos", default=",".join(ALGOS))
     ap.add_argument("--out", default="bench/out")
-    ap.add_argument("--exact", action="store_true", help="run under torusrun --exact")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     lo, hi = (parse_bytes(x) for x in a.blocks.split(":"))
@@ -89,22 +84,21 @@ def main():
         res = {al: {} for al in algos}
         gone = set()  # algorithms that did not fit at a smaller block
         bound = {}
-        print("\n### %s (%d nodes)%s: emulated time / direct's link-load bound\n" %
-              (torus, nodes, ", torusrun --exact" if a.exact else ""))
+        print("\n### %s (%d nodes): emulated time / direct's link-load bound\n" % (torus, nodes))
         print("| block (bytes) | bound (us) | " + " | ".join(algos) + " |")
         print("|---:|---:|" + "---:|" * len(algos), flush=True)
         for b in blocks:
             for al in algos:
                 if al in gone:
                     continue
-                row = run(a.build, torus, nodes, al, b, a.exact)
+                row = run(a.build, torus, nodes, al, b)
                 if row is None:
                     gone.add(al)
                 else:
                     res[al][b] = row
                     if al == "direct":
                         bound[b] = row["link_bound_ps"] / 1e6
-            with open(os.path.join(a.out, "alltoall_%s%s.json" % ("exact_" if a.exact else "", torus)), "w") as f:
+            with open(os.path.join(a.out, "alltoall_%s.json" % torus), "w") as f:
                 json.dump(res, f)
             if b not in bound:
                 continue
@@ -117,7 +111,7 @@ def main():
         series.append(("link-load bound (direct)", [bound.get(b) for b in blocks]))
         solid = [st for st in coll_fig6.STYLES if not st[2]]  # dashed is for the bound
         styles = solid[:len(have)] + [("#000000", "diamond", True)]
-        path = os.path.join(a.out, "alltoall_%s%s.svg" % ("exact_" if a.exact else "", torus))
+        path = os.path.join(a.out, "alltoall_%s.svg" % torus)
         coll_fig6.svg_plot(path, "All-to-all on %s (%d nodes, one member each)" % (torus, nodes),
                            "emulated time per algorithm (torus-bench alltoall, int32, checked) and the link-load bound",
                            blocks, series, xlabel="block size (bytes per member pair, log scale)", styles=styles)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Exact time repeats (issue 13): the same job under torusrun --exact with
-five chaos seeds and at fifo_slots 1, 64 and 256, each run traced. Prints,
-per run, the emulated time, a hash of every link's counters and busy time
-(the report), a hash of the trace (every packet: link, start, end, bytes,
-kind, tag, as torus-trace --packets all lists them) and the wall time; then
-whether all runs of a job agree.
+"""Exact time repeats: the same job under torusrun with five chaos seeds and
+at fifo_slots 1, 64 and 256, each run traced. Prints, per run, the emulated
+time, a hash of every link's counters and busy time (the report), a hash of
+the trace (every packet: link, start, end, bytes, kind, tag, as torus-trace
+--packets all lists them) and the wall time; then whether all runs of a job
+agree.
 
     bench/exact_repeat.py [--build build] [--jobs stress-4x4x4,stress-8x8x8,ar-2x3x4,ag-4x4x4x2]
 
@@ -54,7 +54,7 @@ def run_one(build, name, opt, tmp):
     shape, cores, prog = job_args(build, name)
     report = os.path.join(tmp, "run.json")
     trace = os.path.join(tmp, "run.trace")
-    cmd = [os.path.join(build, "bin", "torusrun"), "--exact", "--quiet", "--torus", shape, "--cores", cores,
+    cmd = [os.path.join(build, "bin", "torusrun"), "--quiet", "--torus", shape, "--cores", cores,
            "--report", report, "--trace", trace, "--trace-packets", opt[0], opt[1], "--"] + prog
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)

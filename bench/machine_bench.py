@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmarks of the machine layer (issue 2) and the DMA unit (issue 3).
+"""Benchmarks of the machine layer (links and packets) and the DMA unit.
 
   bench/machine_bench.py [--build build] [--rounds 5] [--packets 2000000]
                          [--stress 8x8x8] [--big 16x16x16] [--big-timeout 900]
@@ -62,7 +62,7 @@ def dma_table(b, rounds, packets):
     put = [x[0] for x in res["put"]]
     print(f"\nDMA direct put, 1 MiB messages, node 0 -> node 1, median of {rounds} alternating rounds")
     print(f"{'path':<44} {'Mpkt/s':>8} {'payload GB/s':>13} {'/ raw':>7}")
-    for m, name in (("job", "raw packets, core->...->core (issue 2)"),
+    for m, name in (("job", "raw packets, core->...->core (as above)"),
                     ("put", "DMA direct put, engine->...->memory")):
         pk = statistics.median(x[0] for x in res[m])
         gb = statistics.median(x[1] for x in res[m])
@@ -107,9 +107,9 @@ def tree_pss_kib(root):
     return total, pte
 
 
-def stress_row(b, shape, packets, timeout, exact=False):
-    cmd = [f"{b}/torusrun", "--torus", shape, "--timeout", "120"] + (["--exact"] if exact else []) + \
-          ["--", f"{b}/torus-stress", "--packets", str(packets)]
+def stress_row(b, shape, packets, timeout):
+    cmd = [f"{b}/torusrun", "--torus", shape, "--timeout", "120",
+           "--", f"{b}/torus-stress", "--packets", str(packets)]
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak, peak_pte = 0, 0
@@ -145,7 +145,6 @@ def main():
     ap.add_argument("--big", default="", help="also try this shape (e.g. 16x16x16)")
     ap.add_argument("--big-timeout", type=float, default=900)
     ap.add_argument("--skip-link", action="store_true")
-    ap.add_argument("--exact", action="store_true", help="run the stress rows under torusrun --exact")
     a = ap.parse_args()
     b = os.path.abspath(os.path.join(a.build, "bin"))
     if not os.path.exists(f"{b}/torusrun"):
@@ -157,9 +156,9 @@ def main():
     print(f"\ntorus-stress: every core sends K packets to every other core (1 core per node)")
     print(f"{'torus':<10} {'nodes':>6} {'K':>8} {'packets':>12} {'wall s':>8} {'emulated us':>14} "
           f"{'peak MiB':>10} {'KiB/node':>9} {'PTE MiB':>8}  status")
-    stress_row(b, a.stress, a.stress_packets, 3600, a.exact)
+    stress_row(b, a.stress, a.stress_packets, 3600)
     if a.big:
-        stress_row(b, a.big, 1, a.big_timeout, a.exact)
+        stress_row(b, a.big, 1, a.big_timeout)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ BYTES=4194304
 REPS=5
 TIMEOUT=900
 COLD=0
-MODES=(engine)
 FIFOS=default
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$HERE")
@@ -24,7 +23,7 @@ NP=64
 usage() {
 	cat <<EOF
 usage: bench/mpi_compare.sh [--rounds K] [--bytes N] [--reps R] [--build DIR]
-                            [--timeout S] [--cold] [--fifo-slots LIST] [--exact] [--help]
+                            [--timeout S] [--cold] [--fifo-slots LIST] [--help]
   --rounds K   alternating rounds (default $ROUNDS); each round runs, in order:
                Open MPI (64 ranks), then for each --fifo-slots entry the
                emulator with --cores 3 and with --cores 1
@@ -39,8 +38,6 @@ usage: bench/mpi_compare.sh [--rounds K] [--bytes N] [--reps R] [--build DIR]
                comma-separated link FIFO depths to run the emulator with
                (torusrun --param fifo_slots=N; "default": the machine's
                default), two emulator rows each (default: $FIFOS)
-  --exact      every emulator row also under torusrun --exact (exact time:
-               the timekeeper), side by side with the engine's in each round
   --cold       time the emulator's first call of the job instead (no warm-up,
                one call: the team's scratch memory is zeroed by page faults
                during it); Open MPI is still timed warm
@@ -76,7 +73,6 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--help|-h) usage; exit 0 ;;
 	--cold) COLD=1; shift ;;
-	--exact) MODES=(engine exact); shift ;;
 	--rounds|--bytes|--reps|--build|--timeout|--fifo-slots)
 		[ $# -ge 2 ] || bad "$1 needs a value"
 		case $1 in
@@ -163,12 +159,11 @@ run_mpi() {
 	[ -n "$WALL" ] || die "no median_s in: $line"
 }
 
-run_emu() { # cores fifo_slots|default engine|exact
-	local cores=$1 name=emu$1_$2_$3 row
+run_emu() { # cores fifo_slots|default
+	local cores=$1 name=emu$1_$2 row
 	local -a calls=(--warmup 1 --reps "$REPS") param=()
 	[ "$COLD" = 1 ] && calls=(--warmup 0 --reps 1)
 	[ "$2" = default ] || param=(--param "fifo_slots=$2")
-	[ "$3" = exact ] && param+=(--exact)
 	run "$name" "$TORUSRUN" --torus "$TORUS" --cores "$cores" "${param[@]}" -- "$BENCH" allreduce --sizes "$BYTES" "${calls[@]}" --json
 	row=$(grep '"bytes":' "$TMP/$name.out") || { cat "$TMP/$name.out" >&2; die "no JSON row from torus-bench (--cores $cores)"; }
 	grep -q '"algo": "multicolor"' "$TMP/$name.out" || die "torus-bench did not run the multicolor algorithm: $(head -c 300 "$TMP/$name.out")"
@@ -198,11 +193,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	echo "  round $r/$ROUNDS: Open MPI        allreduce ${WALL} s, whole command ${TOTAL} s" >&2
 	for f in "${FIFO_LIST[@]}"; do
 		for c in 3 1; do
-			for m in "${MODES[@]}"; do
-				run_emu "$c" "$f" "$m"
-				W_E["$c $f $m"]+="$WALL "; T_E["$c $f $m"]+="$TOTAL "; V_E["$c $f $m"]+="$EMUPS "
-				echo "  round $r/$ROUNDS: emulator ($m) cores $c fifo_slots $f allreduce ${WALL} s, whole command ${TOTAL} s (emulated $EMUPS ps)" >&2
-			done
+			run_emu "$c" "$f"
+			W_E["$c $f"]+="$WALL "; T_E["$c $f"]+="$TOTAL "; V_E["$c $f"]+="$EMUPS "
+			echo "  round $r/$ROUNDS: emulator cores $c fifo_slots $f allreduce ${WALL} s, whole command ${TOTAL} s (emulated $EMUPS ps)" >&2
 		done
 	done
 done
@@ -231,14 +224,11 @@ printf "%-60s %12s %15s %12s %12s %s\n" "what" "wall_s/call" "range" "ratio/MPI"
 row "Open MPI MPI_Allreduce, $NP ranks" "${W_MPI[@]}" -- "${T_MPI[@]}" "-"
 for f in "${FIFO_LIST[@]}"; do
 	for c in 3 1; do
-		for m in "${MODES[@]}"; do
-			label="emulator multicolor, torus $TORUS, --cores $c"
-			[ "$f" = default ] || label+=", fifo_slots $f"
-			[ "$m" = exact ] && label+=", --exact"
-			# shellcheck disable=SC2086 # the values are space-separated numbers
-			row "$label" ${W_E["$c $f $m"]} -- ${T_E["$c $f $m"]} \
-				"$(awk -v v="$(median ${V_E["$c $f $m"]})" 'BEGIN { printf "%.1f", v / 1e6 }')"
-		done
+		label="emulator multicolor, torus $TORUS, --cores $c"
+		[ "$f" = default ] || label+=", fifo_slots $f"
+		# shellcheck disable=SC2086 # the values are space-separated numbers
+		row "$label" ${W_E["$c $f"]} -- ${T_E["$c $f"]} \
+			"$(awk -v v="$(median ${V_E["$c $f"]})" 'BEGIN { printf "%.1f", v / 1e6 }')"
 	done
 done
 echo

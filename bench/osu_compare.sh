@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# osu_compare.sh: issue 16's wall-clock goal, side by side in one run.
+# osu_compare.sh: emulation speed against Open MPI, side by side in one run.
 # osu_allreduce (OSU micro-benchmarks 5.3, unchanged) over its full size
 # sweep, built twice: with Open MPI's mpicc, run by mpirun on 64 ranks of
 # this machine, and with torusmpicc, run by torusrun on the emulated 4x4x4
 # torus (every byte in emulated DMA packets). Rounds alternate; the table
 # gives each command's median wall time and its ratio to Open MPI's.
 #
-# usage: bench/osu_compare.sh [--rounds K] [--cores "1 3"] [--exact]
-#                             [--bench NAME] [--osu DIR] [--build DIR]
-#                             [--timeout S] [-- OSU-ARGS...]
+# usage: bench/osu_compare.sh [--rounds K] [--cores "1 3"] [--bench NAME]
+#                             [--osu DIR] [--build DIR] [--timeout S]
+#                             [-- OSU-ARGS...]
 #   --rounds K    alternating rounds (default 3)
 #   --cores LIST  the emulator's cores per node, one row each (default "1 3")
-#   --exact       also run every emulator row under --exact
 #   --bench NAME  another OSU collective (default allreduce)
 #   --osu DIR     the OSU sources (default ../shared/ext/osu-micro-benchmarks-5.3
 #                 beside the project, or $OSU_DIR)
@@ -27,7 +26,6 @@ BUILD=$REPO/build
 OSU=${OSU_DIR:-$REPO/../shared/ext/osu-micro-benchmarks-5.3}
 ROUNDS=3
 CORES="1 3"
-EXACT=0
 BENCHN=allreduce
 TIMEOUT=1800
 TORUS=4x4x4
@@ -39,12 +37,11 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--cores) CORES=$2; shift 2 ;;
-	--exact) EXACT=1; shift ;;
 	--bench) BENCHN=$2; shift 2 ;;
 	--osu) OSU=$2; shift 2 ;;
 	--build) BUILD=$2; shift 2 ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
-	-h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
 	--) shift; ARGS=("$@"); break ;;
 	*) die "unknown option $1 (see --help)" ;;
 	esac
@@ -88,10 +85,7 @@ run() { # name cmd...: WALL = the whole command's seconds; its output in $TMP/na
 }
 
 LABELS=("Open MPI ${MPIVER##* }, mpirun -np $NP")
-for c in $CORES; do
-	LABELS+=("torusrun --torus $TORUS --cores $c")
-	[ "$EXACT" = 1 ] && LABELS+=("torusrun --torus $TORUS --cores $c --exact")
-done
+for c in $CORES; do LABELS+=("torusrun --torus $TORUS --cores $c"); done
 declare -A W L
 echo "osu_compare: osu_$BENCHN ${ARGS[*]:-(full sweep)}, $ROUNDS rounds, $(nproc) cores" >&2
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -100,15 +94,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	W[$i]+="$WALL "; L[$i]=$LAST
 	echo "  round $r: ${LABELS[$i]}: $WALL s" >&2
 	for c in $CORES; do
-		for m in 0 1; do
-			[ $m = 1 ] && [ "$EXACT" = 0 ] && continue
-			i=$((i + 1))
-			x=()
-			[ $m = 1 ] && x=(--exact)
-			run emu "$TMP/torusrun" --quiet --torus "$TORUS" --cores "$c" "${x[@]}" -- "$TMP/torus_osu" "${ARGS[@]}"
-			W[$i]+="$WALL "; L[$i]=$LAST
-			echo "  round $r: ${LABELS[$i]}: $WALL s" >&2
-		done
+		i=$((i + 1))
+		run emu "$TMP/torusrun" --quiet --torus "$TORUS" --cores "$c" -- "$TMP/torus_osu" "${ARGS[@]}"
+		W[$i]+="$WALL "; L[$i]=$LAST
+		echo "  round $r: ${LABELS[$i]}: $WALL s" >&2
 	done
 done
 # shellcheck disable=SC2086

@@ -58,14 +58,14 @@ static int barrier_wait(emu_core_t *c, struct emu_barrier_shm *b, uint32_t n, co
 	if (deferred < 0)
 		return deferred;
 	if (deferred) {
-		/* --exact: that it opens does not depend on virtual time, only
+		/* that it opens does not depend on virtual time, only
 		 * when: the timekeeper works that out behind us (the clock is
 		 * then an offset from it, and so is what max_vt gets) */
 		int rc = emu_core_defer_barrier(c, key, n);
 		if (rc)
 			return rc;
 	} else if (c->tk) {
-		/* --exact: the timekeeper counts the members too, and lets the
+		/* the timekeeper counts the members too, and lets the
 		 * simulation past the barrier only once it is complete */
 		c->tk->qkey = key;
 		c->tk->qn = n;

@@ -132,7 +132,8 @@ struct dma_core_shm {
 	uint64_t off_counters;               /* dma_counter_shm[dma_counters] */
 	uint64_t off_regions;                /* dma_region_shm[dma_regions] */
 	uint64_t off_injfifo;                /* torus_ring[inj_fifos] */
-	uint32_t ninj, ncounters, nregions, pad_;
+	uint32_t ninj, ncounters, nregions;
+	_Atomic uint32_t closed;             /* its program returned (dma_core_finish) */
 	struct torus_ring memfifo;           /* engine -> core: memory-FIFO packets */
 };
 
@@ -186,10 +187,10 @@ struct dma_core_local {
 	struct dma_core_shm *shm;
 	struct dma_watch *_Atomic *watch;     /* dma_counters entries, NULL: none */
 	struct torus_ring_view memfifo;       /* consumer */
-	struct emu_stash mstash;              /* --exact: memory-FIFO packets drained, not yet taken */
-	struct emu_stash astash;              /* --exact: those sent in any order, not yet handled */
-	uint64_t msgs;                        /* --exact: memory-FIFO messages posted (their names) */
-	/* --exact: fault reports the engines delivered, not yet matched to
+	struct emu_stash mstash;              /* memory-FIFO packets drained, not yet taken */
+	struct emu_stash astash;              /* those sent in any order, not yet handled */
+	uint64_t msgs;                        /* memory-FIFO messages posted (their names) */
+	/* fault reports the engines delivered, not yet matched to
 	 * the timekeeper's (which say when) */
 	struct dma_fault_rec *fstash;
 	uint32_t nfstash, capfstash;
@@ -219,9 +220,8 @@ struct dma_job {
 	uint64_t src_offset;
 	uint64_t done;                         /* bytes injected so far */
 	const uint8_t *src;
-	uint32_t last_len;                     /* the last packet's injection-counter */
-	torus_vt_t last_left;                  /* decrement, applied once the job is retired */
-	torus_vt_t cursor;                     /* when its previous packet left: the next is ready then */
+	uint32_t last_len;                     /* the last packet's injection-counter
+						* decrement, applied once the job is retired */
 };
 
 struct dma_engine_fifo {
@@ -229,7 +229,6 @@ struct dma_engine_fifo {
 	struct dma_job job;                   /* head descriptor, once taken */
 	int active;
 	struct emu_bell *core_bell;
-	torus_vt_t last_left;                 /* when its previous descriptor's last packet left */
 };
 
 /* A counter decrement the engine has not applied yet (dma_counter_sub). */
@@ -264,7 +263,6 @@ struct dma_engine {
 	struct torus_ring_view *memfifo;      /* producer, per core */
 	struct dma_job *replies;              /* remote gets to answer; grows */
 	uint32_t nreplies, capreplies, reply_head;
-	torus_vt_t reply_left;                /* the reply queue's last packet left then */
 	struct dma_fault_rec *nacks;          /* faults to send back; grows */
 	uint32_t *nack_dest;                  /* aux of their destination */
 	uint32_t nnacks, capnacks, nack_head;
@@ -285,10 +283,10 @@ struct dma_engine {
 int dma_node_setup(struct emu_node_rt *rt, char *err, size_t errlen);
 void dma_node_teardown(struct emu_node_rt *rt);
 int dma_core_setup(struct emu_node_rt *rt, emu_core_t *c, char *err, size_t errlen);
-/* --exact: a memory-FIFO packet's name in the core's stash (its sender,
+/* a memory-FIFO packet's name in the core's stash (its sender,
  * message and index), emu_stash_name_fn */
 uint64_t dma_memfifo_name(const struct torus_packet *pkt, const struct torus_side *side);
-/* --exact: the core's reception FIFO into its stashes (messages sent in any
+/* the core's reception FIFO into its stashes (messages sent in any
  * order apart: they are handled as they come); how many, or -ENOMEM */
 int dma_core_drain(emu_core_t *c);
 void dma_core_teardown(emu_core_t *c);

@@ -4,12 +4,11 @@
  * deposits DMA packets that reach this node (memory-FIFO packets into a
  * core's reception FIFO, puts into registered memory with their counter).
  *
- * Virtual time: a descriptor is ready at the poster's clock plus the
- * injection overhead; its first packet is ready then, each next one when
- * the previous one has left, and the links serialise them (emu_route_send).
- * An injection counter moves when a packet has left the node; a reception
- * counter when a packet is deposited (its arrival time). A remote get's data is ready when the request arrives.
- * A local copy completes copy_bw later.
+ * Time: the engine times nothing. Every packet of a descriptor carries its
+ * post time (a memory-FIFO message: its name) in the sideband, and the
+ * timekeeper simulates the transfer in virtual time (emu/timekeeper.c): the
+ * packets leave one after another, the links serialise them, a remote get's
+ * data is ready when the request arrives, a local copy takes copy_bw.
  *
  * Puts, get requests and refused deposits never wait on the network: a get
  * request or a refusal becomes a job in an unbounded local queue, sent when
@@ -255,10 +254,9 @@ static int deliver_memfifo(struct emu_node_rt *rt, const struct torus_packet *pk
 	struct torus_packet *dst = torus_ring_reserve(v, &dside);
 	if (!dst) {
 		if (!torus_ring_mark_full(v)) {
-			/* the core's release rings our bell; under --exact a core
-			 * drains its FIFO whenever it waits, so wake it for that */
-			if (rt->exact)
-				emu_bell_ring(&cs->bell);
+			/* the core's release rings our bell; a core drains its
+			 * FIFO whenever it waits, so wake it for that */
+			emu_bell_ring(&cs->bell);
 			return 0;
 		}
 		dst = torus_ring_reserve(v, &dside);
@@ -285,6 +283,17 @@ static int deliver_put(struct emu_node_rt *rt, const struct torus_packet *pkt, c
 		err = DMA_ERR_COUNTER;
 	}
 	if (!dst) {
+		/* A put that reaches a core whose program has returned (whose
+		 * regions it closed) is lost, as a raw packet to a finished
+		 * core is: counted, and no fault. Whether it arrives before or
+		 * after the close is the host's timing, and the timekeeper
+		 * times no fault for it (dma/injfifo.c, refusal). */
+		uint32_t owner = region / rt->params->dma_regions;
+		if (owner < rt->ncores &&
+		    atomic_load(&dma_core_shm_of(&rt->shm, emu_shm_core(&rt->shm, rt->me, owner))->closed)) {
+			atomic_store_explicit(&rt->me->orphaned, ++rt->orphaned, memory_order_relaxed);
+			return 1;
+		}
 		/* never a byte outside a live region, nor one nobody counts */
 		refuse(rt, side->aux, err, region, offset, len);
 		return 1;
@@ -397,7 +406,6 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 	const struct dma_desc *d = &j->d;
 	uint32_t pay = torus_params_payload(rt->params), n = 0;
 	struct torus_pkt_hdr h;
-	torus_vt_t left;
 
 	*done = 0;
 	if (d->kind == DMA_COPY) {
@@ -437,7 +445,7 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 				       d->tag, d->hints, {0}};
 		h.len = sizeof(q);
 		h.vc_kind = (uint8_t)(DMA_PKT_GETREQ << 4);
-		if (!emu_engine_emit(rt, &h, &q, j->ready, d->tag, j->aux, &left))
+		if (!emu_engine_emit(rt, &h, &q, j->ready, d->tag, j->aux))
 			return 0;
 		count_emitted(rt, 1);
 		*done = 1;
@@ -462,8 +470,8 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 		emu_engine_route(rt, d->node, d->hints, &r);
 	/* the job's progress in locals: the slot stores below may alias *j */
 	uint64_t jdone = j->done, total = d->len;
-	/* --exact: every packet keeps the post time (a memory-FIFO message's name) */
-	torus_vt_t cursor = j->cursor > j->ready && !rt->exact ? j->cursor : j->ready;
+	/* every packet keeps the post time (a memory-FIFO message's name) */
+	const torus_vt_t vt = j->ready;
 	const uint32_t inj = d->inj_counter, tag = d->tag, aux = j->aux;
 	const int memfifo = d->kind == DMA_MEMFIFO;
 	while (n < rt->batch) {
@@ -485,13 +493,11 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 		/* per packet: the memory FIFO index and last flag, or the put's offset */
 		uint32_t field = memfifo ? (uint32_t)(jdone / pay) : (uint32_t)(d->offset + jdone);
 		uint8_t vc_kind = memfifo ? (uint8_t)(DMA_PKT_MEMFIFO << 4 | (len == rest ? DMA_PKT_LAST : 0)) : h.vc_kind;
-		/* a descriptor's packets leave one after another: each is ready
-		 * when the previous one has left */
 		if (local) {
 			h.len = (uint8_t)len;
 			h.vc_kind = vc_kind;
 			memcpy(&h.sw.bytes[0], &field, 4);
-			if (!emu_engine_emit(rt, &h, src, cursor, tag, aux, &left))
+			if (!emu_engine_emit(rt, &h, src, vt, tag, aux))
 				break;
 		} else {
 			/* the common case: straight into the link FIFO's slot. The
@@ -508,25 +514,22 @@ static uint32_t run_job(struct emu_node_rt *rt, struct dma_job *j, int *done)
 			slot->hdr.vc_kind = (uint8_t)((vc_kind & ~1u) | r.vc);
 			memcpy(&slot->hdr.sw.bytes[0], &field, 4);
 			torus_payload_copy(slot->payload, src, len);
-			left = emu_route_send(rt, &r, slot, side, cursor, tag, aux);
+			emu_route_send(&r, slot, side, vt, tag, aux);
 		}
-		cursor = left;
 		jdone += len;
 		n++;
 		if (jdone == total) {
 			/* the caller retires the job first, then retire_counter(): a
 			 * zero injection counter means the descriptor left its FIFO */
 			j->last_len = len;
-			j->last_left = left;
 			*done = 1;
 			break;
 		}
 		if (len && inj != DMA_NO_COUNTER)
-			dma_counter_sub(rt, inj, len, left);
+			dma_counter_sub(rt, inj, len, vt);
 	}
 	if (n) {
 		j->done = jdone;
-		j->cursor = cursor;
 		count_emitted(rt, n);
 		if (!local)
 			emu_route_done(rt, &r);
@@ -546,7 +549,7 @@ static uint32_t run_reply(struct emu_node_rt *rt, struct dma_job *j, int *done)
 static void retire_counter(struct emu_node_rt *rt, const struct dma_job *j)
 {
 	if (j->last_len && j->d.inj_counter != DMA_NO_COUNTER)
-		dma_counter_sub(rt, j->d.inj_counter, j->last_len, j->last_left);
+		dma_counter_sub(rt, j->d.inj_counter, j->last_len, j->ready);
 }
 
 static uint32_t inject_fifo(struct emu_node_rt *rt, struct dma_engine_fifo *f)
@@ -566,8 +569,6 @@ static uint32_t inject_fifo(struct emu_node_rt *rt, struct dma_engine_fifo *f)
 			f->job.src = w->d.src;
 			f->job.aux = dma_aux(rt->rank, w->src_core);
 			f->job.src_region = UINT32_MAX;
-			/* a FIFO's descriptors are injected one after another */
-			f->job.cursor = f->last_left;
 			f->active = 1;
 		}
 		int done;
@@ -576,8 +577,6 @@ static uint32_t inject_fifo(struct emu_node_rt *rt, struct dma_engine_fifo *f)
 		if (!done)
 			break;
 		f->active = 0;
-		if (f->job.cursor > f->last_left)
-			f->last_left = f->job.cursor;
 		torus_ring_release(&f->view);
 		if (torus_ring_publish_tail(&f->view))
 			emu_bell_ring(f->core_bell);
@@ -604,7 +603,6 @@ uint32_t dma_engine_inject(struct emu_node_rt *rt)
 {
 	struct dma_engine *e = rt->dma;
 	uint32_t moved = 0;
-	torus_vt_t left;
 
 	while (e->nack_head < e->nnacks) {
 		struct torus_pkt_hdr h;
@@ -613,7 +611,7 @@ uint32_t dma_engine_inject(struct emu_node_rt *rt)
 		h.len = sizeof(struct dma_fault_rec);
 		h.vc_kind = (uint8_t)(DMA_PKT_FAULT << 4);
 		h.sw.bytes[4] = (uint8_t)dma_aux_core(e->nack_dest[e->nack_head]);
-		if (!emu_engine_emit(rt, &h, &e->nacks[e->nack_head], 0, 0, dma_aux(rt->rank, 0), &left))
+		if (!emu_engine_emit(rt, &h, &e->nacks[e->nack_head], 0, 0, dma_aux(rt->rank, 0)))
 			break;
 		count_emitted(rt, 1);
 		e->nack_head++;
@@ -624,11 +622,7 @@ uint32_t dma_engine_inject(struct emu_node_rt *rt)
 	while (e->reply_head < e->nreplies) {
 		int done;
 		struct dma_job *rj = &e->replies[e->reply_head];
-		if (rj->cursor < e->reply_left)
-			rj->cursor = e->reply_left; /* replies leave one after another */
 		moved += run_reply(rt, rj, &done);
-		if (rj->cursor > e->reply_left)
-			e->reply_left = rj->cursor;
 		if (!done)
 			break;
 		retire_counter(rt, &e->replies[e->reply_head]);

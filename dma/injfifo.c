@@ -200,7 +200,7 @@ static int validate(emu_core_t *c, const struct dma_desc *d)
 }
 
 /*
- * --exact: what the destination will refuse of unchecked descriptor d, from
+ * what the destination will refuse of unchecked descriptor d, from
  * the tables it checks (as validate, but per packet for a range, as the
  * destination's engine does): an EMU_TK_REFUSE event for the timekeeper,
  * which times the faults; 0 if nothing is refused.
@@ -226,6 +226,12 @@ static int refusal(struct emu_node_rt *rt, const struct dma_desc *d, struct emu_
 		/* a put's packets at the destination; a get's reply packets here */
 		uint32_t at = d->kind == DMA_PUT ? d->node : rt->rank;
 		uint32_t region = d->kind == DMA_PUT ? d->region : d->reply_region;
+		/* deposits at a core whose program returned are lost, not
+		 * refused (dma/engine_dma.c, deliver_put) */
+		struct dma_peer *owner = remote_core(rt, at, region / rt->hdr->params.dma_regions);
+		struct dma_core_shm *od = owner ? atomic_load_explicit(&owner->d, memory_order_relaxed) : NULL;
+		if (d->kind == DMA_PUT && od && atomic_load(&od->closed))
+			return 0;
 		all = region_size(rt, at, region, &size);
 		if (!all)
 			limit = size;
@@ -272,7 +278,7 @@ static void fifo_arm(void *arg)
 	torus_ring_mark_full(&f->view);
 }
 
-/* --exact: a memory-FIFO message's name (0 for other kinds): its packets
+/* a memory-FIFO message's name (0 for other kinds): its packets
  * carry it, and the timekeeper names their arrivals by it. The sender's
  * count of them, or its key for one sent in any order (which the receiver
  * names too). Not the post time: a clock that is an offset from a
@@ -284,7 +290,7 @@ static uint64_t msg_name(const emu_core_t *c, const struct dma_desc *d)
 	return d->flags & DMA_F_ANY_ORDER ? EMU_TK_MSG_ANY | d->key : c->dma->msgs + 1;
 }
 
-/* --exact: tell the timekeeper about the descriptor, posted at the clock. */
+/* tell the timekeeper about the descriptor, posted at the clock. */
 static int tk_post_event(emu_core_t *c, const dma_injfifo_t *f, const struct dma_desc *d)
 {
 	static const uint32_t kinds[] = {[DMA_MEMFIFO] = EMU_TK_MEMFIFO, [DMA_PUT] = EMU_TK_PUT, [DMA_GET] = EMU_TK_GET,
@@ -321,7 +327,7 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	emu_chaos(&c->chaos);
 	struct torus_packet *slot;
 	while (!(slot = torus_ring_reserve(&f->view, &side))) {
-		if (!(flags & DMA_POST_WAIT) && !c->tk) /* --exact: host buffers change nothing; wait */
+		if (!(flags & DMA_POST_WAIT) && !c->tk) /* host buffers change nothing; wait */
 			return -EAGAIN;
 		struct emu_wait w = {fifo_has_room, fifo_arm, NULL, f};
 		if ((rc = emu_core_block(c, &w, -1)) < 0)
@@ -334,7 +340,7 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 		return rc;
 	struct dma_wire_desc *w = (struct dma_wire_desc *)slot;
 	w->d = *d;
-	/* --exact: the engine passes ready on in the packets' sideband, where
+	/* the engine passes ready on in the packets' sideband, where
 	 * a memory-FIFO message's packets carry its name */
 	w->ready = c->tk && d->kind == DMA_MEMFIFO ? msg_name(c, d) : c->vt;
 	if (c->tk && d->kind == DMA_MEMFIFO)
@@ -358,7 +364,7 @@ int dma_injfifo_pending(dma_injfifo_t *f, uint32_t *n)
 		return -EINVAL;
 	emu_core_t *c = f->core;
 	if (c->tk) {
-		/* --exact: in virtual time, at the core's clock; a look that
+		/* in virtual time, at the core's clock; a look that
 		 * finds some costs poll_cost, so a polling loop advances */
 		c->tk->qkey = f->index;
 		int rc = emu_core_tk_answer(c, emu_core_tk_ask(c, EMU_TKQ_PENDING, 0));

@@ -84,6 +84,8 @@ int dma_mem_rebind(emu_core_t *c, uint32_t region, void *base, size_t len)
 int dma_core_finish(emu_core_t *c)
 {
 	struct dma_core_shm *d = c->dma->shm;
+	/* first: a put that then finds a region closed is an orphan */
+	atomic_store(&d->closed, 1);
 	for (uint32_t i = 0; i < d->nregions; i++)
 		atomic_store(&dma_shm_region(c->node->shm.base, d, i)->valid, 0);
 	return emu_engine_quiesce(c->node);
@@ -105,9 +107,9 @@ int dma_counter_alloc(emu_core_t *c, uint32_t *id)
 	return dma_counter_alloc_n(c, 1, id);
 }
 
-/* ------------------------------------------------------------ --exact
+/* ------------------------------------------------------ the timekeeper
  *
- * Under torusrun --exact the timekeeper keeps every counter in virtual
+ * The timekeeper keeps every counter in virtual
  * time: it knows each packet's deposit (reception counters) and departure
  * (injection counters), and the core tells it its allocations and adds. A
  * core observes a counter through it; when the answer is zero, it also
@@ -266,7 +268,7 @@ int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_
 	}
 	dma_watch_free(atomic_exchange(&c->dma->watch[id % c->node->hdr->params.dma_counters], w));
 	if (c->tk) {
-		/* --exact: the timekeeper keeps the marks in virtual time */
+		/* the timekeeper keeps the marks in virtual time */
 		struct emu_tk_ev ev = {.type = EMU_TK_CTR_WATCH, .rec = id, .ready = c->vt, .id = n};
 		int rc = emu_core_tk_event(c, &ev);
 		for (uint32_t i = 0; !rc && i < n; i++) {
@@ -642,7 +644,7 @@ int dma_recfifo_wait_counter(emu_core_t *c, uint32_t id, int timeout_ms, int *ze
 	if (zero)
 		*zero = 0;
 	if (c->tk) {
-		/* --exact: the earlier of the two in virtual time; the timeout
+		/* the earlier of the two in virtual time; the timeout
 		 * is virtual too */
 		c->tk->qn = 1;
 		c->tk->qids[0] = id;
@@ -699,7 +701,7 @@ static int marks_ready(void *arg)
 }
 
 /*
- * --exact: ask the timekeeper about marks[i] of counters ids[i] (type
+ * ask the timekeeper about marks[i] of counters ids[i] (type
  * EMU_TKQ_MARK: crossed by the core's clock?; EMU_TKQ_MARK_WAIT: or wait
  * for the first crossing). 1 with *which, *vt (the crossing; the clock
  * moves to it if later), then the physical mark is waited for too (its

@@ -56,7 +56,7 @@ static void consumed(emu_core_t *c)
 	atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
 }
 
-/* ------------------------------------------------------------ --exact
+/* ------------------------------------------------------ the timekeeper
  *
  * The timekeeper publishes the memory-FIFO packets each core receives in
  * arrival order (virtual time), named by sender, message (its post time,
@@ -123,7 +123,7 @@ static void exact_info(emu_core_t *c, const struct torus_packet *pkt, const stru
 
 /* ------------------------------------------------ messages sent in any order
  *
- * --exact: they are drained into their own stash (dma/unit.c) and never
+ * they are drained into their own stash (dma/unit.c) and never
  * queue at the timekeeper for their turn: a core handles the ones that are
  * here, untimed, and its clock meets their arrival at dma_recv_expect. */
 
@@ -336,7 +336,7 @@ int dma_recfifo_wait(emu_core_t *c, int timeout_ms)
 	if (!c)
 		return -EINVAL;
 	if (c->tk) {
-		/* --exact: the timeout is in virtual time */
+		/* the timeout is in virtual time */
 		struct emu_tk_arr a;
 		int r = emu_core_tk_wait_arrival(c, EMU_TK_Q_MEMFIFO, emu_core_tk_deadline(c, timeout_ms), &a);
 		return r == 0 ? -ETIMEDOUT : r < 0 ? r : 0;
@@ -347,7 +347,7 @@ int dma_recfifo_wait(emu_core_t *c, int timeout_ms)
 }
 
 /*
- * --exact: the faults come from the timekeeper, which times them (the
+ * the faults come from the timekeeper, which times them (the
  * refused deposit, then hop_latency per hop back to this core). The
  * engine's report of the same fault is waited for too: it proves that the
  * refused bytes have left this node's memory, as a fault does on the

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define DEFAULT_TIMEOUT_S 60.0
-#define DEFAULT_TRACE_BUFFER (256u << 10)
+#define DEFAULT_TRACE_BUFFER (64u << 10) /* per node, in torusrun: 256 MiB for 4096 nodes */
 
 static void usage(FILE *out)
 {
@@ -42,8 +42,8 @@ static void usage(FILE *out)
 	      "  --report FILE        write a JSON report: times and per-link counters\n"
 	      "  --trace FILE         record every link's traffic (when, how much, which\n"
 	      "                       collective/color/phase) for torus-trace\n"
-	      "  --trace-buffer SIZE  trace memory per node, 64KiB..64MiB (default 256KiB); units\n"
-	      "                       K or KiB, M or MiB\n"
+	      "  --trace-buffer SIZE  trace memory per node, in torusrun, 64KiB..64MiB (default\n"
+	      "                       64KiB); units K or KiB, M or MiB\n"
 	      "  --trace-packets      one trace record per packet (default: back-to-back runs)\n"
 	      "  --timeout S          hang detector: if no packet moved and no core advanced for\n"
 	      "                       S seconds (default 60; 0 disables), stop the job, unless\n"
@@ -57,11 +57,9 @@ static void usage(FILE *out)
 	      "                       NAME=VALUE[,NAME=VALUE]; e.g. --link 1.0.0:+y:link_bw=100MB/s\n"
 	      "  --wtime emulated|wall  what MPI_Wtime reads in an MPI program (mpi.h): the\n"
 	      "                       rank's emulated time (the default) or the host's clock\n"
-	      "  --exact              exact virtual time: a timekeeper\n"
-	      "                       simulates every packet in virtual-time order, so times\n"
-	      "                       repeat to the picosecond under any host load: raw\n"
-	      "                       packets, the whole DMA unit, the collectives and MPI;\n"
-	      "                       it writes --trace too\n"
+	      "  --exact              accepted and ignored: every job is timed exactly (the\n"
+	      "                       timekeeper simulates every packet in virtual-time\n"
+	      "                       order, so times repeat to the picosecond)\n"
 	      "  --chaos SEED         perturb the host's scheduling (random yields and short\n"
 	      "                       sleeps in engines and cores, from SEED); emulated results\n"
 	      "                       must not move (0, the default: off)\n"
@@ -615,10 +613,8 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 			cfg->trace_packets = 1;
 			continue;
 		}
-		if (!strcmp(a, "--exact")) {
-			cfg->exact = 1;
+		if (!strcmp(a, "--exact")) /* every job is exact: accepted, changes nothing */
 			continue;
-		}
 		const char **slot = !strcmp(a, "--config")	   ? &config_path
 				    : !strcmp(a, "--param")	   ? &param_args[nparam]
 				    : !strcmp(a, "--trace")	   ? &cfg->trace_path
@@ -694,10 +690,6 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	cfg->wtime_wall = wtime && !strcmp(wtime, "wall");
 	if (chaos && parse_u32(chaos, strlen(chaos), 0, UINT32_MAX, &cfg->chaos_seed)) {
 		snprintf(err, errlen, "bad --chaos '%s': a seed, 1..4294967295 (0: off)", chaos);
-		goto out;
-	}
-	if (cfg->exact && cfg->params.inj_overhead_ps == 0) {
-		snprintf(err, errlen, "--exact needs inj_overhead of at least 1ps (every post takes time)");
 		goto out;
 	}
 	if ((trace_buffer || cfg->trace_packets) && !cfg->trace_path) {

@@ -44,7 +44,7 @@ uint32_t emu_cores_of(const emu_core_t *c, uint32_t node)
 	return c->node->first_core[node + 1] - c->node->first_core[node];
 }
 
-/* --exact: tell the timekeeper this core has news (after writing it). */
+/* tell the timekeeper this core has news (after writing it). */
 /* This core has news: its bit in the timekeeper's dirty words. Release,
  * always (even when the bit is set): pairs with the timekeeper's exchange
  * of the word, so it sees what was written; and seq_cst, for tk_nudge. */
@@ -89,7 +89,7 @@ static void publish_clock(emu_core_t *c, int progress)
 	if (progress)
 		atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);
 	if (c->tk && !emu_core_promised(c)) {
-		/* --exact: the timekeeper may simulate up to here (a core bound
+		/* the timekeeper may simulate up to here (a core bound
 		 * by emu_core_expect sets no bound); pairs with its acquire load
 		 * in look() */
 		atomic_store_explicit(&c->tk->clock, c->vt, memory_order_release);
@@ -108,9 +108,9 @@ void emu_core_idle(emu_core_t *c, torus_vt_t to)
 
 void emu_core_missed(emu_core_t *c) { emu_core_idle(c, c->vt + c->node->params->poll_cost_ps); }
 
-/* ------------------------------------------------------------ --exact
+/* ------------------------------------------------------ the timekeeper
  *
- * Under torusrun --exact the timekeeper (emu/timekeeper.c) decides what a
+ * The timekeeper (emu/timekeeper.c) decides what a
  * core observes and when: a core tells it what it sends (events, at its
  * clock) and asks it what has arrived by its clock (queries). The bytes
  * still travel through the engines; a packet the timekeeper names is taken
@@ -399,7 +399,7 @@ static int tk_room(void *arg)
 }
 
 /*
- * --exact: a core whose clock runs more than exact_lead ahead of the
+ * a core whose clock runs more than exact_lead ahead of the
  * simulation waits for it before it posts more. The cores the simulation
  * waits for then have the host to themselves, and what the engines carry
  * ahead of the simulation (the stashes) is bounded. Nothing virtual
@@ -666,7 +666,7 @@ int emu_core_set_clock(emu_core_t *c, torus_vt_t t)
 	if (rc)
 		return rc;
 	if (!c || (c->tk && t < c->vt))
-		return -EINVAL; /* --exact: a clock never goes back */
+		return -EINVAL; /* a clock never goes back */
 	c->vt = t;
 	publish(c);
 	return 0;
@@ -915,7 +915,7 @@ int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, s
 		return -ECANCELED;
 	struct torus_packet *pkt = torus_ring_reserve(&c->inj, &side);
 	if (!pkt && c->tk) {
-		/* --exact: host buffers change no time; wait for room */
+		/* host buffers change no time; wait for room */
 		struct emu_wait ew = {send_room, send_arm, NULL, c};
 		int r = emu_core_block(c, &ew, -1);
 		if (r <= 0)
@@ -938,7 +938,7 @@ int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, s
 	side->tag = 0;
 	side->aux = 0;
 	if (c->tk) {
-		/* --exact: posting takes inj_overhead, as a descriptor does; the
+		/* posting takes inj_overhead, as a descriptor does; the
 		 * packet is named by its send number */
 		int r = emu_core_tk_pace(c);
 		if (r)
@@ -960,7 +960,7 @@ int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, s
 }
 
 /*
- * --exact: the earliest arrival of queue q this core has not taken, from
+ * the earliest arrival of queue q this core has not taken, from
  * the ring the timekeeper fills in arrival order: 1 and *a, or 0 if it has
  * none there now. Arrivals are final as they are published, so the head of
  * the ring is the earliest arrival there will ever be.
@@ -976,7 +976,7 @@ int emu_core_tk_head(emu_core_t *c, uint32_t q, struct emu_tk_arr *a)
 	return 1;
 }
 
-/* --exact: is the absence of an arrival in queue q up to the clock final? */
+/* is the absence of an arrival in queue q up to the clock final? */
 static int none_is_final(emu_core_t *c, uint32_t q)
 {
 	return atomic_load_explicit(&c->node->hdr->tk_now, memory_order_acquire) > c->vt &&
@@ -1047,7 +1047,7 @@ int emu_core_tk_wait_arrival(emu_core_t *c, uint32_t q, torus_vt_t deadline, str
 	return 1;
 }
 
-/* --exact: the earliest packet that arrived by the core's clock; none costs
+/* the earliest packet that arrived by the core's clock; none costs
  * a poll. */
 static int recv_exact(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap)
 {
@@ -1137,12 +1137,12 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 	struct emu_bell *bell = &c->shm->bell;
 	int r;
 
-	/* --exact: what a core waits for is nearly always the timekeeper's
+	/* what a core waits for is nearly always the timekeeper's
 	 * answer, which needs the CPU a yielding poller would take: pause a
 	 * little, then sleep (8x8x8 torus-stress: 20% less wall time) */
 	const uint32_t polls = c->tk ? emu_spin_polls : EMU_IDLE_POLLS;
 	for (uint32_t spin = 0; spin < polls; spin++) {
-		/* --exact: a waiting core never holds up an engine (its stash) */
+		/* a waiting core never holds up an engine (its stash) */
 		if (c->tk && tk_drain(c) < 0)
 			return -ENOMEM;
 		if ((r = w->ready(w->arg)))
@@ -1218,7 +1218,7 @@ int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *hold
 	if (!c || !events || (events & ~(EMU_EV_SEND | EMU_EV_RECV)))
 		return -EINVAL;
 	if (c->tk) {
-		/* --exact: room to send is a host matter (the post waits for
+		/* room to send is a host matter (the post waits for
 		 * it); a receive waits, in virtual time, for the next arrival */
 		struct emu_tk_arr a;
 		int have = emu_core_tk_head(c, EMU_TK_Q_RAW, &a);

@@ -115,7 +115,7 @@ struct emu_shm_hdr {
 	uint32_t nlinks;                       /* per-link settings (--link) */
 	struct torus_link_set links[TORUS_MAX_LINK_SETS];
 	struct emu_barrier_shm barrier[EMU_BARRIER_SLOTS];
-	/* --exact: the timekeeper (emu/timekeeper.c) and its channel per core */
+	/* the timekeeper (emu/timekeeper.c) and its channel per core */
 	uint32_t exact;
 	uint32_t pad_;
 	uint64_t off_tk;                       /* emu_tk_core[total_cores], by global core rank */
@@ -130,7 +130,7 @@ struct emu_shm_hdr {
 };
 
 /*
- * --exact: what a core tells the timekeeper, and what it answers.
+ * what a core tells the timekeeper, and what it answers.
  *
  * Events (core -> timekeeper, a single-producer ring): what the core puts
  * on the network, at its virtual time. Queries (one at a time): the core
@@ -388,7 +388,7 @@ static inline _Atomic uint64_t *emu_shm_tk_dirty(const struct emu_shm *m)
 	return (_Atomic uint64_t *)((char *)m->base + m->hdr->off_tk_dirty);
 }
 
-/* --exact: torusrun's timekeeper thread (emu/timekeeper.c). */
+/* torusrun's timekeeper thread (emu/timekeeper.c). */
 struct emu_tk;
 /* trace_fd: the job's trace file (--trace), which the timekeeper writes
  * under --exact instead of the engines; -1 for none. */
@@ -461,7 +461,6 @@ struct emu_job_config {
 	int argc;
 	int quiet;
 	int wtime_wall;             /* --wtime wall: MPI_Wtime reads the host's clock */
-	int exact;                  /* --exact: the timekeeper times everything (issue 13) */
 	int report_owned;
 	char program_path[4096];
 };
@@ -510,8 +509,8 @@ void emu_settings_free(struct emu_settings *s);
 int emu_trace_create(const struct emu_job_config *cfg, struct emu_shm *m, int *fd_out, char *err, size_t errlen);
 /* A trace writer of node `node` into the job's trace file fd (which it
  * does not close): nbuf buffers of buf_bytes, io_uring if `uring` and the
- * kernel allows it; NULL and a message on failure. The node engines have
- * one each (emu_trace_open); under --exact the timekeeper has one per node. */
+ * kernel allows it; NULL and a message on failure. The timekeeper has one
+ * per node. */
 struct emu_trace;
 struct emu_trace *emu_trace_writer(int fd, uint32_t node, uint32_t nbuf, uint32_t buf_bytes, int packets,
 				   _Atomic uint64_t *file_off, int uring, char *err, size_t errlen);

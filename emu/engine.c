@@ -2,7 +2,7 @@
  * The engine thread of a node: the router. It takes packets from the
  * incoming link FIFOs and the cores' injection FIFOs, and either deposits
  * them in a core's reception FIFO or forwards them on the next link of their
- * dimension-order route, charging the link under the virtual-time model.
+ * dimension-order route, counting it on the link.
  * Every pass runs under the node's pass lock, so that the node's cores can
  * run passes too (emu_engine_try_pass).
  *
@@ -14,11 +14,10 @@
  * that cannot move stays at the head of its FIFO (back-pressure); the engine
  * never blocks on one FIFO while others can move.
  *
- * Time model (ARCHITECTURE.md, decision 5): emu_route_send charges each hop
- * to the link's busy calendar (torus_link_charge_cal). The engine
- * serves FIFOs in wall-clock order, so when two flows share a link, which
- * packet goes first follows the host's scheduling, not virtual time: the
- * approximation documented in the README.
+ * Time: the engine moves bytes and times nothing. A packet's sideband
+ * carries its post time (or its message's name) unchanged, and torusrun's
+ * timekeeper simulates every hop in virtual-time order (emu/timekeeper.c),
+ * so the order in which the host runs the engines changes no time.
  */
 #include "node.h"
 #include "unit.h"
@@ -74,10 +73,9 @@ static int deliver(struct emu_node_rt *rt, const struct torus_packet *pkt, const
 	struct torus_packet *dst = torus_ring_reserve(&ec->rx, &dside);
 	if (!dst) {
 		if (!torus_ring_mark_full(&ec->rx)) {
-			/* the core's release rings our bell; under --exact a core
-			 * drains its FIFO whenever it waits, so wake it for that */
-			if (rt->exact)
-				emu_bell_ring(&ec->shm->bell);
+			/* the core's release rings our bell; a core drains its
+			 * FIFO whenever it waits, so wake it for that */
+			emu_bell_ring(&ec->shm->bell);
 			return 0;
 		}
 		dst = torus_ring_reserve(&ec->rx, &dside);
@@ -112,7 +110,7 @@ static struct torus_packet *next_hop(struct emu_node_rt *rt, uint32_t dest, uint
 
 /* Route one packet; 1 if it moved, 0 if its next FIFO is full. */
 static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, const struct torus_side *side,
-		     const struct emu_engine_in *from, uint32_t in_vc, struct torus_order *order)
+		     const struct emu_engine_in *from, uint32_t in_vc)
 {
 	struct emu_route r;
 	struct torus_side *dside = NULL;
@@ -123,33 +121,22 @@ static int route_one(struct emu_node_rt *rt, const struct torus_packet *pkt, con
 	if (!dst)
 		return 0;
 	torus_pkt_copy(dst, pkt);
-	/* packets from one input to one link leave one after another, in the
-	 * order of their ready times (as free_at alone would have it);
-	 * different inputs share the link */
-	struct torus_order *o = &order[r.out - rt->out];
-	if (rt->exact) /* the sideband passes on as it is (a memory-FIFO message's name) */
-		emu_route_send(rt, &r, dst, dside, side->vt, side->tag, side->aux);
-	else
-		torus_order_left(o, emu_route_send(rt, &r, dst, dside, torus_order_ready(o, side->vt), side->tag,
-						   side->aux));
+	emu_route_send(&r, dst, dside, side->vt, side->tag, side->aux);
 	emu_route_done(rt, &r);
 	return 1;
 }
 
-int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, const void *payload,
-		    torus_vt_t ready, uint32_t tag, uint32_t aux, torus_vt_t *left_at)
+int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, const void *payload, torus_vt_t vt,
+		    uint32_t tag, uint32_t aux)
 {
 	if (hdr->dest == rt->rank) {
 		/* to ourselves: no link; build the packet and deposit it */
 		struct torus_packet pkt;
-		struct torus_side side = {ready, tag, aux};
+		struct torus_side side = {vt, tag, aux};
 		pkt.hdr = *hdr;
 		if (hdr->len)
 			memcpy(pkt.payload, payload, hdr->len);
-		if (!deliver(rt, &pkt, &side))
-			return 0;
-		*left_at = ready;
-		return 1;
+		return deliver(rt, &pkt, &side);
 	}
 	struct emu_route r;
 	struct torus_side *side;
@@ -159,7 +146,7 @@ int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, con
 		return 0;
 	dst->hdr = *hdr;
 	torus_payload_copy(dst->payload, payload, hdr->len);
-	*left_at = emu_route_send(rt, &r, dst, side, ready, tag, aux);
+	emu_route_send(&r, dst, side, vt, tag, aux);
 	emu_route_done(rt, &r);
 	return 1;
 }
@@ -173,7 +160,7 @@ void emu_engine_publish(struct emu_node_rt *rt)
 }
 
 static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const struct emu_engine_in *from,
-		      uint32_t vc, struct emu_bell *producer_bell, struct torus_order *order)
+		      uint32_t vc, struct emu_bell *producer_bell)
 {
 	struct torus_side *side;
 	struct torus_packet *pkt;
@@ -190,7 +177,7 @@ static uint32_t drain(struct emu_node_rt *rt, struct torus_ring_view *v, const s
 			__builtin_prefetch(next + 128);
 			__builtin_prefetch(next + 192);
 		}
-		if (!route_one(rt, pkt, side, from, vc, order))
+		if (!route_one(rt, pkt, side, from, vc))
 			break;
 		torus_ring_release(v);
 		if (++n % EMU_PUBLISH_EVERY == 0) {
@@ -213,11 +200,11 @@ static uint32_t engine_pass(struct emu_node_rt *rt)
 	/* packets already in the network first, escape channel (VC 1) first */
 	for (uint32_t i = 0; i < rt->nin; i++) {
 		struct emu_engine_in *in = &rt->in[i];
-		moved += drain(rt, &in->vc[1], in, 1, in->producer_bell, in->order[1]);
-		moved += drain(rt, &in->vc[0], in, 0, in->producer_bell, in->order[0]);
+		moved += drain(rt, &in->vc[1], in, 1, in->producer_bell);
+		moved += drain(rt, &in->vc[0], in, 0, in->producer_bell);
 	}
 	for (uint32_t c = 0; c < rt->ncores; c++)
-		moved += drain(rt, &rt->ecore[c].inj, NULL, 0, &rt->ecore[c].shm->bell, rt->ecore[c].order);
+		moved += drain(rt, &rt->ecore[c].inj, NULL, 0, &rt->ecore[c].shm->bell);
 	uint32_t dma = emu_node_unit.inject(rt);
 	emu_node_unit.flush(rt);
 	if (dma) {
@@ -281,8 +268,7 @@ static uint32_t locked_pass(struct emu_node_rt *rt)
  * until one moves nothing, at most 64: 1 if the engine is then idle, so the
  * caller need not ring it (what is left waits on a full FIFO, whose
  * consumer rings the engine when it frees a slot); 0 if the lock was taken
- * or work remains. Never under --exact (the timekeeper's protocol assumes
- * the engine thread), nor with TORUS_CORE_PASS=0.
+ * or work remains. Only with TORUS_CORE_PASS=1 (off by default).
  */
 int emu_engine_try_pass(struct emu_node_rt *rt)
 {

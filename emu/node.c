@@ -55,7 +55,7 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 	/* cores run engine passes themselves (emu_engine_try_pass) */
 	const char *cp = getenv("TORUS_CORE_PASS");
 	if (cp && *cp && strcmp(cp, "0") && strcmp(cp, "1")) {
-		snprintf(err, errlen, "TORUS_CORE_PASS=%s: 0 (engine thread only) or 1 (the default)", cp);
+		snprintf(err, errlen, "TORUS_CORE_PASS=%s: 0 (engine thread only, the default) or 1", cp);
 		return -EINVAL;
 	}
 	rt->core_passes = (!rt->exact || (cp && !strcmp(cp, "1"))) && !(cp && !strcmp(cp, "0"));
@@ -98,7 +98,7 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		emu_engine_idle_polls = 0;
 		struct sched_param sp = {0};
 		if (sched_setscheduler(0, SCHED_IDLE, &sp)) /* a speed matter: say so, and go on */
-			fprintf(stderr, "torus: node %u: cannot run at idle priority (%s); --exact may be slow\n", rank,
+			fprintf(stderr, "torus: node %u: cannot run at idle priority (%s); the job may run slowly\n", rank,
 				strerror(errno));
 	} else if (rt->exact && (uint64_t)rt->hdr->total_cores + s->nnodes <= EMU_EXACT_NICE_THREADS) {
 		/* A few hundred threads: exact_nice steps nicer than torusrun
@@ -117,7 +117,7 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 		errno = 0;
 		int now = getpriority(PRIO_PROCESS, 0);
 		if (by > 0 && ((now == -1 && errno) || setpriority(PRIO_PROCESS, 0, now + by > 19 ? 19 : now + by)))
-			fprintf(stderr, "torus: node %u: cannot lower its priority (%s); --exact may be slow\n", rank,
+			fprintf(stderr, "torus: node %u: cannot lower its priority (%s); the job may run slowly\n", rank,
 				strerror(errno));
 	}
 	torus_rank_to_coords(s, rank, rt->coords);
@@ -323,7 +323,7 @@ static void core_done(struct emu_core *c)
 	/* the engine checks DONE before depositing; release pairs with its acquire */
 	atomic_store_explicit(&c->shm->state, EMU_CORE_DONE, memory_order_release);
 	if (c->tk)
-		emu_core_tk_poke(c); /* --exact: it no longer holds the timekeeper back */
+		emu_core_tk_poke(c); /* it no longer holds the timekeeper back */
 	emu_engine_unpark(rt); /* it runs no more passes */
 	pthread_mutex_lock(&rt->lock);
 	rt->cores_finished++;
@@ -363,20 +363,6 @@ static int node_start(int argc, char **argv, emu_core_fn fn, void *arg, uint32_t
 	if (emu_node_setup(rt, (int)fd, rank, err, sizeof(err))) {
 		fprintf(stderr, "%s: node %u: %s\n", prog, rank, err);
 		return 2;
-	}
-	const char *tfd = getenv("TORUS_TRACE_FD");
-	if (tfd) {
-		uint32_t tf;
-		if (env_u32("TORUS_TRACE_FD", &tf)) {
-			fprintf(stderr, "%s: node %u: bad TORUS_TRACE_FD '%s'\n", prog, rank, tfd);
-			return 2;
-		}
-		if (rt->exact)
-			close((int)tf); /* the timekeeper traces */
-		else if (emu_trace_open(rt, (int)tf, err, sizeof(err))) {
-			fprintf(stderr, "%s: node %u: %s\n", prog, rank, err);
-			return 2;
-		}
 	}
 	atomic_store(&rt->me->pid, (int32_t)getpid());
 	atomic_store(&rt->me->state, EMU_NODE_RUNNING);
@@ -446,8 +432,6 @@ static int node_finish(uint32_t first)
 	atomic_store_explicit(&rt->me->state, EMU_NODE_DONE, memory_order_release);
 	pthread_join(rt->engine, NULL);
 	int aborted = emu_job_aborting(rt);
-	if (rt->trace && emu_trace_close(rt) < 0)
-		fprintf(stderr, "%s: node %u: could not write its trace (torusrun reports why)\n", prog, rank);
 	atomic_store(&rt->me->state, EMU_NODE_EXITED);
 	emu_node_teardown(rt);
 	return aborted ? 1 : 0;

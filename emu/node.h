@@ -106,7 +106,7 @@ static inline void emu_chaos(struct emu_chaos *c)
 }
 
 /*
- * --exact: packets taken from a reception ring as they come in wall clock,
+ * packets taken from a reception ring as they come in wall clock,
  * kept until the timekeeper names them (a core's raw packets, its memory
  * FIFO's). Every wait of the core drains its rings into its stashes, so no
  * engine is ever held up by a core that waits. A stash is indexed by the
@@ -162,7 +162,7 @@ struct emu_core {
 	struct dma_core_local *dma;
 	uint32_t global;            /* rank among all cores of the job */
 	struct emu_chaos chaos;
-	/* --exact: the channel to the timekeeper, and raw packets taken from
+	/* the channel to the timekeeper, and raw packets taken from
 	 * the reception FIFO before the timekeeper said they had arrived */
 	struct emu_tk_core *tk;
 	uint32_t tk_q, tk_sent;
@@ -172,7 +172,7 @@ struct emu_core {
 	int defer, rel;
 	torus_vt_t tk_lead;        /* emu_core_lead: for the next query */
 	uint64_t tk_src, tk_id;     /* the arrival being taken */
-	struct emu_stash stash;   /* --exact: raw packets taken from rx, not yet received */
+	struct emu_stash stash;   /* raw packets taken from rx, not yet received */
 	/* --exact plans (emu_core_declare_begin): one being recorded (its posts
 	 * are written down, not made, its clock runs from 0), how many are
 	 * written for the next wait, the query they went with, and the one
@@ -218,12 +218,10 @@ struct emu_engine_in {
 	struct torus_ring_view vc[2]; /* consumer side */
 	struct emu_bell *producer_bell;
 	uint32_t dim, dir;
-	struct torus_order order[2][2 * TORUS_MAX_DIMS]; /* per VC and out link (torus_order_ready) */
 };
 
 struct emu_engine_out {
 	struct torus_link *link;
-	struct torus_calendar cal;    /* the link's busy intervals (this engine is its producer) */
 	struct torus_ring_view vc[2]; /* producer side */
 	struct emu_bell *consumer_bell;
 	int wrap;                     /* this hop crosses the dateline */
@@ -233,7 +231,6 @@ struct emu_engine_out {
 
 struct emu_engine_core {
 	struct torus_ring_view inj; /* consumer side */
-	struct torus_order order[2 * TORUS_MAX_DIMS]; /* per out link: its raw packets (torus_order_ready) */
 	struct torus_ring_view rx;  /* producer side */
 	struct emu_core_shm *shm;
 };
@@ -270,10 +267,7 @@ struct emu_node_rt {
 	_Atomic int launcher_gone;  /* torusrun died: tear this node down */
 	struct dma_engine *dma;
 	struct emu_chaos chaos;     /* the engine's */
-	int exact;                  /* --exact: the timekeeper times everything */
-	struct emu_trace *trace;    /* --trace, else NULL */
-	struct torus_trace_rec *trace_open; /* its open run per out link (the engine's fast path) */
-	int trace_merge;            /* runs, not one record per packet */
+	int exact;                  /* a timekeeper times the job (every torusrun job; not a hand-driven harness) */
 	pthread_t engine;
 	pthread_mutex_t pass_lock;  /* held for every engine pass, by the engine or a core */
 	int core_passes;            /* cores run passes themselves (emu_engine_try_pass) */
@@ -305,19 +299,19 @@ struct emu_wait {
 };
 int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms);
 
-/* --exact: tell the timekeeper the core has news (events, a query, its
+/* tell the timekeeper the core has news (events, a query, its
  * clock, its end), after writing it. */
 void emu_core_tk_poke(emu_core_t *c);
-/* --exact: tell the timekeeper what the core sends (0, or a negative errno). */
+/* tell the timekeeper what the core sends (0, or a negative errno). */
 int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev);
-/* --exact: wait while the core's clock is more than exact_lead ahead of
+/* wait while the core's clock is more than exact_lead ahead of
  * the simulation (before a post moves the clock); 0 or a negative errno */
 int emu_core_tk_pace(emu_core_t *c);
-/* --exact: ask (fill c->tk's query fields qn, qids, qkey first; the query
+/* ask (fill c->tk's query fields qn, qids, qkey first; the query
  * is at the core's clock); returns its number. Then wait for the answer. */
 uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline);
 int emu_core_tk_answer(emu_core_t *c, uint32_t q);
-/* --exact: arrival queue q (EMU_TK_Q_*) of the core.
+/* arrival queue q (EMU_TK_Q_*) of the core.
  *   head: its earliest arrival not taken, as published now (1 and *a, or 0);
  *   next: its earliest arrival at or before the core's clock (1 and *a, not
  *         taken), 0 if there is none, final (it may ask the timekeeper);
@@ -377,15 +371,6 @@ void emu_engine_unpark(struct emu_node_rt *rt);
  * outside emu_engine_step left pending (a hand-driven engine's). */
 void emu_engine_publish(struct emu_node_rt *rt);
 
-/* --trace (emu/trace.c): the engine's per-link recorder. */
-int emu_trace_open(struct emu_node_rt *rt, int fd, char *err, size_t errlen);
-/* A packet on out link `link` (2 * dim + dir) that does not continue the
- * link's open run (the engine extends runs itself, see trace_hop): close
- * the run and start a new one with it. */
-void emu_trace_new_run(struct emu_trace *t, uint32_t link, torus_vt_t start, torus_vt_t ser, uint32_t payload,
-		       uint32_t wire, uint32_t kind, uint32_t tag);
-/* Flush and wait for every write; publishes the node's trace counters. */
-int emu_trace_close(struct emu_node_rt *rt);
 /* Remember an output ring with unpublished packets; the engine publishes it
  * and rings its consumer at the end of the batch. */
 static inline void emu_engine_mark_dirty(struct emu_node_rt *rt, struct torus_ring_view *v, struct emu_bell *bell)
@@ -397,26 +382,6 @@ static inline void emu_engine_mark_dirty(struct emu_node_rt *rt, struct torus_ri
 	rt->dirty[rt->ndirty].bell = bell;
 	rt->ndirty++;
 }
-/* --trace: the packet whose serialisation on `out` ended at `left`. The
- * common case, the next packet of a run, is handled here. */
-static inline void emu_trace_hop(struct emu_node_rt *rt, const struct emu_engine_out *out,
-				 const struct torus_packet *pkt, torus_vt_t left, uint32_t tag)
-{
-	uint32_t len = pkt->hdr.len, link = (uint32_t)(out - rt->out), kind = torus_pkt_kind(&pkt->hdr);
-	torus_vt_t ser = out->cost->ser[len];
-	struct torus_trace_rec *r = &rt->trace_open[link];
-	if (r->end_ps == left - ser && r->tag == tag && r->kind == kind && r->packets && rt->trace_merge &&
-	    r->packets < (1u << 30) && r->wire_bytes < (1u << 30)) {
-		r->end_ps = left;
-		r->busy_ps += ser;
-		r->packets++;
-		r->payload_bytes += len;
-		r->wire_bytes += out->cost->wire[len];
-		return;
-	}
-	emu_trace_new_run(rt->trace, link, left - ser, ser, len, out->cost->wire[len], kind, tag);
-}
-
 /*
  * The first hop of packets injected here for node `dest` (not this node)
  * with routing hints `hints`: the same for all of them, so a DMA transfer
@@ -444,32 +409,18 @@ static inline struct torus_packet *emu_route_reserve(struct emu_route *r, struct
 		dst = torus_ring_reserve(r->v, side);
 	return dst;
 }
-/* The packet written into the reserved slot leaves, ready at `ready`:
- * charge the link (time model), fill in the sideband, commit. Returns when
- * it has left this node (its arrival at the neighbour minus the hop
- * latency). */
-static inline torus_vt_t emu_route_send(struct emu_node_rt *rt, struct emu_route *r, struct torus_packet *pkt,
-					struct torus_side *side, torus_vt_t ready, uint32_t tag, uint32_t aux)
+/* The packet written into the reserved slot leaves: count it on the link,
+ * pass its sideband on (vt: its post time or its message's name; the
+ * timekeeper times it), commit. */
+static inline void emu_route_send(struct emu_route *r, struct torus_packet *pkt, struct torus_side *side,
+				  torus_vt_t vt, uint32_t tag, uint32_t aux)
 {
 	torus_pkt_set_vc(&pkt->hdr, r->vc);
-	if (rt->exact) {
-		/* the timekeeper times it: count it, pass the sideband on */
-		torus_link_count_traffic(r->out->link, pkt->hdr.len, r->out->cost->wire[pkt->hdr.len]);
-		side->vt = ready;
-		side->tag = tag;
-		side->aux = aux;
-		torus_ring_commit(r->v);
-		return ready;
-	}
-	torus_vt_t arrive = torus_link_charge_cal(r->out->link, &r->out->cal, r->out->cost, ready, pkt->hdr.len);
-	torus_vt_t left = arrive - r->out->cost->hop_latency;
-	side->vt = arrive;
+	torus_link_count_traffic(r->out->link, pkt->hdr.len, r->out->cost->wire[pkt->hdr.len]);
+	side->vt = vt;
 	side->tag = tag;
 	side->aux = aux;
-	if (rt->trace)
-		emu_trace_hop(rt, r->out, pkt, left, tag);
 	torus_ring_commit(r->v);
-	return left;
 }
 /* After the packets sent on the route: publish them at the batch's end. */
 static inline void emu_route_done(struct emu_node_rt *rt, struct emu_route *r)
@@ -485,8 +436,8 @@ static inline void emu_route_done(struct emu_node_rt *rt, struct emu_route *r)
  * *left_at (when it finished leaving the node), or 0 if the first FIFO is
  * full (the engine is rung when it drains).
  */
-int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, const void *payload,
-		    torus_vt_t ready, uint32_t tag, uint32_t aux, torus_vt_t *left_at);
+int emu_engine_emit(struct emu_node_rt *rt, const struct torus_pkt_hdr *hdr, const void *payload, torus_vt_t vt,
+		    uint32_t tag, uint32_t aux);
 /*
  * Wait until the engine has finished every deposit that might have begun
  * before the caller's last seq_cst store (e.g. a region's valid flag): the

@@ -52,8 +52,7 @@ static void coords_text(const struct torus_shape *s, uint32_t rank, char *buf, s
 		used += (size_t)snprintf(buf + used, len - used, d ? ",%u" : "%u", c[d]);
 }
 
-static void child_exec(const struct emu_job_config *cfg, int fd, int trace_fd, uint32_t rank, const int *numa,
-		       pid_t parent)
+static void child_exec(const struct emu_job_config *cfg, int fd, uint32_t rank, const int *numa, pid_t parent)
 {
 	char v[64];
 	setpgid(0, 0); /* own group: teardown kills whatever the node started */
@@ -82,10 +81,6 @@ static void child_exec(const struct emu_job_config *cfg, int fd, int trace_fd, u
 	setenv("TORUS_COORDS", v, 1);
 	torus_shape_format(&cfg->shape, v, sizeof(v));
 	setenv("TORUS_SHAPE", v, 1);
-	if (trace_fd >= 0) {
-		snprintf(v, sizeof(v), "%d", trace_fd);
-		setenv("TORUS_TRACE_FD", v, 1);
-	}
 	if (cfg->wtime_wall)
 		setenv("TORUS_MPI_WTIME", "wall", 1);
 	execv(cfg->program_path, cfg->argv);
@@ -360,19 +355,12 @@ static void tk_describe(const struct emu_tk *tk)
 /* Once a second on a long job: how far it got. */
 static void progress_line(const struct job *j, const struct emu_tk *tk, double elapsed)
 {
-	if (tk) {
-		struct emu_tk_progress tp;
-		emu_tk_progress(tk, &tp);
-		fprintf(stderr, "torusrun: %.0f s: emulated time %.3f us, %llu packet hops simulated, simulating %.0f%% of the "
-				"wall time\n",
-			elapsed, tp.now / 1e6, (unsigned long long)tp.hops, elapsed > 0 ? 100.0 * (double)tp.sim_ns / 1e9 / elapsed : 0.0);
-		return;
-	}
-	uint64_t moved = 0;
-	for (uint32_t r = 0; r < j->cfg->shape.nnodes; r++)
-		moved += atomic_load_explicit(&emu_shm_node(&j->shm, r)->progress, memory_order_relaxed);
-	fprintf(stderr, "torusrun: %.0f s: emulated time %.3f us, %llu packets moved\n", elapsed, job_vt(j) / 1e6,
-		(unsigned long long)moved);
+	struct emu_tk_progress tp;
+	(void)j;
+	emu_tk_progress(tk, &tp);
+	fprintf(stderr, "torusrun: %.0f s: emulated time %.3f us, %llu packet hops simulated, simulating %.0f%% of the "
+			"wall time\n",
+		elapsed, tp.now / 1e6, (unsigned long long)tp.hops, elapsed > 0 ? 100.0 * (double)tp.sim_ns / 1e9 / elapsed : 0.0);
 }
 
 int emu_job_run(struct emu_job_config *cfg)
@@ -384,7 +372,7 @@ int emu_job_run(struct emu_job_config *cfg)
 	int fd = -1, trace_fd = -1, status = 0;
 	const char *what = "ok";
 	struct stall_look look = {0};
-	struct emu_tk *tk = NULL; /* --exact */
+	struct emu_tk *tk = NULL;
 
 	j.pid = calloc(n, sizeof(pid_t));
 	j.exited = calloc(n, 1);
@@ -397,7 +385,7 @@ int emu_job_run(struct emu_job_config *cfg)
 	}
 	int numa_nodes = numa_available() >= 0 ? numa_num_configured_nodes() : 1;
 	emu_numa_plan(n, numa_nodes > 0 ? (uint32_t)numa_nodes : 1, numa);
-	if (emu_shm_create(&cfg->shape, &cfg->params, cfg->cores, numa, cfg->exact, &j.shm, &fd, err, sizeof(err))) {
+	if (emu_shm_create(&cfg->shape, &cfg->params, cfg->cores, numa, 1, &j.shm, &fd, err, sizeof(err))) {
 		fprintf(stderr, "torusrun: %s\n", err);
 		free(numa);
 		free(j.pid);
@@ -431,7 +419,7 @@ int emu_job_run(struct emu_job_config *cfg)
 	for (uint32_t r = 0; r < n; r++) {
 		pid_t pid = fork();
 		if (pid == 0)
-			child_exec(cfg, fd, trace_fd, r, numa, self);
+			child_exec(cfg, fd, r, numa, self);
 		if (pid < 0) {
 			fprintf(stderr, "torusrun: cannot start node %u: %s\n", r, strerror(errno));
 			what = "failed";
@@ -451,7 +439,7 @@ int emu_job_run(struct emu_job_config *cfg)
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &chld, &old);
-	int tk_rc = cfg->exact ? emu_tk_start(&j.shm, trace_fd, &tk, err, sizeof(err)) : 0;
+	int tk_rc = emu_tk_start(&j.shm, trace_fd, &tk, err, sizeof(err));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (tk_rc) {
 		fprintf(stderr, "torusrun: %s\n", err);

@@ -1,5 +1,5 @@
 /*
- * The timekeeper (torusrun --exact; issue 13, docs/exact-engine-plan.md):
+ * The timekeeper (docs/exact-engine-plan.md):
  * one thread of torusrun that times the whole job with the exact model
  * (torus/timesim.h), while the node engines move the bytes.
  *
@@ -2166,16 +2166,18 @@ int emu_tk_open(struct emu_shm *m, int trace_fd, struct emu_tk **out, char *err,
 		tk->link_cost[(size_t)h->links[k].node * NLINKS + h->links[k].link] = &tk->costs[k];
 	}
 	if (trace_fd >= 0) {
-		/* the engines do not trace under --exact: the records are ours.
-		 * Small buffers and plain writes: one writer per node */
+		/* the records are ours (the engines time nothing): one writer
+		 * per node, --trace-buffer's bytes in two buffers, written
+		 * through io_uring (the simulation never waits for the disk) up
+		 * to 256 nodes, plainly beyond (a ring and its fd per node) */
 		if (!(tk->trace = calloc(N, sizeof(*tk->trace)))) {
 			emu_tk_stop(tk);
 			snprintf(err, errlen, "out of memory for the timekeeper's trace");
 			return -ENOMEM;
 		}
 		for (uint32_t r = 0; r < N; r++)
-			if (!(tk->trace[r] = emu_trace_writer(trace_fd, r, 2, 16384, !!(h->trace_flags & TORUS_TRACE_F_PACKETS),
-							      &m->hdr->trace_off, 0, err, errlen))) {
+			if (!(tk->trace[r] = emu_trace_writer(trace_fd, r, 2, h->trace_buf_bytes, !!(h->trace_flags & TORUS_TRACE_F_PACKETS),
+							      &m->hdr->trace_off, N <= 256, err, errlen))) {
 				emu_tk_stop(tk);
 				return -ENOMEM;
 			}

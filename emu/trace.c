@@ -147,8 +147,9 @@ static void append(struct emu_trace *t, const struct torus_trace_rec *r)
 	b->used += (uint32_t)sizeof(*r);
 }
 
-void emu_trace_new_run(struct emu_trace *t, uint32_t link, torus_vt_t start, torus_vt_t ser, uint32_t payload,
-		       uint32_t wire, uint32_t kind, uint32_t tag)
+/* Close the link's open run and start a new one with this packet. */
+static void new_run(struct emu_trace *t, uint32_t link, torus_vt_t start, torus_vt_t ser, uint32_t payload, uint32_t wire,
+		    uint32_t kind, uint32_t tag)
 {
 	struct torus_trace_rec *r = &t->open[link];
 	if (r->packets)
@@ -171,7 +172,7 @@ void emu_trace_packet(struct emu_trace *t, uint32_t link, torus_vt_t start, toru
 		r->wire_bytes += wire;
 		return;
 	}
-	emu_trace_new_run(t, link, start, end - start, payload, wire, kind, tag);
+	new_run(t, link, start, end - start, payload, wire, kind, tag);
 }
 
 struct emu_trace *emu_trace_writer(int fd, uint32_t node, uint32_t nbuf, uint32_t buf_bytes, int packets,
@@ -234,35 +235,6 @@ int emu_trace_writer_close(struct emu_trace *t, uint64_t *records, uint64_t *byt
 		free(t->buf[i].data);
 	free(t->buf);
 	free(t);
-	return rc;
-}
-
-int emu_trace_open(struct emu_node_rt *rt, int fd, char *err, size_t errlen)
-{
-	const struct emu_shm_hdr *h = rt->hdr;
-	struct emu_trace *t = emu_trace_writer(fd, rt->rank, h->trace_nbuf, h->trace_buf_bytes,
-					       !!(h->trace_flags & TORUS_TRACE_F_PACKETS), &rt->hdr->trace_off, 1, err,
-					       errlen);
-	if (!t)
-		return -ENOMEM;
-	rt->trace = t;
-	rt->trace_open = t->open;
-	rt->trace_merge = !t->packets;
-	return 0;
-}
-
-int emu_trace_close(struct emu_node_rt *rt)
-{
-	struct emu_trace *t = rt->trace;
-	if (!t)
-		return 0;
-	int fd = t->fd;
-	uint64_t records = 0, bytes = 0, waits = 0;
-	int rc = emu_trace_writer_close(t, &records, &bytes, &waits);
-	close(fd);
-	emu_trace_publish(rt->me, records, bytes, waits, rc);
-	rt->trace = NULL;
-	rt->trace_open = NULL;
 	return rc;
 }
 
@@ -343,8 +315,9 @@ int emu_trace_create(const struct emu_job_config *cfg, struct emu_shm *m, int *f
 		off += sizeof(lk.c) + body;
 	}
 	atomic_store(&m->hdr->trace_off, off);
-	/* a few buffers, so one can fill while the others are being written */
-	m->hdr->trace_nbuf = cfg->trace_buf_bytes >= (1u << 20) ? 8 : 4;
+	/* the timekeeper's writer of each node: two buffers, one fills while
+	 * the other is written */
+	m->hdr->trace_nbuf = 2;
 	m->hdr->trace_buf_bytes = cfg->trace_buf_bytes / m->hdr->trace_nbuf;
 	m->hdr->trace_flags = h.flags;
 	*fd_out = fd;

@@ -32,7 +32,7 @@ struct emu_unit {
 	void (*node_teardown)(struct emu_node_rt *rt);
 	int (*core_setup)(struct emu_node_rt *rt, struct emu_core *c, char *err, size_t errlen);
 	void (*core_teardown)(struct emu_core *c);
-	/* --exact: a core waits; move what it receives into its stash (> = 0,
+	/* a core waits; move what it receives into its stash (> = 0,
 	 * or -ENOMEM). Optional. */
 	int (*core_drain)(struct emu_core *c);
 	/* the core's program returned */
@@ -48,7 +48,7 @@ struct emu_unit {
 	/* engine: make what the batch did visible, before the engine
 	 * publishes its deposits as delivered */
 	void (*flush)(struct emu_node_rt *rt);
-	/* --exact: the payload bytes of a remote get's request packet, which
+	/* the payload bytes of a remote get's request packet, which
 	 * the timekeeper times like any other */
 	uint32_t getreq_bytes;
 	/* --exact --trace: the packet kinds the timekeeper records, by

@@ -1223,8 +1223,8 @@ int mpi_progress(int may_sleep)
 			int zero = 0;
 			rc = dma_recfifo_wait_counter(mpi_g.c, mpi_g.rz_recv->counter, 1, &zero);
 		} else if (mpi_g.sends_out && may_sleep != MPI_PROGRESS_RECV) {
-			/* wake when the sends are done too: under --exact a 1 ms
-			 * timeout is 1 ms of emulated time */
+			/* wake when the sends are done too: a 1 ms timeout is
+			 * 1 ms of emulated time */
 			int zero = 0;
 			rc = dma_recfifo_wait_counter(mpi_g.c, mpi_g.inj, 1, &zero);
 			if (zero)
@@ -1485,7 +1485,7 @@ static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 {
 	int rc = 0;
 	if (r->send && !r->rzv && emu_exact(mpi_g.c)) {
-		/* --exact: the sends have left when the counter is zero, in
+		/* the sends have left when the counter is zero, in
 		 * virtual time (polling with mpi_progress would wake at the next
 		 * arrival, or only after 1 ms of emulated time); they leave
 		 * whether or not this core handles its arrivals meanwhile */

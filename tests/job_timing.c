@@ -6,7 +6,11 @@
  *
  *   wire(x) = roundup(header + x, chunk) + ack_overhead
  *   s(x)    = ceil(wire(x) * 1e12 / link_bw)                 [ps]
- *   T       = t0 + sum_k s(x_k) + (h - 1) * (max_k s(x_k) + L) + L
+ *   T       = t0 + o + sum_k s(x_k) + (h - 1) * (max_k s(x_k) + L) + L
+ *
+ * where o = inj_overhead, the core time of the first post (the later posts
+ * take o each too, but the link drains slower than the core posts, so the
+ * link paces them: the formula needs o <= s(x_k), true of these cases).
  *
  * The ack travels the reverse path (other links), and the sender's clock
  * moves to its arrival, so the next case starts on idle links. Usage: job-timing m:dest [m:dest ...]
@@ -45,7 +49,7 @@ static uint64_t formula(const struct torus_params *p, uint64_t m, uint32_t h, ui
 	uint64_t last = m - (npk - 1) * pay;
 	uint64_t sum = (npk - 1) * ser(p, pay) + ser(p, last);
 	uint64_t smax = npk > 1 ? ser(p, pay) : ser(p, last);
-	return t0 + sum + (uint64_t)(h - 1) * (smax + p->hop_latency_ps) + p->hop_latency_ps;
+	return t0 + p->inj_overhead_ps + sum + (uint64_t)(h - 1) * (smax + p->hop_latency_ps) + p->hop_latency_ps;
 }
 
 static int send_blocking(emu_core_t *c, uint32_t node, const void *buf, size_t len)

@@ -596,7 +596,9 @@ static unsigned simulate_v(const struct coll_plan *pl, const int64_t *M, const i
 
 /* The in-place switch: pairwise whenever members' totals differ (bitonic
  * cannot), else bitonic only when (P-1) M > N L(L+1)/4; 004's cases land
- * where BENCHMARKS.md measured the faster one. */
+ * where the measurements found the faster one (with the approximate timing
+ * since removed: BENCHMARKS.md at commit 26917ce, "Variable-size all-to-all
+ * in place"). */
 static void test_inplace_switch(void)
 {
 	const double N = 1 << 20;

@@ -69,7 +69,7 @@ static void bench_json(const char *torus, const char *coll, const char *algo_opt
 {
 	/* --exact: no link carries two packets at once, so the bound holds
 	 * exactly (the old engine's timing can dip below it) */
-	struct result r = run("$B/torusrun --torus %s --cores %u --exact --quiet --timeout 60 -- $B/torus-bench %s %s "
+	struct result r = run("$B/torusrun --torus %s --cores %u --quiet --timeout 60 -- $B/torus-bench %s %s "
 			      "--sizes 1K:4K --json",
 			      torus, cores, coll, algo_opt);
 	EXPECT(r.status == 0, "%s %s on %s: status %d\n%.2000s", coll, algo_opt, torus, r.status, r.err);
@@ -131,7 +131,7 @@ static void test_alltoall_json(void)
 {
 	static const char *const algos[] = {"direct", "factor", "ring", "mesh2d", "bruck", "torus", "hierarchical_factor"};
 	for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
-		struct result r = run("$B/torusrun --torus 3x3x2 --exact --quiet --timeout 60 -- $B/torus-bench alltoall --algo %s "
+		struct result r = run("$B/torusrun --torus 3x3x2 --quiet --timeout 60 -- $B/torus-bench alltoall --algo %s "
 				      "--sizes 1K:4K --json",
 				      algos[a]);
 		EXPECT(r.status == 0, "%s: status %d\n%.1000s", algos[a], r.status, r.err);
@@ -163,7 +163,7 @@ static void test_alltoall_no_check(void)
 {
 	struct row w[2][2];
 	for (int k = 0; k < 2; k++) {
-		struct result r = run("$B/torusrun --torus 3x2 --exact --quiet --timeout 60 -- $B/torus-bench alltoall "
+		struct result r = run("$B/torusrun --torus 3x2 --quiet --timeout 60 -- $B/torus-bench alltoall "
 				      "--algo direct --sizes 48K --json %s",
 				      k ? "--no-check" : "");
 		EXPECT(r.status == 0, "[%d] status %d\n%.1000s", k, r.status, r.err);
@@ -314,7 +314,7 @@ static void test_alltoallv_patterns(void)
 {
 	static const char *const pats[] = {"pattern1", "pattern2", "case1", "case2", "case3", "case4", "random", "skewed"};
 	for (size_t k = 0; k < sizeof(pats) / sizeof(pats[0]); k++) {
-		struct result r = run("$B/torusrun --torus 3x3 --exact --quiet --timeout 60 -- $B/torus-bench alltoallv --pattern %s "
+		struct result r = run("$B/torusrun --torus 3x3 --quiet --timeout 60 -- $B/torus-bench alltoallv --pattern %s "
 				      "--seed 5 --sizes 512:4K --json",
 				      pats[k]);
 		struct row w[4];

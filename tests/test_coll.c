@@ -38,7 +38,7 @@ static void test_prime_13(void) { check("--torus 13 -- $B/coll-check 1 7 100"); 
 /* under exact time the address exchanges' receivers expect their messages
  * before they wait for them: a first design, which named them only once
  * taken, hung here (13 nodes; 12 did not) */
-static void test_exact_13(void) { check("--exact --torus 13 -- $B/coll-check --only ring 1 7"); }
+static void test_exact_13(void) { check("--torus 13 -- $B/coll-check --only ring 1 7"); }
 /* uneven nodes on a 2-D torus: the all-to-all's hierarchical factor with
  * nodes of 1 to 4 members (and every other algorithm on 10 cores) */
 static void test_uneven_2d(void) { check("--torus 2x2 --cores-map 1,4,2,3 -- $B/coll-check 1 7 300"); }
@@ -111,7 +111,7 @@ static void test_colors_forced(void)
 }
 static uint64_t bench_emulated_ps(const char *env)
 {
-	struct result r = run("%s $B/torusrun --quiet --exact --torus 4x4x4 -- $B/torus-bench allreduce --algo multicolor "
+	struct result r = run("%s $B/torusrun --quiet --torus 4x4x4 -- $B/torus-bench allreduce --algo multicolor "
 			      "--sizes 1K --json",
 			      env);
 	CU_ASSERT_EQUAL(r.status, 0);
@@ -162,7 +162,7 @@ static void test_kept_setup(void)
 	check("--torus 4x4x4 -- $B/coll-check --repeat 12 1000");
 	check("--torus 4x4x4 -- env TORUS_MC_COLORS=3 $B/coll-check --repeat 4 1000");
 	check("--torus 3x3x2 --cores 3 -- $B/coll-check --repeat 12 1000");
-	check("--exact --torus 2x3x2 --cores 2 -- $B/coll-check --repeat 8 300");
+	check("--torus 2x3x2 --cores 2 -- $B/coll-check --repeat 8 300");
 	check("--torus 3x2 -- env TORUS_MC_PLAN=0 $B/coll-check --repeat 6 1000");
 }
 static void light_kept_setup(void) { check("--torus 2x2x2 --cores 2 -- $B/coll-check --repeat 6 500"); }

@@ -1,7 +1,7 @@
 /*
- * torusrun --exact (issue 13) held to the reference simulator (refsim.h):
+ * torusrun's exact time held to the reference simulator (refsim.h):
  * raw packets, puts and gets on random shapes and core counts, replayed by
- * exact-check under --exact with --chaos, at different ring depths and
+ * exact-check with --chaos, at different ring depths and
  * with different exact_lead (how far cores may post ahead of the
  * simulation). Every raw packet arrives at the picosecond refsim gives,
  * and every core's counter waits return at the picosecond refsim's
@@ -18,6 +18,7 @@
 #include "../dma/dma_internal.h"
 
 #include <errno.h>
+#include <unistd.h>
 
 #include "test_rng.h"
 
@@ -54,7 +55,7 @@ static size_t scenario(const struct torus_shape *sh, const uint32_t *cores, cons
 	return n;
 }
 
-/* Run x[0..n) under --exact with `opts`; compare what each core saw with
+/* Run x[0..n) with `opts`; compare what each core saw with
  * what refsim's times give. */
 static void run_and_compare(const char *shape_text, const char *cores_map, struct refsim_xfer *x, size_t n,
 			    const char *opts, const char *what)
@@ -78,7 +79,7 @@ static void run_and_compare(const char *shape_text, const char *cores_map, struc
 		if (system(cmd) != 0)
 			fprintf(stderr, "could not keep the scenario\n");
 	}
-	struct result r = run("$B/torusrun --exact --quiet --timeout 120 --torus %s --cores-map %s "
+	struct result r = run("$B/torusrun --quiet --timeout 120 --torus %s --cores-map %s "
 			      "--param dma_counters=512 %s -- $B/exact-check %s",
 			      shape_text, cores_map, opts, path);
 	EXPECT(r.status == 0, "%s: exact-check failed (%d): %s", what, r.status, r.err);
@@ -199,9 +200,11 @@ static void test_classic_cases(void)
 	run_and_compare("4x4", "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1", sorted, m, "--chaos 3", "classic cases");
 }
 
-/* torus-stress under --exact: the figure torus-timesim gives (its last
+/* torus-stress: the figure torus-timesim gives (its last
  * arrival, plus the one poll that finds nothing after it), the same in
- * every run, and without its receive-only promise (--no-expect). */
+ * every run, and without its receive-only promise (--no-expect): the same
+ * report (time, every link's counters and busy time) and the same trace,
+ * packet by packet (a checksum of torus-trace --packets all). */
 static void test_stress_repeats(void)
 {
 	struct result t = run("$B/torus-timesim --torus 4x4x4 --cores 2 --packets 1 --quiet");
@@ -221,13 +224,14 @@ static void test_stress_repeats(void)
 	const size_t nopts = light() ? 3 : sizeof(opts) / sizeof(opts[0]);
 	char *first = NULL;
 	for (size_t i = 0; i < nopts; i++) {
-		char rpt[512];
+		char rpt[512], trc[512];
 		snprintf(rpt, sizeof(rpt), "%s/stress%zu.json", tmpdir, i);
+		snprintf(trc, sizeof(trc), "%s/stress%zu.trace", tmpdir, i);
 		/* the timekeeper's account says how often cores waited for it */
 		setenv("TORUS_TK_DEBUG", "1", 1);
-		struct result r = run("$B/torusrun --exact --quiet --torus 4x4x4 --cores 2 --report %s %s -- "
-				      "$B/torus-stress --packets 1 %s",
-				      rpt, opts[i], prog[i]);
+		struct result r = run("$B/torusrun --quiet --torus 4x4x4 --cores 2 --report %s --trace %s --trace-packets %s "
+				      "-- $B/torus-stress --packets 1 %s",
+				      rpt, trc, opts[i], prog[i]);
 		unsetenv("TORUS_TK_DEBUG");
 		EXPECT(r.status == 0, "%s: torus-stress failed: %s", opts[i], r.err);
 		EXPECT(strstr(r.out, want) != NULL, "%s: '%s', want '%s'", opts[i], r.out, want);
@@ -243,15 +247,21 @@ static void test_stress_repeats(void)
 		char *rep = slurp(rpt);
 		char *links = section(rep, "\"links\"");
 		uint64_t vt = json_u64(rep, "emulated_time_ps");
+		struct result tr = run("$B/torus-trace %s --packets all | cksum", trc);
+		unsigned long long sum = 0, len = 0;
+		EXPECT(tr.status == 0 && sscanf(tr.out, "%llu %llu", &sum, &len) == 2 && len > 100000, "%s: trace: %d %s%s",
+		       opts[i], tr.status, tr.out, tr.err);
+		result_free(&tr);
+		unlink(trc);
 		char *mine = NULL;
-		if (asprintf(&mine, "%llu|%s", (unsigned long long)vt, links) < 0)
+		if (asprintf(&mine, "%llu|%llu %llu|%s", (unsigned long long)vt, sum, len, links) < 0)
 			mine = NULL;
 		CU_ASSERT_FATAL(mine != NULL);
 		if (!first)
 			first = mine;
 		else {
-			EXPECT(!strcmp(first, mine), "%s: the report's time or link counters differ from the first run's",
-			       opts[i]);
+			EXPECT(!strcmp(first, mine),
+			       "%s: the report's time or link counters, or the trace, differ from the first run's", opts[i]);
 			free(mine);
 		}
 		free(links);
@@ -280,11 +290,10 @@ static char *bench_row(const char *out)
 }
 
 /*
- * The multicolor collectives under --exact (watermarks, memory-FIFO
- * address exchanges, barriers). On a cubic torus the colors never share a
- * link, and the old engine's times were exact there: --exact gives the
- * same. On 2x3x4 they share links: the same time under every chaos seed
- * and ring depth.
+ * The multicolor collectives (watermarks, memory-FIFO address exchanges,
+ * barriers). On 4x4x4 a run with --exact (accepted, changes nothing) and
+ * chaos gives the plain run's row. On 2x3x4 the colors share links: the
+ * same time under every chaos seed and ring depth.
  */
 static void test_collectives(void)
 {
@@ -295,13 +304,13 @@ static void test_collectives(void)
 			struct result r = run("$B/torusrun %s --quiet --torus 4x4x4 --cores 3 -- $B/torus-bench %s --algo "
 					      "multicolor --sizes 1M",
 					      ex ? "--exact --chaos 7" : "", colls[i]);
-			EXPECT(r.status == 0, "%s%s: %s", colls[i], ex ? " --exact" : "", r.err);
+			EXPECT(r.status == 0, "%s%s: %s", colls[i], ex ? " --exact --chaos 7" : "", r.err);
 			row[ex] = bench_row(r.out);
 			CU_ASSERT_FATAL(row[ex] != NULL);
 			result_free(&r);
 		}
-		EXPECT(strstr(row[1], " ok") != NULL, "%s --exact: %s", colls[i], row[1]);
-		EXPECT(!strcmp(row[0], row[1]), "%s on 4x4x4: '%s' without --exact, '%s' with it", colls[i], row[0],
+		EXPECT(strstr(row[1], " ok") != NULL, "%s --exact --chaos 7: %s", colls[i], row[1]);
+		EXPECT(!strcmp(row[0], row[1]), "%s on 4x4x4: '%s' plain, '%s' with --exact --chaos 7", colls[i], row[0],
 		       row[1]);
 		free(row[0]);
 		free(row[1]);
@@ -311,7 +320,7 @@ static void test_collectives(void)
 				     "--chaos 3 --param fifo_slots=256 --param inj_slots=256"};
 	char *first = NULL;
 	for (size_t i = 0; i < (light() ? 2u : 3u); i++) {
-		struct result r = run("$B/torusrun --exact --quiet --torus 2x3x4 --cores 3 %s -- $B/torus-bench allreduce "
+		struct result r = run("$B/torusrun --quiet --torus 2x3x4 --cores 3 %s -- $B/torus-bench allreduce "
 				      "--algo multicolor --sizes 1M",
 				      opts[i]);
 		EXPECT(r.status == 0, "allreduce on 2x3x4, %s: %s", opts[i], r.err);
@@ -331,7 +340,7 @@ static void test_collectives(void)
 }
 
 /*
- * --trace under --exact: the timekeeper writes every packet. In a traced
+ * --trace: the timekeeper writes every packet. In a traced
  * direct all-to-all (every node sends to every node at once, links shared
  * all over; the old engine's trace of it overlaps on 320 of 384 link
  * directions) no packet overlaps another on any link direction, the
@@ -342,8 +351,8 @@ static void test_trace_no_overlap(void)
 	char path[512];
 	snprintf(path, sizeof(path), "%s/a2a.trace", tmpdir);
 	const char *job = "--param dma_counters=256 -- $B/torus-bench alltoall --algo direct --sizes 16K";
-	struct result r = run("$B/torusrun --exact --quiet --chaos 3 --torus 4x4x4 --trace %s --trace-packets %s", path, job);
-	struct result u = run("$B/torusrun --exact --quiet --torus 4x4x4 %s", job);
+	struct result r = run("$B/torusrun --quiet --chaos 3 --torus 4x4x4 --trace %s --trace-packets %s", path, job);
+	struct result u = run("$B/torusrun --quiet --torus 4x4x4 %s", job);
 	EXPECT(r.status == 0 && u.status == 0, "traced all-to-all: %s %s", r.err, u.err);
 	char *traced = bench_row(r.out), *plain = bench_row(u.out);
 	CU_ASSERT_FATAL(traced && plain);
@@ -368,7 +377,7 @@ static void test_trace_no_overlap(void)
 	result_free(&r);
 }
 
-/* --exact refuses bad combinations; it times refused deposits (faults). */
+/* A post that takes no time is refused; refused deposits (faults) are timed. */
 /* The same lines in a and b, in any order (the nodes' lines interleave). */
 static int same_lines(const char *a, const char *b)
 {
@@ -386,8 +395,8 @@ static int same_lines(const char *a, const char *b)
 
 static void test_refusals(void)
 {
-	struct result r = run("$B/torusrun --exact --torus 2 --param inj_overhead=0ps -- $B/torus-hello");
-	EXPECT(r.status == 2 && strstr(r.err, "inj_overhead"), "--exact, inj_overhead 0: %d %s", r.status, r.err);
+	struct result r = run("$B/torusrun --torus 2 --param inj_overhead=0ps -- $B/torus-hello");
+	EXPECT(r.status == 2 && strstr(r.err, "inj_overhead"), "inj_overhead 0: %d %s", r.status, r.err);
 	result_free(&r);
 	/* unchecked descriptors are timed too: what the destination refuses
 	 * comes back as a fault hop_latency per hop after the refused
@@ -406,7 +415,7 @@ static void test_refusals(void)
 					 /* an injection counter's packets finishing out of order */
 					 "--torus 2x2 --timeout 20 -- $B/dma-check injorder"};
 	for (size_t i = 0; i < sizeof(ft) / sizeof(ft[0]); i++) {
-		r = run("$B/torusrun --exact --quiet %s", ft[i]);
+		r = run("$B/torusrun --quiet %s", ft[i]);
 		EXPECT(r.status == 0 &&
 			       (strstr(r.out, "faulttime: ") || strstr(r.out, "markwait: ") || strstr(r.out, "leftwait: ") ||
 				strstr(r.out, "injorder: ")),
@@ -414,25 +423,23 @@ static void test_refusals(void)
 		       ft[i], r.status, r.out, r.err);
 		result_free(&r);
 	}
-	/* a local copy takes len / copy_bw, as without --exact */
-	r = run("$B/torusrun --exact --quiet --torus 2 -- $B/example-dma-copy");
-	struct result old = run("$B/torusrun --quiet --torus 2 -- $B/example-dma-copy");
-	/* the same lines (the nodes' order may differ) */
-	int same = r.status == 0 && old.status == 0 && strstr(r.out, "(intact)") && same_lines(old.out, r.out);
-	EXPECT(same, "a local copy: '%s' under --exact, '%s' without", r.out, old.out);
-	result_free(&old);
+	/* a local copy of 4 MiB takes its post (100 ns) and len / copy_bw
+	 * (4 GB/s: 1048.576 us) */
+	r = run("$B/torusrun --quiet --torus 2 -- $B/example-dma-copy");
+	EXPECT(r.status == 0 && strstr(r.out, "node 0 core 0: copied 4194304 bytes (intact), clock 1048.676 us") &&
+		       strstr(r.out, "node 1 core 0: copied 4194304 bytes (intact), clock 1048.676 us"),
+	       "a local copy: %d '%s'", r.status, r.out);
 	result_free(&r);
 }
 
 /*
  * emu_core_lead: work promised before a wait lets the timekeeper simulate
  * past the answer; it changes no emulated time, under chaos too, and a
- * core that posts inside its promise stops the job. Without --exact it
- * does nothing.
+ * core that posts inside its promise stops the job.
  */
 static void test_lead(void)
 {
-	struct result base = run("$B/torusrun --exact --quiet --torus 2 -- $B/lead-check 20 3000000");
+	struct result base = run("$B/torusrun --quiet --torus 2 -- $B/lead-check 20 3000000");
 	/* 20 catches on each side, each followed by 3 us of work */
 	unsigned long long end = 0;
 	const char *e = strstr(base.out, "node 0 end at ");
@@ -440,19 +447,14 @@ static void test_lead(void)
 	       "lead-check without a promise: %d, end %llu\n%s%s", base.status, end, base.out, base.err);
 	static const char *const opts[] = {"", "--chaos 1", "--chaos 2", "--param fifo_slots=1"};
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
-		struct result r = run("$B/torusrun --exact --quiet --torus 2 %s -- $B/lead-check --lead 20 3000000", opts[i]);
+		struct result r = run("$B/torusrun --quiet --torus 2 %s -- $B/lead-check --lead 20 3000000", opts[i]);
 		EXPECT(r.status == 0 && same_lines(base.out, r.out), "--lead %s: %d\n%s%s\nwithout it:\n%s", opts[i],
 		       r.status, r.out, r.err, base.out);
 		result_free(&r);
 	}
-	struct result r = run("$B/torusrun --exact --quiet --torus 2 --timeout 30 -- $B/lead-check --lead --break 20 3000000");
+	struct result r = run("$B/torusrun --quiet --torus 2 --timeout 30 -- $B/lead-check --lead --break 20 3000000");
 	EXPECT(r.status != 0 && strstr(r.err, "before the end of the work it promised (emu_core_lead)"),
 	       "a broken promise: %d\n%s", r.status, r.err);
-	result_free(&r);
-	/* without --exact the promise is accepted and ignored: even a broken
-	 * one (the engine's times do not wait for the core) */
-	r = run("$B/torusrun --quiet --torus 2 -- $B/lead-check --lead --break 5 3000000");
-	EXPECT(r.status == 0 && strstr(r.out, "node 0 end at "), "without --exact: %d\n%s%s", r.status, r.out, r.err);
 	result_free(&r);
 	result_free(&base);
 }
@@ -489,7 +491,7 @@ static void test_declare(void)
 			for (size_t md = 0; md < 3; md++) {
 				char cmd[256];
 				snprintf(cmd, sizeof(cmd), relay[i], sc ? "program" : "declare");
-				struct result r = run("%s $B/torusrun --exact --quiet %s", modes[md], cmd);
+				struct result r = run("%s $B/torusrun --quiet %s", modes[md], cmd);
 				long long n = declared_steps(r.err);
 				EXPECT(r.status == 0 && strstr(r.out, "relay: core 0 at ") && (md < 2 || n > 0) &&
 					       (!first || same_lines(first, r.out)),
@@ -505,7 +507,7 @@ static void test_declare(void)
 		{"declare", "core 1 of node 0 did not do the step it declared (emu_core_declare_begin)"},
 		{"program", "core 1 of node 0 did not make the step its program told (emu_core_program_start)"}};
 	for (size_t i = 0; i < 2; i++) {
-		struct result r = run("$B/torusrun --exact --quiet --torus 2x2 --cores 2 --timeout 30 -- $B/dma-check %s 1000 "
+		struct result r = run("$B/torusrun --quiet --torus 2x2 --cores 2 --timeout 30 -- $B/dma-check %s 1000 "
 				      "2000000 5 1",
 				      brk[i][0]);
 		EXPECT(r.status != 0 && strstr(r.err, brk[i][1]), "%s, a step not made as told: %d\n%s", brk[i][0], r.status,
@@ -518,13 +520,13 @@ static void test_declare(void)
 					     {"TORUS_PROGRAM=0 TORUS_DECLARE=yes", "TORUS_DECLARE must be 0 or 1, not 'yes'"},
 					     {"TORUS_DEFER=on", "TORUS_DEFER must be 0 or 1, not 'on'"}};
 	for (size_t i = 0; i < CUNIT_COUNT(bad); i++) {
-		struct result r = run("%s $B/torusrun --exact --quiet --torus 2x2 -- $B/torus-bench allreduce --sizes 1K",
+		struct result r = run("%s $B/torusrun --quiet --torus 2x2 -- $B/torus-bench allreduce --sizes 1K",
 				      bad[i][0]);
 		EXPECT(r.status != 0 && strstr(r.err, bad[i][1]) && strstr(r.err, "Invalid argument"), "%s: %d\n%s",
 		       bad[i][0], r.status, r.err);
 		result_free(&r);
 	}
-	struct result rn = run("$B/torusrun --exact --quiet --torus 2 --param exact_nice=20 -- $B/torus-hello");
+	struct result rn = run("$B/torusrun --quiet --torus 2 --param exact_nice=20 -- $B/torus-hello");
 	EXPECT(rn.status == 2 && strstr(rn.err, "exact_nice: 20 is out of range [0, 19]"), "exact_nice=20: %d\n%s",
 	       rn.status, rn.err);
 	result_free(&rn);
@@ -544,7 +546,7 @@ static void test_declare(void)
 		const char *job = light() ? ar_light[i] : ar[i];
 		char *first = NULL;
 		for (size_t md = 0; md < 3; md++) {
-			struct result r = run("%s $B/torusrun --exact --quiet %s", modes[md], job);
+			struct result r = run("%s $B/torusrun --quiet %s", modes[md], job);
 			char *row = bench_row(r.out);
 			long long n = declared_steps(r.err);
 			EXPECT(r.status == 0 && row && strstr(row, " ok") && (md < 2 || n > 0) && (!first || !strcmp(first, row)),
@@ -578,7 +580,7 @@ static void test_deferred(void)
 	for (size_t j = 0; j < (light() ? 2u : CUNIT_COUNT(jobs)); j++) {
 		char *row[2] = {NULL, NULL};
 		for (int d = 0; d < 2; d++) {
-			struct result r = run("TORUS_TK_DEBUG=1 TORUS_DEFER=%d $B/torusrun --exact --quiet %s %s", d,
+			struct result r = run("TORUS_TK_DEBUG=1 TORUS_DEFER=%d $B/torusrun --quiet %s %s", d,
 					      d ? "--chaos 11 --param fifo_slots=1" : "", jobs[j]);
 			/* "timekeeper: N deferred waits;" (TORUS_TK_DEBUG) */
 			unsigned long long waits = ~0ull;

@@ -63,8 +63,8 @@ static void test_mpi_check(void)
 		result_free(&r);
 	}
 	/* the node's other cores in every collective that can use them (the
-	 * threshold at 0 bytes), uneven nodes included, and under --exact */
-	static const char *const mc[] = {"--exact --chaos 4 --torus 2x2 --cores 3", "--torus 2x2 --cores-map 2,3,3,4",
+	 * threshold at 0 bytes), uneven nodes included, and with chaos */
+	static const char *const mc[] = {"--chaos 4 --torus 2x2 --cores 3", "--torus 2x2 --cores-map 2,3,3,4",
 					 "--torus 2x2 --cores 3"};
 	for (size_t i = 0; i < (light ? 2 : sizeof(mc) / sizeof(mc[0])); i++) {
 		struct result r = run("TORUS_MPI_MULTICORE_BYTES=0 $B/torusrun %s --timeout 60 -- $T/mpi_check", mc[i]);
@@ -80,19 +80,19 @@ static void test_mpi_check(void)
 	EXPECT(bad.status == 1 && strstr(bad.err, "TORUS_MPI_MULTICORE_BYTES=-1 is not a number of bytes"),
 	       "a bad multicore threshold: status %d\n%.1000s", bad.status, bad.err);
 	result_free(&bad);
-	/* under --exact: everything passes, and every chaos seed gives rank 0
+	/* with chaos: everything passes, and every seed gives rank 0
 	 * the same emulated time (a send completes when its counter is zero in
 	 * virtual time, not at the next arrival or 1 ms later) */
 	char *first = NULL;
 	for (int seed = 1; seed <= 2; seed++) {
-		struct result r = run("$B/torusrun --exact --chaos %d --torus 2x2 --timeout 60 -- $T/mpi_check", seed);
+		struct result r = run("$B/torusrun --chaos %d --torus 2x2 --timeout 60 -- $T/mpi_check", seed);
 		const char *p = strstr(r.out, "all passed:");
-		EXPECT(r.status == 0 && p && !strstr(r.out, "FAILED"), "--exact, seed %d: status %d\n%.2000s\n%.1000s", seed,
+		EXPECT(r.status == 0 && p && !strstr(r.out, "FAILED"), "chaos seed %d: status %d\n%.2000s\n%.1000s", seed,
 		       r.status, r.out, r.err);
 		if (p && !first)
 			first = strndup(p, strcspn(p, "\n"));
 		else if (p)
-			EXPECT(!strncmp(first, p, strlen(first)), "--exact, seed %d: '%.100s', seed 1: '%s'", seed, p, first);
+			EXPECT(!strncmp(first, p, strlen(first)), "chaos seed %d: '%.100s', seed 1: '%s'", seed, p, first);
 		result_free(&r);
 	}
 	free(first);
@@ -142,24 +142,20 @@ static void test_mpi_failures(void)
 	result_free(&r);
 }
 
-/* A deadlocked MPI program is hung, with or without --exact: under
- * --exact its progress loop waits 1 ms of virtual time, times out and
- * looks again, so its clock runs on, but nothing moves. */
+/* A deadlocked MPI program is hung: its progress loop waits 1 ms of
+ * virtual time, times out and looks again, so its clock runs on, but
+ * nothing moves; the detector says so. */
 static void test_mpi_deadlocks(void)
 {
 	static const char *const kinds[] = {"recv-first", "ssend-first", "coll-mismatch"};
 	build("mpi_fail.c", "mpi_fail", "");
-	for (size_t k = 0; k < CUNIT_COUNT(kinds); k++)
-		for (int exact = 0; exact < 2; exact++) {
-			struct result r = run("$B/torusrun --torus 2 --timeout 1 %s -- $T/mpi_fail %s",
-					      exact ? "--exact" : "", kinds[k]);
-			EXPECT(r.status == 3 && strstr(r.err, "the job is hung") && !strstr(r.out, "got past"),
-			       "%s%s: %d\n%.2000s", kinds[k], exact ? " --exact" : "", r.status, r.err);
-			/* under --exact, said as it is */
-			EXPECT(!exact || strstr(r.err, "only poll and wait in loops that time out"),
-			       "%s --exact: %.2000s", kinds[k], r.err);
-			result_free(&r);
-		}
+	for (size_t k = 0; k < CUNIT_COUNT(kinds); k++) {
+		struct result r = run("$B/torusrun --torus 2 --timeout 1 -- $T/mpi_fail %s", kinds[k]);
+		EXPECT(r.status == 3 && strstr(r.err, "the job is hung") && !strstr(r.out, "got past") &&
+			       strstr(r.err, "only poll and wait in loops that time out"),
+		       "%s: %d\n%.2000s", kinds[k], r.status, r.err);
+		result_free(&r);
+	}
 }
 
 /* mpi_check on 64 ranks, 4x4x4 (test_mpi --64: the ctest mpi-64, label

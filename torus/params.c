@@ -41,8 +41,8 @@ static const struct param_desc params[] = {
 	{"inj_fifos", UNIT_COUNT, P32(inj_fifos), 8, 1, 32, "DMA injection FIFOs per core"},
 	{"dma_counters", UNIT_COUNT, P32(dma_counters), 64, 1, 4096, "DMA byte counters per core"},
 	{"dma_regions", UNIT_COUNT, P32(dma_regions), 32, 1, 4096, "registered memory regions per core"},
-	{"inj_overhead", UNIT_TIME, P64(inj_overhead_ps), 100000ull, 0, 1000000000000ull,
-	 "core time to post one DMA descriptor (ps, ns, us, ms, s)"},
+	{"inj_overhead", UNIT_TIME, P64(inj_overhead_ps), 100000ull, 1, 1000000000000ull,
+	 "core time to post one DMA descriptor, at least 1ps: every post takes time (ps, ns, us, ms, s)"},
 	{"copy_bw", UNIT_BW, P64(copy_bw), 4000000000ull, 1000ull, 1000000000000ull,
 	 "bandwidth of a local DMA copy inside a node (units as link_bw)"},
 	{"barrier_latency", UNIT_TIME, P64(barrier_latency_ps), 1000000ull, 0, 1000000000000ull,
@@ -50,12 +50,12 @@ static const struct param_desc params[] = {
 	{"reduce_bw", UNIT_BW, P64(reduce_bw), 2000000000ull, 1000ull, 1000000000000ull,
 	 "bytes per second one core combines in a reduction (the gamma of the cost models; units as link_bw)"},
 	{"poll_cost", UNIT_TIME, P64(poll_cost_ps), 10000ull, 1, 1000000000000ull,
-	 "core time one poll that finds nothing costs, under torusrun --exact (ps, ns, us, ms, s)"},
+	 "core time one poll that finds nothing costs (ps, ns, us, ms, s)"},
 	{"exact_nice", UNIT_COUNT, P32(exact_nice), 0, 0, 19,
-	 "under torusrun --exact, with at most 512 threads, how many steps nicer than torusrun (whose timekeeper "
+	 "with at most 512 threads, how many steps nicer than torusrun (whose timekeeper "
 	 "is the job's serial part) the nodes run (a host-speed knob that changes no result; 0: as torusrun)"},
 	{"exact_lead", UNIT_TIME, P64(exact_lead_ps), 0ull, 0, 1000000000000ull,
-	 "under torusrun --exact, how far a core's clock may run ahead of the timekeeper's simulation before "
+	 "how far a core's clock may run ahead of the timekeeper's simulation before "
 	 "its next post waits for it (a host-speed knob that changes no result; 0: no bound)"},
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))

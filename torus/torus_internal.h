@@ -232,16 +232,9 @@ struct torus_link {
 _Static_assert(sizeof(struct torus_link) == 64 + 2 * 192, "link control block");
 
 
-/*
- * Charge one packet to the link under the time model: it leaves at
- * max(ready, free_at), holds the link for ser (its wire bytes at the link
- * bandwidth), and arrives `latency` later. Returns the arrival time.
- * Producer side only: the sending engine is the link's single writer.
- */
-/* Count one packet on the link: free_at and the counters. Single writer
- * (the sending engine): plain relaxed load+store, read by the reporter. */
-/* The packet and byte counters only (under --exact the timekeeper keeps
- * busy_ps and free_at). */
+/* Count one packet on the link: its packet and byte counters. Single writer
+ * (the sending engine): plain relaxed load+store, read by the reporter. The
+ * timekeeper keeps busy_ps and free_at. */
 static inline void torus_link_count_traffic(struct torus_link *l, uint32_t payload, uint32_t wire)
 {
 	atomic_store_explicit(&l->packets, atomic_load_explicit(&l->packets, memory_order_relaxed) + 1,
@@ -254,119 +247,6 @@ static inline void torus_link_count_traffic(struct torus_link *l, uint32_t paylo
 			      memory_order_relaxed);
 }
 
-static inline void torus_link_count(struct torus_link *l, torus_vt_t free_at, uint32_t payload, uint32_t wire,
-				    torus_vt_t ser)
-{
-	atomic_store_explicit(&l->free_at, free_at, memory_order_relaxed);
-	torus_link_count_traffic(l, payload, wire);
-	atomic_store_explicit(&l->busy_ps, atomic_load_explicit(&l->busy_ps, memory_order_relaxed) + ser,
-			      memory_order_relaxed);
-}
-
-TORUS_HOT torus_vt_t torus_link_account(struct torus_link *l, torus_vt_t ready, uint32_t payload,
-					    uint32_t wire, torus_vt_t ser, torus_vt_t latency)
-{
-	torus_vt_t free_at = atomic_load_explicit(&l->free_at, memory_order_relaxed);
-	torus_vt_t start = ready > free_at ? ready : free_at;
-	torus_link_count(l, start + ser, payload, wire, ser);
-	return start + ser + latency;
-}
-
-static inline torus_vt_t torus_link_charge(struct torus_link *l, const struct torus_params *p,
-					   torus_vt_t ready, uint32_t payload)
-{
-	uint32_t wire = torus_wire_bytes(p, payload);
-	return torus_link_account(l, ready, payload, wire, torus_ser_ps(p, wire), p->hop_latency_ps);
-}
-
-/*
- * The busy calendar of one link direction, kept by its single producer (the
- * sending engine, in its own memory). A packet takes the first gap of the
- * calendar at or after its ready time that is long enough, so traffic that
- * reaches the link late in wall-clock order but early in virtual time (a
- * stream that lags behind another on a shared link) still gets the virtual
- * time it would have had: with free_at alone it would queue behind every
- * packet emitted before it. Packets emitted in ready order behave exactly
- * as with free_at. At most TORUS_CAL_SLOTS disjoint busy intervals are
- * kept; when more are needed the two neighbours with the smallest gap
- * merge (the gap is lost, which can only delay a packet, never speed one
- * up).
- */
-#define TORUS_CAL_SLOTS 64u
-struct torus_busy {
-	torus_vt_t start, end;
-	torus_vt_t ready;  /* the latest ready time of a packet in it */
-	torus_vt_t shared; /* where the next packet sharing it may start */
-};
-struct torus_calendar {
-	uint32_t n;
-	struct torus_busy iv[TORUS_CAL_SLOTS];
-};
-/* Reserve ser picoseconds at or after ready; returns the start. */
-torus_vt_t torus_calendar_reserve(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser);
-/*
- * The link's rule: as reserve when the first gap at or after ready leaves
- * the packet at most one packet late, or when the packet is not out of
- * order (every packet of the busy stretch it ran into was ready no later
- * than it): then it queues, exactly as with free_at. Otherwise it reached
- * the link late in wall-clock order and shares the stretch, as with
- * round-robin arbitration: it leaves one packet after it was ready (or
- * after the stretch began), sharing packets follow one another, and the
- * stretch grows by its time, so the link's total busy time is exact and
- * later traffic queues behind both. Returns the start.
- */
-torus_vt_t torus_calendar_share(struct torus_calendar *cal, torus_vt_t ready, torus_vt_t ser);
-/*
- * Packets from one input (a link virtual channel or a core's injection FIFO)
- * to one output link leave in order, one after another, as they would from
- * a hardware FIFO. A hardware FIFO holds them in the order they arrived, in
- * virtual time; the emulated one holds them in the order the upstream engine
- * happened to charge them, in wall clock, and where the upstream link was
- * shared (a calendar gap filled late) that is not always virtual-time
- * order. So the rule follows ready times (torus_order_ready):
- *
- * - a packet ready no earlier than the last in-order one leaves after
- *   everything this input sent on the link;
- * - one ready earlier was overtaken in wall clock only: it arrived first on
- *   the hardware and is not held behind the packets it would have preceded.
- *   Overtaken packets come in runs (the rest of a stream that lagged on the
- *   host), and within a run they still leave in order: a packet ready no
- *   earlier than the run's last leaves after the run, one ready earlier
- *   starts a new run.
- *
- * Either way, the in-order packets after it queue behind it
- * (torus_order_left).
- */
-struct torus_order {
-	torus_vt_t ready;      /* ready time of the last in-order packet */
-	torus_vt_t left;       /* the latest departure so far */
-	torus_vt_t late_ready; /* the current run of overtaken packets: its last ready time */
-	torus_vt_t late_left;  /* and its latest departure */
-	int late;              /* the packet being charged is an overtaken one */
-};
-static inline torus_vt_t torus_order_ready(struct torus_order *o, torus_vt_t vt)
-{
-	if (vt >= o->ready) {
-		o->late = 0;
-		o->ready = vt;
-		return vt > o->left ? vt : o->left;
-	}
-	o->late = 1;
-	if (vt < o->late_ready)
-		o->late_left = 0; /* a new run */
-	o->late_ready = vt;
-	return vt > o->late_left ? vt : o->late_left;
-}
-static inline void torus_order_left(struct torus_order *o, torus_vt_t left)
-{
-	if (left > o->left)
-		o->left = left;
-	if (o->late && left > o->late_left)
-		o->late_left = left;
-}
-/* Drop the intervals that end by `before` (no reservation will be earlier). */
-void torus_calendar_forget(struct torus_calendar *cal, torus_vt_t before);
-
 /* Per-payload-length wire bytes and serialisation times, computed once so
  * that the engine's per-packet path has no division. */
 struct torus_cost {
@@ -375,34 +255,6 @@ struct torus_cost {
 	torus_vt_t hop_latency;
 };
 void torus_cost_init(struct torus_cost *c, const struct torus_params *p);
-TORUS_HOT torus_vt_t torus_link_charge_cost(struct torus_link *l, const struct torus_cost *c,
-						torus_vt_t ready, uint32_t payload)
-{
-	return torus_link_account(l, ready, payload, c->wire[payload], c->ser[payload], c->hop_latency);
-}
-
-/* The same with the link's calendar: the packet leaves at the first gap of
- * the calendar at or after ready (see struct torus_calendar). */
-torus_vt_t torus_link_charge_cal_slow(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
-				      torus_vt_t ready, uint32_t payload);
-TORUS_HOT torus_vt_t torus_link_charge_cal(struct torus_link *l, struct torus_calendar *cal, const struct torus_cost *c,
-					   torus_vt_t ready, uint32_t payload)
-{
-	uint32_t n = cal->n;
-	if (n && ready == cal->iv[n - 1].end) {
-		/* the common case, back to back: the last stretch grows (what
-		 * torus_calendar_share does here, without the search) */
-		struct torus_busy *last = &cal->iv[n - 1];
-		torus_vt_t ser = c->ser[payload];
-		last->end = ready + ser;
-		if (ready > last->ready)
-			last->ready = ready;
-		torus_link_count(l, last->end, payload, c->wire[payload], ser);
-		return ready + ser + c->hop_latency;
-	}
-	return torus_link_charge_cal_slow(l, cal, c, ready, payload);
-}
-
 void torus_link_read(const struct torus_link *l, struct torus_link_counters *out);
 /* Print each non-empty VC ring of the link, one line each, after `indent`. */
 void torus_link_dump(const struct torus_link *l, const char *indent, FILE *out);

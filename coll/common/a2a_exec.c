@@ -198,10 +198,10 @@ static int finish(struct exec *e, int rc)
  * Wait for a message. Members that finish early send the next call's
  * address messages (p - 1 of them) while we wait here without polling our
  * reception FIFO; beyond rx_slots of them they back up into the network and
- * can block the very data we wait for. Teams that large drain the FIFO
- * while they wait (into the exchange's inbox), sleeping until a message
- * or the counter; smaller ones sleep on the counter. So do all under
- * torusrun --exact, where a waiting core drains its FIFOs anyway.
+ * can block the very data we wait for. A waiting core drains its FIFOs
+ * anyway (into its stashes), so every team sleeps on the counter; without
+ * a timekeeper (a hand-driven test harness), teams that large drain the
+ * FIFO while they wait (into the exchange's inbox).
  */
 static int wait_slot(struct exec *e, uint32_t id)
 {

@@ -48,8 +48,6 @@
  */
 #include "../coll_internal.h"
 #include "multicolor.h"
-/* the busy calendar (virtual-time intervals), a utility of torus/, not the engine */
-#include "../../torus/torus_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -80,7 +78,6 @@ struct mc_stream {
 	size_t *uoff;               /* position -> element offset in the user layout */
 	struct mc_phase ph[TORUS_MAX_DIMS];
 	uint32_t fifo;
-	torus_vt_t vt;              /* when the stream's last action ended */
 	int starting;               /* its first phase is still to be started */
 	uint32_t events;            /* events handled (run_streams' order) */
 	/* progress: the next unit expected */
@@ -104,11 +101,10 @@ struct mc_call {
 	int have_scratch, have_result, have_inj;
 	int keep;                   /* the set-up is kept for the next identical call (plan) */
 	int plan_on;                /* TORUS_MC_PLAN allows keeping (shape reads it) */
-	int dry;                    /* --exact: declaring a step (declare_steps): no data moves */
+	int dry;                    /* declaring a step (declare_steps): no data moves */
 	int own_scratch;            /* scratch is the call's own (a set-up that may be kept) */
 	size_t job_result_bytes;    /* a kept set-up's: its result region's length */
 	dma_injfifo_t *fifo[2 * TORUS_MAX_DIMS];
-	struct torus_calendar busy; /* when this core is busy with one of its streams */
 };
 
 /*
@@ -585,108 +581,18 @@ static int start(struct mc_call *m, struct mc_stream *st)
 	return m->job->kind == COLL_ALLGATHER ? start_ag_phase(m, st, m->N - 1) : start_rs_phase(m, st, 0);
 }
 
-/* Roughly how long the core is busy handling the stream's next event. */
-static torus_vt_t work_estimate(const struct mc_call *m, const struct mc_stream *st)
-{
-	const struct torus_params *pr = emu_params(m->c);
-	torus_vt_t w = pr->inj_overhead_ps;
-	if (!st->starting && st->stage == MC_RS)
-		w += (torus_vt_t)((unsigned __int128)rs_unit_bytes(m, st, st->phase, st->step, st->part) * 1000000000000ull /
-				  pr->reduce_bw);
-	return w ? w : 1;
-}
-
 /*
- * Handle the streams' events until every stream is done. The core is one
- * server for its streams: an event is handled at max(its arrival, the end
- * of the stream's previous action), in the first gap of the core's busy
- * calendar, so a stream whose event is handled after another's in wall
- * clock is not charged for the other's work if it came first in virtual
- * time.
- *
- * The order is fixed, so that emulated times are the same on every run:
- * events round-robin over the streams, by the number each stream has
- * handled, then by stream. Taking whichever event happened to arrive first
- * in wall clock made the calendar's choices, and so the emulated time,
- * follow the host (the 3-core 16 MiB allreduce varied from 1.01 to 1.20
- * times its bound). The fixed order cannot deadlock: every stream has the
- * same number of events on every node (the same phases, steps and parts),
- * and event e of a stream needs only data its neighbour sent at an earlier
- * event of the same stream, which that neighbour reaches after fewer
- * events in this order.
- */
-static int run_streams_exact(struct mc_call *m);
-
-static int run_streams(struct mc_call *m)
-{
-	if (emu_exact(m->c))
-		return run_streams_exact(m);
-	torus_vt_t end = emu_core_now(m->c);
-	for (uint32_t k = 0; k < m->nmine; k++) {
-		m->st[k].vt = end;
-		m->st[k].starting = 1;
-		m->st[k].events = 0;
-	}
-	for (;;) {
-		int next = -1;
-		for (uint32_t k = 0; k < m->nmine; k++) {
-			const struct mc_stream *st = &m->st[k];
-			if ((st->starting || st->stage) && (next < 0 || st->events < m->st[next].events))
-				next = (int)k;
-		}
-		if (next < 0) {
-			/* the clock ends where the last stream's last action ended */
-			emu_core_set_clock(m->c, end);
-			return 0;
-		}
-		struct mc_stream *st = &m->st[next];
-		int32_t mk = st->starting ? -1 : expected_mark(m, st);
-		torus_vt_t vt = 0;
-		int got = 1;
-		if (mk >= 0) {
-			int rc = dma_counter_mark(m->c, st->ph[st->phase].counter, (uint32_t)mk, &vt, &got);
-			if (rc)
-				return rc;
-		}
-		if (!got) {
-			uint32_t id = st->ph[st->phase].counter, mark = (uint32_t)mk;
-			int rc = dma_counter_wait_marks(m->c, &id, &mark, 1, NULL);
-			if (rc)
-				return rc;
-			continue;
-		}
-		if (vt < st->vt)
-			vt = st->vt;
-		/* no stream acts before the earliest stream's time again */
-		torus_vt_t low = st->vt;
-		for (uint32_t k = 0; k < m->nmine; k++)
-			if ((m->st[k].starting || m->st[k].stage) && m->st[k].vt < low)
-				low = m->st[k].vt;
-		torus_calendar_forget(&m->busy, low);
-		torus_vt_t est = work_estimate(m, st);
-		torus_vt_t at = torus_calendar_reserve(&m->busy, vt, est);
-		emu_core_set_clock(m->c, at);
-		int rc = st->starting ? start(m, st) : advance(m, st);
-		if (rc)
-			return rc;
-		st->events++;
-		st->vt = emu_core_now(m->c);
-		if (st->vt > at + est) /* it took longer than the estimate */
-			torus_calendar_reserve(&m->busy, at + est, st->vt - at - est);
-		if (st->vt > end)
-			end = st->vt;
-	}
-}
-
-/*
- * Under torusrun --exact a core's clock never goes back, and what it
- * observes answers in virtual time. The core is then one server that
- * takes its streams' events first come, first served: the event whose
- * unit arrived earliest (dma_counter_wait_marks names it), at the core's
- * clock or at its arrival if that is later. Events that are ready at once
- * (a stream's start, an empty unit) and arrivals at the same time go in
- * the fixed order of run_streams: by the number each stream has handled,
- * then by stream.
+ * Handle the streams' events until every stream is done. A core's clock
+ * never goes back, and what it observes answers in virtual time. The core
+ * is one server that takes its streams' events first come, first served:
+ * the event whose unit arrived earliest (dma_counter_wait_marks names it),
+ * at the core's clock or at its arrival if that is later. Events that are
+ * ready at once (a stream's start, an empty unit) and arrivals at the same
+ * time go in a fixed order: by the number each stream has handled, then by
+ * stream, so that emulated times are the same on every run. The order
+ * cannot deadlock: every stream has the same number of events on every
+ * node (the same phases, steps and parts), and event e of a stream needs
+ * only data its neighbour sent at an earlier event of the same stream.
  */
 /* Every stream to start, none handled. */
 static void streams_reset(struct mc_call *m)
@@ -697,7 +603,7 @@ static void streams_reset(struct mc_call *m)
 	}
 }
 
-/* The next wait of run_streams_exact: the streams still going, in the
+/* The next wait of run_streams: the streams still going, in the
  * fixed order; the first of them ready now, or else the marks to wait for
  * (pair i: stream order[i]) and the work promised once one arrives. n = 0:
  * every stream is done. */
@@ -752,7 +658,7 @@ static void next_wait(struct mc_call *m, struct mc_wait *w)
 }
 
 /*
- * --exact: before the wait, declare what the core will do for each unit
+ * before the wait, declare what the core will do for each unit
  * it may get (emu_core_declare_begin): the step, run dry on the stream
  * (its posts written down, no data moved), and the wait that follows, if
  * no stream is ready then. The timekeeper times the step at the answer and
@@ -786,7 +692,7 @@ static int declare_steps(struct mc_call *m, const struct mc_wait *w)
 /*
  * --exact, the whole call at once (emu_core_program_start): every step of
  * every stream, run dry and told to the timekeeper, which takes them as
- * run_streams_exact would (first come, first served in virtual time, ties
+ * run_streams would (first come, first served in virtual time, ties
  * in the same order) without the core. The core then moves its bytes as
  * the units physically come, in any order, and its clock ends where the
  * timekeeper says. -EOPNOTSUPP or -EAGAIN: not here (no --exact, programs
@@ -843,7 +749,7 @@ static int run_streams_program(struct mc_call *m)
 	return rc ? rc : rc2;
 }
 
-static int run_streams_exact(struct mc_call *m)
+static int run_streams(struct mc_call *m)
 {
 	int rc = run_streams_program(m);
 	if (rc != -EOPNOTSUPP && rc != -EAGAIN)
@@ -1197,7 +1103,6 @@ static int run_plan(coll_team_t *t, const struct mc_job *job)
 	struct mc_call *m = &pl->m;
 	int rc = 0;
 	m->job = job;
-	memset(&m->busy, 0, sizeof(m->busy));
 	if (job->kind != COLL_REDUCE_SCATTER && job->result != pl->result) {
 		rc = dma_mem_rebind(m->c, m->result_region, job->result, job->result_bytes);
 		pl->result = job->result;

@@ -22,8 +22,8 @@
  * clock to the virtual time the counter hit zero.
  *
  * Every function validates its arguments and returns 0 (or a count) or a
- * negative error: -EINVAL for malformed arguments, -EAGAIN for a full
- * injection FIFO (back-pressure, not an error), or one of enum dma_error.
+ * negative error: -EINVAL for malformed arguments, -EAGAIN where there is
+ * nothing (yet) to take, or one of enum dma_error.
  * Descriptors are validated when posted, against the destination's tables.
  */
 #ifndef TORUS_DMA_H
@@ -100,12 +100,12 @@ int dma_counter_wait_any(emu_core_t *c, const uint32_t *ids, size_t n, size_t *w
  */
 int dma_counter_watch(emu_core_t *c, uint32_t id, const int64_t *levels, uint32_t n);
 /* *crossed = 1 and *vt = when mark k was crossed (the clock does not move), 0 if not yet
- * (under --exact: not by the core's clock, and the look costs poll_cost). */
+ * by the core's clock (a look that finds it not crossed costs poll_cost). */
 int dma_counter_mark(emu_core_t *c, uint32_t id, uint32_t mark, torus_vt_t *vt, int *crossed);
 /* Sleep until, for some i, mark marks[i] of counter ids[i] is crossed (n <= 64);
  * *which (may be NULL) gets the i crossed earliest in virtual time (ties: the
- * lowest). The clock does not move, except under torusrun --exact, where it
- * moves to the crossing if that is later (the core waited until then). */
+ * lowest). The clock moves to the crossing if that is later (the core
+ * waited until then). */
 int dma_counter_wait_marks(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, size_t n, size_t *which);
 
 /* ------------------------------------------------------- reception FIFOs */
@@ -117,9 +117,9 @@ struct dma_recv_info {
 	uint64_t offset;      /* of this packet's payload within the message */
 	uint32_t len;         /* payload bytes in this packet */
 	int last;             /* last packet of the message */
-	torus_vt_t arrival;   /* 0 for a message sent in any order under exact time */
-	uint64_t key;         /* a message sent in any order, under exact time: its name
-			       * (struct dma_desc); else 0 */
+	torus_vt_t arrival;   /* 0 for a message sent in any order */
+	uint64_t key;         /* a message sent in any order: its name (struct
+			       * dma_desc); else 0 */
 	uint32_t index;       /* this packet's index in the message */
 };
 /* Called for each memory-FIFO packet of its dispatch id; return 0, or a
@@ -139,28 +139,26 @@ int dma_recfifo_wait(emu_core_t *c, int timeout_ms);
  * whichever comes first (timeout_ms as above): 0, and *zero (may be NULL)
  * = 1 if it was the counter (the clock then moves to when it hit, as
  * dma_counter_wait's does), or -ETIMEDOUT. For a progress loop that
- * handles arrivals while its sends complete: under torusrun --exact it
- * wakes at the earlier of the two in virtual time, where a poll with a
- * timeout would wake only at the timeout. */
+ * handles arrivals while its sends complete: it wakes at the earlier of the
+ * two in virtual time, where a poll with a timeout would wake only at the
+ * timeout. */
 int dma_recfifo_wait_counter(emu_core_t *c, uint32_t id, int timeout_ms, int *zero);
 
 /*
  * Messages sent in any order (DMA_F_ANY_ORDER, named by the sender's key):
  * for a receiver that files what it gets and takes out what it expects by
- * name. Under exact time such a packet is handled as soon as it is in the
+ * name. Such a packet is handled as soon as it is in the
  * reception FIFO, not in arrival order, and costs its receiver no time
  * there. The receiver calls dma_recv_expect for each packet it will take,
  * before it waits for it: its clock then moves to the packet's arrival
  * (if later), worked out behind it, and it never waits for the
  * timekeeper. A handler of such packets must only file them: they come in
- * no set order. Without exact time these calls are dma_recfifo_poll and
- * dma_recfifo_wait, and dma_recv_expect does nothing.
+ * no set order.
  *
  * dma_recfifo_poll_any_order: handle up to max such packets that are here
  * (dma_recfifo_poll handles them too, first, without counting them).
  * dma_recfifo_wait_any_order: sleep until one is here (timeout_ms < 0: no
- * limit; in wall-clock time under exact time, where nothing here is
- * timed). dma_recv_expect: the program will take packet `index` of the
+ * limit; in wall-clock time, since nothing here is timed). dma_recv_expect: the program will take packet `index` of the
  * message named key from node src_node. Each returns 0 or a negative
  * errno.
  */
@@ -212,9 +210,12 @@ typedef struct dma_injfifo dma_injfifo_t;
 /* Injection FIFO `index` (0 .. inj_fifos-1) of the calling core. */
 int dma_injfifo_open(emu_core_t *c, uint32_t index, dma_injfifo_t **out);
 
-#define DMA_POST_WAIT 1u /* sleep while the FIFO is full instead of -EAGAIN */
-/* Validate and post; returns at once (the engine does the rest). The core's
- * clock advances by the per-descriptor injection overhead. */
+#define DMA_POST_WAIT 1u /* accepted; every post waits for room (below) */
+/* Validate and post; returns once the descriptor is in the FIFO (the engine
+ * does the rest). The core's clock advances by the per-descriptor injection
+ * overhead. A full FIFO is the host's matter (the model's buffers are
+ * unbounded): the post waits for room in wall-clock time only, and never
+ * returns -EAGAIN, so the ring depth inj_slots changes no result. */
 int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags);
 /* Descriptors posted and not yet fully injected. */
 int dma_injfifo_pending(dma_injfifo_t *f, uint32_t *n);

@@ -9,9 +9,10 @@
  * this node keeps forwarding other nodes' packets until the end.
  *
  * The raw packet interface below sends single packets (up to 240 payload
- * bytes) to any core of any node. Sending never blocks: a full injection
- * FIFO returns -EAGAIN. emu_core_wait() sleeps until a packet arrives or the
- * injection FIFO has room. Virtual time: a core's clock advances to a
+ * bytes) to any core of any node. A send costs the core inj_overhead of
+ * virtual time; a full injection FIFO (a host matter: the model's buffers
+ * are unbounded) makes it wait in wall-clock time only. emu_core_wait()
+ * sleeps until a packet arrives. Virtual time: a core's clock advances to a
  * packet's arrival time when it receives it, and by emu_core_compute().
  */
 #ifndef TORUS_EMU_H
@@ -72,9 +73,10 @@ int emu_core_compute(emu_core_t *c, torus_vt_t ps);
  * Such software must leave the clock at the end of all its activities.
  */
 int emu_core_set_clock(emu_core_t *c, torus_vt_t t);
-/* 1 if the job runs with exact time (torusrun --exact): everything the
+/* 1 in every job torusrun starts (all are timed exactly): everything the
  * core observes answers in virtual time, and its clock never goes back
- * (emu_core_set_clock refuses to, with -EINVAL). 0 otherwise. */
+ * (emu_core_set_clock refuses to, with -EINVAL). 0 only for a core of a
+ * hand-driven test harness without a timekeeper. */
 int emu_exact(const emu_core_t *c);
 
 struct emu_pkt_info {
@@ -87,9 +89,10 @@ struct emu_pkt_info {
 
 /*
  * Send one packet of len <= 240 bytes to (node, core). hints: direction
- * hints (torus_hint_set), 0 for minimal routing. Returns 0, -EAGAIN if the
- * injection FIFO is full, -EINVAL for bad arguments, -ECANCELED if the job is
- * being torn down. The packet is ready at the core's current clock.
+ * hints (torus_hint_set), 0 for minimal routing. Returns 0, -EINVAL for bad
+ * arguments, -ECANCELED if the job is being torn down (a full injection FIFO
+ * is waited out, never -EAGAIN). The packet is ready at the core's clock
+ * after the post's inj_overhead.
  */
 int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, size_t len,
 		 uint16_t user, uint16_t hints);
@@ -111,7 +114,7 @@ int emu_pkt_recv(emu_core_t *c, struct emu_pkt_info *info, void *buf, size_t cap
 int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *holding);
 
 /*
- * A promise, for speed under torusrun --exact: this core sends nothing and
+ * A promise, for speed: this core sends nothing and
  * posts nothing to the DMA unit (no descriptor, no counter change) until
  * it has received `packets` more raw packets. Receiving, waiting, computing
  * and reading the clock stay allowed. The timekeeper then need not stop at
@@ -121,8 +124,7 @@ int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *hold
  *
  * 0; -EINVAL for a bad core; -EBUSY if a promise still holds. While it
  * holds, emu_pkt_send fails with -EBUSY, and so does any DMA post or
- * counter change under --exact (without --exact nothing needs it, and the
- * DMA unit does not check it). packets == 0 promises nothing;
+ * counter change. packets == 0 promises nothing;
  * EMU_EXPECT_EVER promises to post nothing ever again (the core only
  * receives from here until it returns), which lets the timekeeper run on
  * without waiting for this core to take its last packets.
@@ -131,7 +133,7 @@ int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *hold
 int emu_core_expect(emu_core_t *c, uint64_t packets);
 
 /*
- * A promise about the next wait (torusrun --exact): once it is answered,
+ * A promise about the next wait: once it is answered,
  * this core computes for at least `ps` of emulated time (emu_core_compute)
  * before it sends, posts, changes a counter or asks anything. The
  * timekeeper then simulates that far past the answer without waiting for
@@ -142,13 +144,12 @@ int emu_core_expect(emu_core_t *c, uint64_t packets);
  * core that breaks it stops the job with a message when the timekeeper
  * sees its post, counter change or question inside the promised time (a
  * look that the core answers from arrivals it already holds asks
- * nothing, and is right). Without --exact it does nothing. 0, or -EINVAL
- * for a bad core.
+ * nothing, and is right). 0, or -EINVAL for a bad core.
  */
 int emu_core_lead(emu_core_t *c, torus_vt_t ps);
 
 /*
- * Declared steps (torusrun --exact): what this core will do once its next
+ * Declared steps: what this core will do once its next
  * wait on marks (dma_counter_wait_marks) is answered, for each pair of that
  * wait. The timekeeper then times the step at the answer and simulates on,
  * to the next wait the step names, without waiting for the core to run.
@@ -168,14 +169,14 @@ int emu_core_lead(emu_core_t *c, torus_vt_t ps);
  * from the answer, then ask exactly the wait it named: each post is
  * checked, and any difference stops the job with a message (-EPROTO). A
  * step changes no emulated time. -EINVAL for bad arguments, -EOPNOTSUPP
- * without --exact, with exact_lead set, or with TORUS_DECLARE=0 in the
+ * with exact_lead set, or with TORUS_DECLARE=0 in the
  * environment (steps are then told as they are made), -EBUSY while
  * declaring, while posts of the last step are still to come, or under
  * emu_core_expect.
  */
 #define EMU_DECLARE_PAIRS 12u
 /*
- * Programs (torusrun --exact): every step of up to EMU_DECLARE_PAIRS
+ * Programs: every step of up to EMU_DECLARE_PAIRS
  * streams, told before they run. A stream's step waits for mark `mark` of
  * counter `id` (mark -1: none), then posts. The core serves its streams as
  * the multicolor collectives do: a step without a mark first, in the order

@@ -120,13 +120,13 @@ struct torus_params {
 	uint32_t inj_fifos;        /* DMA injection FIFOs per core */
 	uint32_t dma_counters;     /* DMA byte counters per core */
 	uint32_t dma_regions;      /* registered memory regions per core */
-	uint32_t exact_nice;       /* --exact: steps nicer than torusrun its nodes run, up to 512 threads (host knob) */
+	uint32_t exact_nice;       /* steps nicer than torusrun its nodes run, up to 512 threads (host knob) */
 	uint64_t inj_overhead_ps;  /* core time to post one DMA descriptor */
 	uint64_t copy_bw;          /* bytes per second of a local DMA copy */
 	uint64_t barrier_latency_ps; /* latency of the barrier network */
 	uint64_t reduce_bw;        /* bytes per second a core reduces (gamma) */
-	uint64_t poll_cost_ps;     /* core time one poll that finds nothing costs (exact time) */
-	uint64_t exact_lead_ps;    /* --exact: how far a core may post ahead of the simulation (host knob; 0: no bound) */
+	uint64_t poll_cost_ps;     /* core time one poll that finds nothing costs */
+	uint64_t exact_lead_ps;    /* how far a core may post ahead of the simulation (host knob; 0: no bound) */
 };
 
 /* Blue Gene/P defaults (003_b0aac8c3d10c7733.txt, section 5.1). */
