@@ -6,7 +6,7 @@
  *
  * Time: the engine times nothing. Every packet of a descriptor carries its
  * post time (a memory-FIFO message: its name) in the sideband, and the
- * timekeeper simulates the transfer in virtual time (emu/timekeeper.c): the
+ * timekeeper simulates the transfer in virtual time (time/timekeeper.c): the
  * packets leave one after another, the links serialise them, a remote get's
  * data is ready when the request arrives, a local copy takes copy_bw.
  *

@@ -115,7 +115,7 @@ struct emu_shm_hdr {
 	uint32_t nlinks;                       /* per-link settings (--link) */
 	struct torus_link_set links[TORUS_MAX_LINK_SETS];
 	struct emu_barrier_shm barrier[EMU_BARRIER_SLOTS];
-	/* the timekeeper (emu/timekeeper.c) and its channel per core */
+	/* the timekeeper (time/timekeeper.c) and its channel per core */
 	uint32_t exact;
 	uint32_t pad_;
 	uint64_t off_tk;                       /* emu_tk_core[total_cores], by global core rank */
@@ -388,7 +388,7 @@ static inline _Atomic uint64_t *emu_shm_tk_dirty(const struct emu_shm *m)
 	return (_Atomic uint64_t *)((char *)m->base + m->hdr->off_tk_dirty);
 }
 
-/* torusrun's timekeeper thread (emu/timekeeper.c). */
+/* torusrun's timekeeper thread (time/timekeeper.c). */
 struct emu_tk;
 /* trace_fd: the job's trace file (--trace), which the timekeeper writes
  * under --exact instead of the engines; -1 for none. */

@@ -16,7 +16,7 @@
  *
  * Time: the engine moves bytes and times nothing. A packet's sideband
  * carries its post time (or its message's name) unchanged, and torusrun's
- * timekeeper simulates every hop in virtual-time order (emu/timekeeper.c),
+ * timekeeper simulates every hop in virtual-time order (time/timekeeper.c),
  * so the order in which the host runs the engines changes no time.
  */
 #include "node.h"

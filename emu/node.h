@@ -302,6 +302,15 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms);
 /* tell the timekeeper the core has news (events, a query, its
  * clock, its end), after writing it. */
 void emu_core_tk_poke(emu_core_t *c);
+/* Publish the core's clock (its shm copy, for the timekeeper and the hang
+ * detector), counting it as progress (emu/core.c). */
+void emu_core_publish(emu_core_t *c);
+/* Tell the timekeeper the core has news without waking it unless it waits
+ * for this core (emu/core.c). */
+void emu_core_tk_nudge(emu_core_t *c);
+/* Drain what the core receives into its stashes, raw and the unit's
+ * (time/client.c): 0 or a negative errno. */
+int emu_core_tk_drain(emu_core_t *c);
 /* tell the timekeeper what the core sends (0, or a negative errno). */
 int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev);
 /* wait while the core's clock is more than exact_lead ahead of
