@@ -23,7 +23,8 @@ the environment (TORUS_DECLARE=0: declared steps off), and also shows the
 collective call's own wall time (torus-bench's wall_s).
 
 Jobs: ar-C (the 4 MiB allreduce on 4x4x4 with C cores, the default
-algorithm), stress-SHAPE (torus-stress --packets 1), a2a-1K and a2a-64K
+algorithm), arl-C (a loop of 60 allreduces of 64 KiB, 20 of them
+untimed, on 4x4x4 with C cores), stress-SHAPE (torus-stress --packets 1), a2a-1K and a2a-64K
 (the direct all-to-all on 4x4x4, blocks of 1 KiB and 64 KiB), cc-SHAPE and
 cc-SHAPEcCORES (coll-check, every collective at small counts, as the test
 suite runs it: cc-13, cc-2x2x2c6). The goal:
@@ -47,6 +48,10 @@ def job(build, name):
     kind, arg = name.split("-", 1)
     if kind == "ar":
         return ["--torus", "4x4x4", "--cores", arg], [os.path.join(b, "torus-bench"), "allreduce", "--sizes", "4M"]
+    if kind == "arl":
+        # a loop: 60 allreduces of 64 KiB (20 untimed), 4x4x4 with arg cores
+        return ["--torus", "4x4x4", "--cores", arg], [os.path.join(b, "torus-bench"), "allreduce", "--sizes", "64K",
+                                                    "--warmup", "20", "--reps", "40"]
     if kind == "stress":
         return ["--torus", arg], [os.path.join(b, "torus-stress"), "--packets", "1"]
     if kind == "a2a":
@@ -62,7 +67,7 @@ def job(build, name):
         counts = ["1", "7", "100"] if not cores else ["1", "7", "1000"]
         return (["--torus", shape] + (["--cores", cores] if cores else []),
                 [os.path.join(b, "coll-check")] + counts)
-    sys.exit(f"exact_speed: unknown job {name} (ar-C, stress-SHAPE, a2a-1K, a2a-64K or cc-SHAPE[cCORES])")
+    sys.exit(f"exact_speed: unknown job {name} (ar-C, arl-C, stress-SHAPE, a2a-1K, a2a-64K or cc-SHAPE[cCORES])")
 
 
 def run(build, name, exact, anchor=None, ab=None):

@@ -153,7 +153,8 @@ enum emu_tk_ev_type {
 	EMU_TK_WAITED = 10,      /* the core waited, at ready, and ran on (a deferred wait): kind 0 for
 				  * counter rec to be zero, kind 1 for the barrier named id of len
 				  * members, kind 2 for the memory-FIFO packet index len of message id
-				  * from node rec, sent in any order; its events
+				  * from node rec, sent in any order, kind 3 for the end of its program
+				  * of len streams (the steps told before it, EMU_TKQ_PROGRAM); its events
 				  * after this one are timed from when it was over (EMU_TK_EV_REL) */
 };
 /*

@@ -181,6 +181,7 @@ struct emu_core {
 	/* a program (emu_core_program_start): its steps, and while it runs the
 	 * events its posts would tell (counted, not told) */
 	int program;
+	int prog_defer;               /* its end is a deferred wait: the core runs on from it */
 	uint32_t prog_q, prog_s;      /* the program's query; the stream of the step being made */
 	uint64_t prog_told, prog_events;
 	struct emu_tk_ev *prog_ev;    /* every step's events, as told */

@@ -562,6 +562,56 @@ static void test_declare(void)
 	}
 }
 
+/* "timekeeper: N deferred waits;" (TORUS_TK_DEBUG), or ~0 */
+static unsigned long long deferred_waits(const char *err)
+{
+	for (const char *n = strstr(err, "timekeeper: "); n; n = strstr(n + 1, "timekeeper: ")) {
+		unsigned long long waits;
+		int end = 0;
+		if (sscanf(n, "timekeeper: %llu deferred waits;%n", &waits, &end) == 1 && end > 0)
+			return waits;
+	}
+	return ~0ull;
+}
+
+/* "queries by type (...): 1:N 2:N ...": the count for type q, or ~0. */
+static unsigned long long queries_of_type(const char *err, unsigned q)
+{
+	const char *n = strstr(err, "queries by type");
+	char key[16];
+	snprintf(key, sizeof(key), " %u:", q);
+	const char *at = n ? strstr(n, key) : NULL;
+	unsigned long long v = ~0ull;
+	if (!at || sscanf(at + strlen(key), "%llu", &v) != 1)
+		return ~0ull;
+	return v;
+}
+
+/* Each job's row with every wait asked (TORUS_DEFER=0) and deferred
+ * (under `chaos`) must be the same. programs 0: the deferred run deferred
+ * waits, the asked one none; 1: the asked run asked its programs' ends
+ * (EMU_TKQ_PROGRAM, type 11), the deferred one none. */
+static void deferred_same_rows(const char *const *jobs, size_t n, const char *chaos, int programs)
+{
+	for (size_t j = 0; j < n; j++) {
+		char *row[2] = {NULL, NULL};
+		for (int d = 0; d < 2; d++) {
+			struct result r = run("TORUS_TK_DEBUG=1 TORUS_DEFER=%d $B/torusrun --quiet %s %s", d, d ? chaos : "",
+					      jobs[j]);
+			unsigned long long k = programs ? queries_of_type(r.err, 11) : deferred_waits(r.err);
+			int ok = k != ~0ull && (programs ? (d ? k == 0 : k > 0) : (d ? k > 0 : k == 0));
+			EXPECT(r.status == 0 && ok, "%s, TORUS_DEFER=%d: %d, %llu %s\n%.2000s", jobs[j], d, r.status, k,
+			       programs ? "program ends asked" : "deferred", r.err);
+			row[d] = bench_row(r.out);
+			result_free(&r);
+		}
+		EXPECT(row[0] && row[1] && !strcmp(row[0], row[1]), "%s: asked '%s', deferred '%s'", jobs[j],
+		       row[0] ? row[0] : "?", row[1] ? row[1] : "?");
+		free(row[0]);
+		free(row[1]);
+	}
+}
+
 /*
  * Deferred waits: a core that waits for one counter tells the timekeeper
  * in its event ring and runs on, its clock an offset until it observes
@@ -577,29 +627,23 @@ static void test_deferred(void)
 		"--torus 4x4 -- $B/torus-bench allreduce --algo ring --sizes 64K",
 		"--torus 3x2 --cores 2 -- $B/torus-bench reduce_scatter --algo direct --sizes 12K",
 	};
-	for (size_t j = 0; j < (light() ? 2u : CUNIT_COUNT(jobs)); j++) {
-		char *row[2] = {NULL, NULL};
-		for (int d = 0; d < 2; d++) {
-			struct result r = run("TORUS_TK_DEBUG=1 TORUS_DEFER=%d $B/torusrun --quiet %s %s", d,
-					      d ? "--chaos 11 --param fifo_slots=1" : "", jobs[j]);
-			/* "timekeeper: N deferred waits;" (TORUS_TK_DEBUG) */
-			unsigned long long waits = ~0ull;
-			for (const char *n = strstr(r.err, "timekeeper: "); n; n = strstr(n + 1, "timekeeper: ")) {
-				int end = 0;
-				if (sscanf(n, "timekeeper: %llu deferred waits;%n", &waits, &end) == 1 && end > 0)
-					break;
-				waits = ~0ull;
-			}
-			EXPECT(r.status == 0 && (d ? waits > 0 : waits == 0), "%s, TORUS_DEFER=%d: %d, %llu deferred\n%.2000s",
-			       jobs[j], d, r.status, waits, r.err);
-			row[d] = bench_row(r.out);
-			result_free(&r);
-		}
-		EXPECT(row[0] && row[1] && !strcmp(row[0], row[1]), "%s: questions '%s', deferred '%s'", jobs[j],
-		       row[0] ? row[0] : "?", row[1] ? row[1] : "?");
-		free(row[0]);
-		free(row[1]);
-	}
+	deferred_same_rows(jobs, light() ? 2u : CUNIT_COUNT(jobs), "--chaos 11 --param fifo_slots=1", 0);
+}
+
+/*
+ * A collective run as a program (the multicolor allreduce) ends in a
+ * deferred wait: the core runs on into its next call without asking the
+ * timekeeper when the program ended. The same rows as with the end asked
+ * (TORUS_DEFER=0), over repeated calls, with one and three cores, under
+ * chaos; no program's end was asked.
+ */
+static void test_deferred_programs(void)
+{
+	static const char *const jobs[] = {
+		"--torus 2x3x2 --cores 3 -- $B/torus-bench allreduce --sizes 48K --warmup 2 --reps 3",
+		"--torus 2x2x2 -- $B/torus-bench allreduce --sizes 64K --warmup 1 --reps 3",
+	};
+	deferred_same_rows(jobs, CUNIT_COUNT(jobs), "--chaos 5", 1);
 }
 
 int main(void)
@@ -616,6 +660,7 @@ int main(void)
 		{"lead", test_lead},
 		{"declare", test_declare},
 		{"deferred", test_deferred},
+		{"deferred_programs", test_deferred_programs},
 	};
 	static const struct cunit_suite suites[] = {{"exact", cases, sizeof(cases) / sizeof(cases[0])}};
 	int rc = cunit_main(suites, 1);

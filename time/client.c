@@ -298,6 +298,18 @@ int emu_core_can_defer(const emu_core_t *c)
 	       !emu_core_promised(c);
 }
 
+/* A program's end deferred (emu_core_program_start): as a wait, with
+ * its steps told (prog_events) and nothing else pending. */
+static int program_can_defer(const emu_core_t *c)
+{
+	if (!c->tk || !c->defer)
+		return 0;
+	int off = env_switch(&defer_off, "TORUS_DEFER");
+	if (off)
+		return off < 0 ? off : 0;
+	return !c->plan_rec && !c->replay && !c->plan_n && !c->tk_lead && !emu_core_promised(c);
+}
+
 static int defer(emu_core_t *c, const struct emu_tk_ev *ev)
 {
 	int rc = emu_core_tk_event(c, ev);
@@ -500,8 +512,22 @@ int emu_core_program_start(emu_core_t *c, uint32_t nstreams)
 		return -EOPNOTSUPP;
 	if (c->plan_rec || c->replay || c->program)
 		return -EBUSY;
-	c->tk->qn = nstreams;
-	c->prog_q = emu_core_tk_ask(c, EMU_TKQ_PROGRAM, 0);
+	int d = program_can_defer(c);
+	if (d < 0)
+		return d;
+	c->prog_defer = d;
+	if (d) {
+		/* its end changes nothing but the clock: the core runs on,
+		 * its clock an offset from the end the timekeeper will find */
+		struct emu_tk_ev ev = {.type = EMU_TK_WAITED, .kind = 3, .len = nstreams, .ready = c->vt};
+		int rc = emu_core_tk_event(c, &ev);
+		if (rc)
+			return rc;
+		c->prog_q = 0;
+	} else {
+		c->tk->qn = nstreams;
+		c->prog_q = emu_core_tk_ask(c, EMU_TKQ_PROGRAM, 0);
+	}
 	c->program = 1;
 	c->prog_told = 0;
 	c->prog_cur = NULL;
@@ -535,9 +561,19 @@ int emu_core_program_finish(emu_core_t *c)
 		left |= c->prog_st[k].next != c->prog_st[k].n;
 	c->program = 0;
 	prog_clear(c);
-	int rc = emu_core_tk_answer(c, c->prog_q);
-	if (rc)
-		return rc;
+	if (c->prog_defer) {
+		c->prog_defer = 0;
+		if (told == declared && !left) {
+			c->rel = 1;
+			c->vt = 0;
+			emu_core_publish(c);
+			return 0;
+		}
+	} else {
+		int rc = emu_core_tk_answer(c, c->prog_q);
+		if (rc)
+			return rc;
+	}
 	if (told != declared || left) {
 		fprintf(stderr,
 			"torusrun: core %u of node %u made %llu posts and counter changes in its program, which "

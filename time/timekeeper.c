@@ -152,9 +152,11 @@ void tk_pub_push(struct emu_tk *tk, struct tk_core *k)
  * timed). */
 void tk_answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t vt)
 {
-	if (k->defer_wait) {
-		/* a wait from its ring: nothing to publish; what it told after
-		 * it is timed from here, and read in the next round */
+	if (k->defer_wait && !k->prog) {
+		/* a wait from its ring (a deferred program's at its end; the
+		 * program's own waits are answered as asked): nothing to
+		 * publish; what it told after it is timed from here, and read
+		 * in the next round */
 		k->defer_wait = 0;
 		k->waiting = 0;
 		k->zero_at = TIMESIM_NEVER;
@@ -547,11 +549,12 @@ void emu_tk_stop_report(struct emu_tk *tk, struct emu_tk_progress *last)
 				"torusrun: timekeeper: %llu events, %llu queries answered (%llu paces), %llu declared steps followed, "
 				"%llu rounds, %llu sleeps; "
 				"%llu hops, %llu simulator events (%llu stale, heap of at most %llu); "
-				"wall time simulating %.3f s, asleep %.3f s; thread CPU time %.3f s\n",
+				"wall time simulating %.3f s, asleep %.3f s; thread CPU time %.3f s; "
+				"%zu transfer records (%zu in use at the end)\n",
 				(unsigned long long)tk->events, (unsigned long long)tk->queries,
 				(unsigned long long)tk->paced, (unsigned long long)tk->planned, (unsigned long long)tk->rounds, (unsigned long long)tk->sleeps, (unsigned long long)st.hops,
 				(unsigned long long)st.events, (unsigned long long)st.stale, (unsigned long long)st.heap_max,
-				(double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9, (double)tk->cpu_ns / 1e9);
+				(double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9, (double)tk->cpu_ns / 1e9, tk->nxf, tk->xf_live);
 			fprintf(stderr, "torusrun: timekeeper: %llu deferred waits; queries by type (enum emu_tk_query):",
 				(unsigned long long)tk->deferred);
 			for (uint32_t q = 1; q < TK_QTYPES; q++)

@@ -108,8 +108,16 @@ static int prog_next(struct emu_tk *tk, struct tk_core *k)
 			order[at] = s;
 		}
 		if (!n) {
-			k->prog_done = 1;
 			k->qtype = EMU_TKQ_PROGRAM;
+			if (k->defer_wait) {
+				/* its end, deferred: what the core told after it is
+				 * timed from here (tk_answer), and the next program
+				 * starts afresh */
+				k->prog = 0;
+				prog_clear(k);
+			} else {
+				k->prog_done = 1;
+			}
 			tk_answer(tk, k, 1, k->clock);
 			return 0;
 		}
@@ -151,18 +159,20 @@ static int prog_next(struct emu_tk *tk, struct tk_core *k)
 static int waited(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
 {
 	const char *bad = k->waiting || k->prog ? "while it waited for an answer"
-			  : ev->kind > 2 ? "of no known kind"
+			  : ev->kind > 3 ? "of no known kind"
 			  : ev->kind == 0 && ev->rec >= counters_of(tk, k) ? "on a counter it does not have"
 			  : ev->kind == 1 && (ev->len == 0 || ev->len > tk->ncores) ? "on a barrier of no possible size"
 			  : ev->kind == 2 && !(ev->id & EMU_TK_MSG_ANY) ? "on a packet not sent in any order"
+			  : ev->kind == 3 && (ev->len == 0 || ev->len > EMU_TK_PLANS || k->fill) ? "on a malformed program"
 										   : NULL;
 	if (bad) {
 		fprintf(stderr, "torusrun: timekeeper: core %u of node %u: a deferred wait %s\n", k->core, k->node, bad);
 		return -EPROTO;
 	}
 	/* as the question (the barrier is counted by round_once, as one asked) */
-	k->qtype = ev->kind == 2 ? EMU_TKQ_PKT : ev->kind ? EMU_TKQ_BARRIER : EMU_TKQ_CTR_WAIT;
-	k->qn = ev->kind == 1 ? (uint32_t)ev->len : 1;
+	static const uint32_t as[] = {EMU_TKQ_CTR_WAIT, EMU_TKQ_BARRIER, EMU_TKQ_PKT, EMU_TKQ_PROGRAM};
+	k->qtype = as[ev->kind];
+	k->qn = ev->kind == 1 || ev->kind == 3 ? (uint32_t)ev->len : 1;
 	k->pkt_src = ev->rec;
 	k->pkt_name = ev->id;
 	k->pkt_index = ev->len;

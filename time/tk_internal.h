@@ -169,8 +169,8 @@ struct emu_tk {
 	uint32_t *tree, P;
 	/* DMA transfers (cookie DMA_COOKIE | index) and counters in virtual
 	 * time: per node, by node-wide id */
-	struct tk_xfer *xf;
-	size_t nxf, capxf;
+	struct tk_xfer *xf;   /* records in use and free ones (a list from xf_free) */
+	size_t nxf, capxf, xf_free, xf_live;
 	struct tk_ctr **ctr;
 	struct tk_timer *timer; /* local copies to complete: a heap by (t, seq) */
 	size_t ntimer, captimer;
@@ -207,8 +207,12 @@ struct tk_xfer {
 	uint64_t ready;              /* memory FIFO: the message's name (EMU_TK_MSG_ANY) */
 	uint64_t len, left;          /* bytes, and bytes that have left its node */
 	torus_vt_t done;             /* when it was fully injected; TIMESIM_NEVER until then */
+	uint64_t pk_left;            /* its packets (a get: its reply's) not deposited yet; free: the next free record */
 	uint32_t rf;                 /* unchecked and (partly) refused: index + 1 into tk->rf */
+	uint32_t holds;              /* XF_IN_FIFO | XF_IN_SIM: who still reads it; 0: free, to be reused */
 };
+#define XF_IN_FIFO 1u  /* its injection FIFO's list (tk_fifo) names it */
+#define XF_IN_SIM 2u   /* the simulator still has packets of it, or it has not fully left */
 #define TK_COPY_DONE (1ull << 63)
 
 /* A counter in virtual time. Changes are applied as they come: the

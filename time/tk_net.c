@@ -186,6 +186,31 @@ static int fault(struct emu_tk *tk, uint32_t at, uint32_t g, const struct tk_fau
 
 /* Is packet `index` (len bytes) of transfer x refused where it is deposited,
  * at node `at`? Then report it (1). */
+/* Record xi loses a reader; with none left it is free for the next
+ * descriptor. Records are reused so that the timekeeper's memory follows
+ * the descriptors in flight, not all those a job ever posted. */
+static void xf_release(struct emu_tk *tk, size_t xi, uint32_t hold)
+{
+	struct tk_xfer *x = &tk->xf[xi];
+	if (!(x->holds & hold))
+		return;
+	x->holds &= ~hold;
+	if (x->holds)
+		return;
+	x->pk_left = tk->xf_free;
+	tk->xf_free = xi + 1;
+	tk->xf_live--;
+}
+
+/* The simulator is done with transfer xi once it has fully left its node
+ * and every packet of it (of its reply, for a get) is deposited. */
+static void xf_settled(struct emu_tk *tk, size_t xi)
+{
+	const struct tk_xfer *x = &tk->xf[xi];
+	if (!x->pk_left && x->done != TIMESIM_NEVER)
+		xf_release(tk, xi, XF_IN_SIM);
+}
+
 static int refused(struct emu_tk *tk, const struct tk_xfer *x, uint32_t at, uint64_t index, uint32_t len, torus_vt_t t)
 {
 	const struct tk_refuse *r = &tk->rf[x->rf - 1];
@@ -219,7 +244,8 @@ int tk_on_request(void *arg, uint32_t node, uint64_t cookie, torus_vt_t t)
 	struct emu_tk *tk = arg;
 	if (!(cookie & DMA_COOKIE))
 		return 0;
-	const struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
+	size_t xi = cookie & ~DMA_COOKIE;
+	struct tk_xfer *x = &tk->xf[xi];
 	if (!x->rf || !tk->rf[x->rf - 1].req)
 		return 0;
 	const struct tk_refuse *r = &tk->rf[x->rf - 1];
@@ -227,6 +253,8 @@ int tk_on_request(void *arg, uint32_t node, uint64_t cookie, torus_vt_t t)
 	int rc = fault(tk, node, tk->first[x->src_node] + x->src_core, &f, t);
 	if (rc)
 		tk->failed = rc;
+	x->pk_left = 0; /* no reply */
+	xf_settled(tk, xi);
 	timesim_stop(tk->ts); /* (as in refused) */
 	return 1;
 }
@@ -237,9 +265,14 @@ void tk_on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index, ui
 	if (cookie & DMA_COOKIE) {
 		/* a put's packet at its destination, a get's reply at the
 		 * requester, a memory-FIFO packet at its core */
-		const struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
-		if (x->rf && refused(tk, x, node, index, len, t))
+		size_t xi = cookie & ~DMA_COOKIE;
+		struct tk_xfer *x = &tk->xf[xi];
+		if (x->pk_left)
+			x->pk_left--;
+		if (x->rf && refused(tk, x, node, index, len, t)) {
+			xf_settled(tk, xi);
 			return;
+		}
 		if (x->kind == EMU_TK_MEMFIFO && (x->ready & EMU_TK_MSG_ANY)) {
 			arrive_any(tk, &tk->c[tk->first[node] + x->dst_core], x->src_node, x->ready, index, t);
 		} else if (x->kind == EMU_TK_MEMFIFO) {
@@ -248,6 +281,7 @@ void tk_on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index, ui
 		} else if (x->rec != NO_CTR && len) {
 			tk_ctr_change(tk, node, x->rec, -(int64_t)len, t, 0, CH_RUN);
 		}
+		xf_settled(tk, xi);
 		return;
 	}
 	uint32_t src_global = (uint32_t)(cookie >> 40), dst_core = (uint32_t)(cookie >> 32) & 0xFF;
@@ -263,12 +297,14 @@ void tk_on_left(void *arg, uint32_t node, uint64_t cookie, uint32_t len, torus_v
 	struct emu_tk *tk = arg;
 	if (!(cookie & DMA_COOKIE))
 		return;
-	struct tk_xfer *x = &tk->xf[cookie & ~DMA_COOKIE];
+	size_t xi = cookie & ~DMA_COOKIE;
+	struct tk_xfer *x = &tk->xf[xi];
 	x->left += len;
 	if (x->kind == EMU_TK_GET || x->left >= x->len)
 		x->done = t;
 	if (x->inj != NO_CTR && len)
 		tk_ctr_change(tk, node, x->inj, -(int64_t)len, t, 0, CH_AHEAD); /* (t: when it finished leaving) */
+	xf_settled(tk, xi);
 }
 
 /* Is core k waiting for counter id of its node to be zero? */
@@ -569,6 +605,8 @@ static int fifo_add(struct emu_tk *tk, struct tk_fifo *f, uint64_t d)
 		if (done >= floor)
 			break;
 		f->head++;
+		if (!(x & TK_COPY_DONE))
+			xf_release(tk, x, XF_IN_FIFO);
 	}
 	if (f->n == f->cap) {
 		if (f->head > 0) {
@@ -616,10 +654,18 @@ static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev
 		struct tk_fault f = {r->all, k->node, r->region, (uint32_t)ev->len, r->off};
 		return fault(tk, k->node, (uint32_t)(k - tk->c), &f, ev->ready);
 	}
-	struct tk_xfer *nx = grow(tk->xf, &tk->capxf, tk->nxf, sizeof(*nx), 1024);
-	if (!nx)
-		return -ENOMEM;
-	tk->xf = nx;
+	size_t xi;
+	if (tk->xf_free) {
+		xi = tk->xf_free - 1; /* a record no one reads any more */
+		tk->xf_free = tk->xf[xi].pk_left;
+	} else {
+		struct tk_xfer *nx = grow(tk->xf, &tk->capxf, tk->nxf, sizeof(*nx), 1024);
+		if (!nx)
+			return -ENOMEM;
+		tk->xf = nx;
+		xi = tk->nxf++;
+	}
+	tk->xf_live++;
 	uint32_t per = tk->m->hdr->params.dma_counters;
 	uint32_t rec_node = ev->kind == EMU_TK_GET ? k->node : ev->node;
 	/* (a refused counter or core is never used) */
@@ -632,10 +678,12 @@ static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev
 	if (ev->fifo >= tk->m->hdr->params.inj_fifos)
 		return -EPROTO;
 	/* (a memory-FIFO message is named by the sender's count, in delta) */
-	tk->xf[tk->nxf] = (struct tk_xfer){ev->kind, k->node, ev->node, ev->inj, rec, (uint32_t)ev->id, k->core, dst_core,
-					   ev->kind == EMU_TK_MEMFIFO ? (uint64_t)ev->delta : ev->ready,
-					   ev->len, 0, TIMESIM_NEVER, rf};
-	int rc = fifo_add(tk, &k->fifo[ev->fifo], tk->nxf);
+	/* its packets: at least one (a get's reply, for a get) */
+	uint64_t pay = torus_params_payload(&tk->m->hdr->params), npk = ev->len ? (ev->len - 1) / pay + 1 : 1;
+	tk->xf[xi] = (struct tk_xfer){ev->kind, k->node, ev->node, ev->inj, rec, (uint32_t)ev->id, k->core, dst_core,
+				      ev->kind == EMU_TK_MEMFIFO ? (uint64_t)ev->delta : ev->ready,
+				      ev->len, 0, TIMESIM_NEVER, npk, rf, XF_IN_FIFO | XF_IN_SIM};
+	int rc = fifo_add(tk, &k->fifo[ev->fifo], xi);
 	if (rc)
 		return rc;
 	static const uint32_t kinds[] = {[EMU_TK_PUT] = TIMESIM_PUT, [EMU_TK_GET] = TIMESIM_GET,
@@ -643,8 +691,7 @@ static int post_dma(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev
 	if (ev->kind < EMU_TK_PUT || ev->kind > EMU_TK_MEMFIFO)
 		return -EPROTO;
 	struct timesim_xfer x = {kinds[ev->kind], k->node, k->core, ev->fifo, ev->node,
-				 ev->len, ev->ready, ev->hints, DMA_COOKIE | tk->nxf};
-	tk->nxf++;
+				 ev->len, ev->ready, ev->hints, DMA_COOKIE | xi};
 	return timesim_post(tk->ts, &x);
 }
 

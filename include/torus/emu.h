@@ -195,8 +195,11 @@ int emu_core_lead(emu_core_t *c, torus_vt_t ps);
  * emu_core_program_step(c, stream); the step's posts are checked against
  * what was told (any difference: -EPROTO, and the job stops).
  * emu_core_program_finish(c)
- * waits for the timekeeper to reach the program's end and sets the clock
- * there; -EPROTO if the core posted other than its steps said. -EINVAL,
+ * sets the clock at the program's end: at once, as an offset from that end
+ * which the timekeeper works out behind the core (as for a deferred
+ * counter wait; TORUS_DEFER=0, exact_lead or a pending promise: it waits
+ * for the timekeeper instead); -EPROTO if the core posted other than its
+ * steps said. -EINVAL,
  * -EOPNOTSUPP (as emu_core_declare_begin) and -EBUSY as above.
  */
 int emu_core_step_begin(emu_core_t *c);
