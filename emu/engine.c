@@ -311,7 +311,7 @@ void emu_engine_unpark(struct emu_node_rt *rt)
  * at 64 (the 8x8x8 all-to-all of 4 MiB per rank took 17 to 20 s of wall
  * time parked, 13.6 to 15.2 s with this rule). osu_allreduce on 4x4x4,
  * one core: 8 KiB calls 12% less wall time, 1 KiB 20%, 1 MiB the same
- * (BENCHMARKS.md, "The engine parks").
+ * (BENCHMARKS.md as of commit 26917ce, "The engine parks", under the old approximate timing).
  */
 static int park(struct emu_node_rt *rt, uint64_t *seen, int *nap_ms)
 {

@@ -13,7 +13,8 @@
  * an eighth of a link FIFO within these bounds. 32 with the default 64
  * slots; 128 from 1024 slots, where each input's drain then carries four
  * times the packets for one publish and doorbell round (the 8x8x8
- * all-to-all with 1024 slots: BENCHMARKS.md, issue 14's third session). */
+ * all-to-all with 1024 slots: BENCHMARKS.md as of commit 26917ce, "One 8x8x8 all-to-all against
+ * SimGrid"). */
 #define EMU_ENGINE_BATCH_MIN 32u
 #define EMU_ENGINE_BATCH_MAX 128u
 static inline uint32_t emu_engine_batch(uint32_t fifo_slots)

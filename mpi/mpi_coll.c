@@ -103,7 +103,7 @@ static int rooted_choice(const char *fn, MPI_Comm comm, const char *env, const c
 
 /* Where the rooted collectives' defaults switch to the torus algorithm:
  * gather and scatter by the block, bcast and reduce by the message
- * (BENCHMARKS.md, "The rooted collectives"). */
+ * (BENCHMARKS.md as of commit 26917ce, "The rooted collectives"). */
 #define GATHER_TORUS_FROM 128u
 #define BCAST_TORUS_FROM 4096u
 #define REDUCE_TORUS_FROM 2048u

@@ -1,8 +1,8 @@
 /*
  * The catalogue's default all-to-all (no --algo, no TORUS_COLL_ALLTOALL):
  * a rule on the block size, the team's shape and its core map, from the
- * measurements of bench/alltoall_sweep.py recorded in BENCHMARKS.md
- * ("All-to-all: the default rule"):
+ * measurements of bench/alltoall_sweep.py recorded in BENCHMARKS.md as of commit 26917ce
+ * ("All-to-all: the default rule", under the old approximate timing):
  *
  *   blocks of at most 128 bytes (start-ups dominate: combine):
  *     every node in node order, one member each, on a torus of two or more

@@ -8,8 +8,8 @@
  * (dest, src, k) of 004 section 3.2, so the exchange is a distributed sort
  * in which every member keeps its N_i elements throughout. A member knows
  * its holdings only as runs (dest, src, first k, length), kept sorted and
- * merged when adjacent: O(P) of them in practice (measured, see
- * BENCHMARKS.md), never the elements' keys.
+ * merged when adjacent: O(P) of them in practice (measured: BENCHMARKS.md as of commit 26917ce,
+ * "Variable-size all-to-all in place"), never the elements' keys.
  *
  * Two means, 004 section 3.1, with O(1) memory:
  *   swap    an equal-length exchange of a range of my buffer with a range
@@ -567,8 +567,8 @@ static double fval(uint32_t u)
  * The switch (004 leaves it open): bitonic moves up to N elements in each
  * of its L(L+1)/2 steps (L = ceil(log2 P)); pairwise moves, in P - 1 steps
  * that can chain, at most the largest message M per step. Take pairwise
- * unless (P - 1) M > IP_SWITCH_RATIO x N L(L+1)/2, the ratio 1/2 (see BENCHMARKS.md for the
- * measurements behind it), and always when the members' N differ (the
+ * unless (P - 1) M > IP_SWITCH_RATIO x N L(L+1)/2, the ratio 1/2 (the measurements behind it:
+ * BENCHMARKS.md as of commit 26917ce, "Variable-size all-to-all in place"), and always when the members' N differ (the
  * network sorts equal blocks only).
  */
 #define IP_SWITCH_RATIO 0.5

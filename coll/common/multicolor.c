@@ -832,8 +832,8 @@ static uint32_t choose_parts(const struct mc_call *m)
 	/* ps per part: the sender's descriptor, the receiver's event, the
 	 * latency, the rounding of a part to packets, and the wait of the other
 	 * streams of the same core behind the part's reduction; calibrated on
-	 * the emulator as 8 (inj_overhead + hop_latency) (BENCHMARKS.md, "part
-	 * count": with 4x the parts, one color per core loses 10-15%) */
+	 * the emulator as 8 (inj_overhead + hop_latency) (BENCHMARKS.md as of commit 26917ce,
+	 * "Part count": with 4x the parts, one color per core loses 10-15%) */
 	double alpha = 8.0 * ((double)pr->inj_overhead_ps + (double)pr->hop_latency_ps);
 	double P = sqrt(block * gamma / alpha), cap = block / torus_params_payload(pr);
 	if (P > cap)
