@@ -404,7 +404,10 @@ static int record_begin(emu_core_t *c, int mode)
 		return -EOPNOTSUPP; /* (a paced post asks the timekeeper) */
 	if (c->plan_rec || c->program || (c->replay && c->rp_pos < c->rp.nev) || emu_core_promised(c))
 		return -EBUSY;
-	int rc = emu_core_sync(c); /* a step's times are from an absolute clock */
+	/* a declared step goes with a question, at an absolute clock; a
+	 * program's steps are times from each step's start, and the program
+	 * starts where its (possibly relative) clock says */
+	int rc = mode == 1 ? emu_core_sync(c) : 0;
 	if (rc)
 		return rc;
 	c->plan_rec = mode;
