@@ -320,7 +320,7 @@ int dma_injfifo_post(dma_injfifo_t *f, const struct dma_desc *d, unsigned flags)
 	if (emu_core_promised(c))
 		return -EBUSY; /* emu_core_expect */
 	if (emu_core_planning(c)) {
-		/* a declared step (emu_core_declare_begin): its event and cost only */
+		/* a program's step being told (emu_core_step_begin): its event and cost only */
 		c->vt += c->node->params->inj_overhead_ps;
 		return tk_post_event(c, f, d);
 	}

@@ -467,7 +467,7 @@ int dma_counter_add(emu_core_t *c, uint32_t id, int64_t bytes)
 	struct dma_counter_shm *k = counter_of(c->node, id);
 	if (!k)
 		return DMA_ERR_COUNTER;
-	if (!emu_core_planning(c)) /* a plan only writes it down */
+	if (!emu_core_planning(c)) /* a step being recorded only writes it down */
 		counter_change(c->node, k, bytes, c->vt, NULL);
 	return c->tk ? tk_counter_op(c, EMU_TK_CTR_ADD, id, bytes) : 0;
 }

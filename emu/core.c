@@ -75,7 +75,7 @@ void emu_core_tk_nudge(emu_core_t *c)
 static void publish_clock(emu_core_t *c, int progress)
 {
 	if (c->plan_rec)
-		return; /* a plan's clock is an offset, not the core's */
+		return; /* a step's clock is an offset, not the core's */
 	if (c->rel) {
 		/* an offset from a deferred wait's answer: neither torusrun nor
 		 * the timekeeper can use it (the timekeeper bounds the core by

@@ -241,27 +241,8 @@ struct emu_tk_aq {
 	alignas(64) _Atomic uint32_t tail;   /* core writes */
 	alignas(64) struct emu_tk_arr arr[EMU_TK_ARR_SLOTS];
 };
-/*
- * A plan (emu_core_declare_begin): what a core will do once its next wait on
- * marks (EMU_TKQ_MARK_WAIT) is answered by pair i. Times are offsets from
- * the core's clock after that answer. The core writes the plans, then
- * plan_q (the query they belong to), then asks; the timekeeper reads them
- * before it publishes the answer, and the core writes none again before it
- * has the answer.
- */
-#define EMU_TK_PLANS 12u      /* pairs of one wait that may have a plan */
-#define EMU_TK_PLAN_EVS 32u   /* events of one plan */
+#define EMU_TK_PLANS 12u      /* streams of a program (EMU_PROGRAM_STREAMS) */
 #define EMU_TK_STEP_EVS 256u  /* events of one step of a program (EMU_TK_STEP) */
-struct emu_tk_plan {
-	uint32_t valid;          /* 0: none for this pair (the core tells the timekeeper as it goes) */
-	uint32_t nev;
-	uint32_t qn;             /* the wait it asks next (EMU_TKQ_MARK_WAIT, qn pairs); 0: none declared */
-	uint32_t pad_;
-	torus_vt_t end;          /* its clock after the events: the next wait's qvt */
-	torus_vt_t qlead;        /* the next wait's emu_core_lead */
-	uint32_t qids[EMU_TK_PLANS], qmarks[EMU_TK_PLANS];
-	struct emu_tk_ev ev[EMU_TK_PLAN_EVS];
-};
 struct emu_tk_core {
 	alignas(64) _Atomic uint32_t head;   /* core writes */
 	alignas(64) _Atomic uint32_t tail;   /* timekeeper writes */
@@ -271,7 +252,6 @@ struct emu_tk_core {
 	uint32_t qtype, qn;
 	torus_vt_t qvt, qdeadline;
 	uint64_t qkey;
-	torus_vt_t qlead;                    /* emu_core_lead: computes this long after the answer */
 	uint32_t qids[EMU_TKQ_MAX_IDS];
 	uint32_t qmarks[EMU_TKQ_MAX_IDS];    /* EMU_TKQ_MARK*: the mark of each counter */
 	alignas(64) _Atomic uint32_t aseq;   /* timekeeper: number of the last query answered */
@@ -283,9 +263,6 @@ struct emu_tk_core {
 	torus_vt_t a_t;                      /* EMU_TKQ_MARK*: when that mark was crossed */
 	alignas(64) struct emu_tk_ev ev[EMU_TK_SLOTS];
 	struct emu_tk_aq aq[EMU_TK_NQ];
-	alignas(64) _Atomic uint32_t plan_q; /* core: the query its plans are for */
-	uint32_t nplan;
-	struct emu_tk_plan plan[EMU_TK_PLANS];
 };
 
 struct emu_core_shm {

@@ -171,14 +171,13 @@ struct emu_core {
 	 * without exact_lead or TORUS_DEFER=0), and is its clock now an
 	 * offset from the answer to its last one (emu_core_sync ends that) */
 	int defer, rel;
-	torus_vt_t tk_lead;        /* emu_core_lead: for the next query */
 	uint64_t tk_src, tk_id;     /* the arrival being taken */
 	struct emu_stash stash;   /* raw packets taken from rx, not yet received */
-	/* --exact plans (emu_core_declare_begin): one being recorded (its posts
-	 * are written down, not made, its clock runs from 0), how many are
-	 * written for the next wait, the query they went with, and the one
-	 * being followed after its answer (its posts are checked, not told) */
-	int plan_rec, plan_ok, replay;
+	/* a program's step being recorded (emu_core_step_begin): its posts
+	 * are written down, not made, and its clock runs from 0 (plan_vt: the
+	 * clock put aside); plan_ok: it fits */
+	int plan_rec, plan_ok;
+	torus_vt_t plan_vt;
 	/* a program (emu_core_program_start): its steps, and while it runs the
 	 * events its posts would tell (counted, not told) */
 	int program;
@@ -195,9 +194,6 @@ struct emu_core {
 	uint32_t prog_cur_n, prog_pos;
 	torus_vt_t prog_base;
 	uint32_t step_nev;            /* events of the step being recorded (after prog_nev) */
-	uint32_t plan_i, plan_n, plan_q, rp_pos;
-	torus_vt_t plan_vt, rp_base;
-	struct emu_tk_plan rp;
 };
 
 /* emu_core_expect's promise holds, under --exact: the core may tell the
@@ -208,8 +204,8 @@ static inline int emu_core_promised(const emu_core_t *c)
 	return c->tk && c->received < c->expect;
 }
 
-/* Recording a plan (emu_core_declare_begin): the DMA unit writes its posts and
- * counter changes down for the timekeeper and changes nothing else. */
+/* Recording a program's step (emu_core_step_begin): the DMA unit writes its
+ * posts and counter changes down for the timekeeper and changes nothing else. */
 static inline int emu_core_planning(const emu_core_t *c)
 {
 	return c->plan_rec;

@@ -21,8 +21,6 @@
  *     not, lengths up to 4080 bytes, times and deltas from the input;
  *   - a question from a core: any of the query types or anything, any
  *     number of ids, counters valid or not, any key, time and deadline;
- *   - a declared step for the core's next question (its plan: events,
- *     the wait it asks next, its end), well formed or not;
  *   - a core's clock moved, or the core finished (as at its return);
  *   - damage: a dirty bit of no core, or an event ring's head far past
  *     its tail;
@@ -162,35 +160,9 @@ static void question(struct reader *r)
 	t->qkey = rd(r, 1);
 	if (t->qtype == EMU_TKQ_PKT && (rd(r, 1) & 1))
 		t->qkey |= EMU_TK_MSG_ANY;
-	t->qlead = 0;
 	atomic_store_explicit(&t->clock, t->qvt, memory_order_release);
 	atomic_fetch_add_explicit(&t->qseq, 1, memory_order_release);
 	poke(g);
-}
-
-/* A declared step (emu_core_declare_begin): a plan for pair i of the
- * core's next query, followed once its answer names that pair. */
-static void plan(struct reader *r)
-{
-	uint32_t g = (uint32_t)rd(r, 1) % NCORES;
-	struct emu_tk_core *t = emu_shm_tk(&m.shm, g);
-	uint32_t i = (uint32_t)rd(r, 1) % EMU_TK_PLANS;
-	struct emu_tk_plan *p = &t->plan[i];
-	p->valid = (uint32_t)rd(r, 1) & 1;
-	p->nev = pick(r, 4, 1);
-	p->qn = pick(r, 3, 1);
-	p->end = 1000u * rd(r, 2);
-	p->qlead = 0;
-	for (uint32_t q = 0; q < EMU_TK_PLANS; q++) {
-		p->qids[q] = pick(r, CORES * m.shm.hdr->params.dma_counters, 2);
-		p->qmarks[q] = (uint32_t)rd(r, 1);
-	}
-	for (uint32_t e = 0; e < EMU_TK_PLAN_EVS && e < p->nev; e++)
-		decode_event(r, &p->ev[e]);
-	uint32_t nplan = (uint32_t)rd(r, 1);
-	t->nplan = nplan % 16;
-	/* for the query the core asks next */
-	atomic_store(&t->plan_q, atomic_load(&t->qseq) + 1);
 }
 
 /* What a stray write leaves: a dirty bit of no core, or an event ring's
@@ -249,8 +221,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct reader r = {data, size};
 	int stopped = 0;
 	while (r.n && !stopped) {
-		/* (an op byte of 0xf6 or 0xfe is a plan, 0xf5 damage: the
-		 * corpus's inputs, from before these, decode as they did) */
+		/* (an op byte of 0xf6 or 0xfe is an event too, once a declared
+		 * step; 0xf5 damage: the corpus's inputs, from before these,
+		 * decode as they did) */
 		uint32_t op = (uint32_t)rd(&r, 1);
 		switch (op == 0xf5 ? 9 : op >= 0xf0 && op % 8 == 6 ? 8 : op % 8) {
 		case 0:
@@ -267,7 +240,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			clock_or_done(&r);
 			break;
 		case 8:
-			plan(&r);
+			event(&r);
 			break;
 		case 9:
 			damage(&r);

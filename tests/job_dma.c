@@ -7,7 +7,7 @@
  *
  * Scenarios: put|get|memfifo|copy SIZES..., many N, bad, full, barrier,
  * waitany, bandwidth BYTES; under --exact faulttime, markwait, leftwait,
- * injorder, declare N W R [BREAK], program N W R [BREAK].
+ * injorder, program N W R [BREAK].
  *
  * Convention: every core registers its receive buffer first and allocates
  * its reception counter first, so their node-wide ids are
@@ -1044,13 +1044,10 @@ static int run_injorder(emu_core_t *c)
 
 /* A counter nobody will ever decrement: only the hang detector ends this. */
 /*
- * --exact: declared steps (emu_core_declare_begin). A token goes round the
- * ring of every core R times: a core that gets it (a mark of its reception
- * counter) holds it W ps (emu_core_compute), then puts N bytes to the next
- * core. Before each wait a core declares that step and the wait after it.
- * Every core prints its clock at the end: the same with and without
- * declaring (TORUS_DECLARE=0). sizes: N W R [BREAK]; BREAK 1: core 1 puts
- * one byte more than it declared in its second step, which stops the job.
+ * A relay: a token goes round the ring of every core R times: a core that
+ * gets it (a mark of its reception counter) holds it W ps
+ * (emu_core_compute), then puts N bytes to the next core. Every core
+ * prints its clock at the end.
  */
 static int relay_step(emu_core_t *c, dma_injfifo_t *f, const uint8_t *buf, uint64_t n, torus_vt_t w, uint32_t inj)
 {
@@ -1114,54 +1111,12 @@ static int relay_finish(emu_core_t *c, const struct relay *r, int rc, torus_vt_t
 	return 0;
 }
 
-static int run_declare(emu_core_t *c)
-{
-	static _Thread_local uint8_t buf[4096];
-	struct relay rl;
-	if (relay_setup(c, &rl, buf, sizeof(buf)))
-		return 1;
-	RELAY_NAMES(rl);
-	/* the calls' own checks */
-	uint32_t m0 = 0;
-	CHECK(c, emu_core_declare_begin(NULL, 0) == -EINVAL && emu_core_declare_begin(c, EMU_DECLARE_PAIRS) == -EINVAL &&
-			 emu_core_declare_end(c, &k, &m0, 1, 0, 1) == -EINVAL,
-	      "bad arguments refused");
-	if (emu_core_declare_begin(c, 0) == 0) {
-		CHECK(c, emu_core_declare_begin(c, 1) == -EBUSY &&
-				 emu_core_declare_end(c, &k, &m0, EMU_DECLARE_PAIRS + 1, 0, 1) == -EINVAL &&
-				 emu_core_declare_end(c, NULL, NULL, 0, 0, 0) == 0,
-		      "declaring twice, too many pairs, a step discarded");
-	}
-	if (dma_barrier(c))
-		return 1;
-	torus_vt_t t0 = emu_core_now(c);
-	int rc = me == 0 ? relay_step(c, f, buf, n, w, inj) : 0;
-	/* core 0 waits for laps 0..R-1 and puts after all but the last; the
-	 * others wait for the token R times and put after each */
-	for (uint32_t m = 0; !rc && m < R; m++) {
-		int puts = me != 0 || m + 1 < R, next_puts = me != 0 || m + 2 < R;
-		uint32_t next = m + 1;
-		torus_vt_t lead = puts ? w : 0;
-		if (emu_core_declare_begin(c, 0) == 0) {
-			int r2 = puts ? relay_step(c, f, buf, n, w, inj) : 0;
-			CHECK(c, emu_core_declare_end(c, &k, &next, m + 1 < R, next_puts ? w : 0, r2 == 0) == 0,
-			      "declare_end");
-		}
-		size_t which = 9;
-		rc = emu_core_lead(c, lead);
-		if (!rc)
-			rc = dma_counter_wait_marks(c, &k, &m, 1, &which);
-		if (!rc && puts)
-			rc = relay_step(c, f, buf, brk && me == 1 && m == 1 ? n + 1 : n, w, inj);
-	}
-	return relay_finish(c, &rl, rc, t0);
-}
-
 /*
- * --exact: the same relay as one program per core (emu_core_program_start):
- * every step told first, then made as the token physically comes. The
- * times are declare's. Without programs (TORUS_PROGRAM=0) each step waits
- * on the timekeeper as usual. sizes: N W R [BREAK] as for declare.
+ * --exact: the relay as one program per core (emu_core_program_start):
+ * every step told first, then made as the token physically comes. Without
+ * programs (TORUS_PROGRAM=0) each wait asks the timekeeper: the same
+ * times. sizes: N W R [BREAK]; BREAK 1: core 1 puts one byte more than it
+ * told in its second step, which stops the job.
  */
 static int run_program(emu_core_t *c)
 {
@@ -1261,8 +1216,6 @@ static int core_main(emu_core_t *c, void *arg)
 		rc = run_waitany(c);
 	else if (!strcmp(scenario, "bandwidth"))
 		rc = run_bandwidth(c);
-	else if (!strcmp(scenario, "declare"))
-		rc = run_declare(c);
 	else if (!strcmp(scenario, "program"))
 		rc = run_program(c);
 	else if (!strcmp(scenario, "hang"))
@@ -1276,8 +1229,8 @@ int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
 		printf("usage: torusrun ... -- dma-check put|get|copy|memfifo SIZES... | many N | anyorder | bad | rebind | full | barrier | "
-		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait | leftwait | injorder | declare N W R [BREAK] "
-		       "| program N W R [BREAK] (these six: --exact)\n");
+		       "waitany | bandwidth BYTES | faulttime [HOPS_AHEAD] | markwait | leftwait | injorder "
+		       "| program N W R [BREAK] (these five: --exact)\n");
 		return argc < 2 ? 2 : 0;
 	}
 	scenario = argv[1];

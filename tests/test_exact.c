@@ -432,37 +432,10 @@ static void test_refusals(void)
 	result_free(&r);
 }
 
-/*
- * emu_core_lead: work promised before a wait lets the timekeeper simulate
- * past the answer; it changes no emulated time, under chaos too, and a
- * core that posts inside its promise stops the job.
- */
-static void test_lead(void)
+/* "N program steps taken" in a TORUS_TK_DEBUG report, or -1. */
+static long long program_steps(const char *err)
 {
-	struct result base = run("$B/torusrun --quiet --torus 2 -- $B/lead-check 20 3000000");
-	/* 20 catches on each side, each followed by 3 us of work */
-	unsigned long long end = 0;
-	const char *e = strstr(base.out, "node 0 end at ");
-	EXPECT(base.status == 0 && e && sscanf(e, "node 0 end at %llu", &end) == 1 && end > 2 * 20 * 3000000ull,
-	       "lead-check without a promise: %d, end %llu\n%s%s", base.status, end, base.out, base.err);
-	static const char *const opts[] = {"", "--chaos 1", "--chaos 2", "--param fifo_slots=1"};
-	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
-		struct result r = run("$B/torusrun --quiet --torus 2 %s -- $B/lead-check --lead 20 3000000", opts[i]);
-		EXPECT(r.status == 0 && same_lines(base.out, r.out), "--lead %s: %d\n%s%s\nwithout it:\n%s", opts[i],
-		       r.status, r.out, r.err, base.out);
-		result_free(&r);
-	}
-	struct result r = run("$B/torusrun --quiet --torus 2 --timeout 30 -- $B/lead-check --lead --break 20 3000000");
-	EXPECT(r.status != 0 && strstr(r.err, "before the end of the work it promised (emu_core_lead)"),
-	       "a broken promise: %d\n%s", r.status, r.err);
-	result_free(&r);
-	result_free(&base);
-}
-
-/* "N declared steps followed" in a TORUS_TK_DEBUG report, or -1. */
-static long long declared_steps(const char *err)
-{
-	const char *p = strstr(err, " declared steps followed");
+	const char *p = strstr(err, " program steps taken");
 	if (!p)
 		return -1;
 	while (p > err && p[-1] >= '0' && p[-1] <= '9')
@@ -471,53 +444,46 @@ static long long declared_steps(const char *err)
 }
 
 /*
- * Declared steps (emu_core_declare_begin) and programs
- * (emu_core_program_start) change no emulated time: the relay of dma-check
- * declare and program and the multicolor collectives (which run as
- * programs under --exact) give the same times with them, with declared
- * steps only (TORUS_PROGRAM=0) and with neither (TORUS_DECLARE=0), under
- * chaos; the timekeeper followed some; and a core that does not do the step
- * it declared or told stops the job with a message.
+ * Programs (emu_core_program_start) change no emulated time: the relay of
+ * dma-check program and the multicolor collectives (which run as
+ * programs) give the same times with them as without (TORUS_PROGRAM=0,
+ * every wait on marks a question), under chaos; the timekeeper took their
+ * steps; and a core that does not make the step it told stops the job
+ * with a message.
  */
-static void test_declare(void)
+static void test_programs(void)
 {
 	static const char *const relay[] = {"--torus 2x2 --cores 2 -- $B/dma-check %s 1000 2000000 5",
 					    "--torus 3 --chaos 3 -- $B/dma-check %s 4000 0 7",
 					    "--torus 2x3 --cores-map 1,2,1,3,2,1 --chaos 4 -- $B/dma-check %s 256 500000 4"};
-	static const char *const modes[] = {"TORUS_DECLARE=0", "TORUS_PROGRAM=0", "TORUS_TK_DEBUG=1"};
+	/* TORUS_PROGRAM=0 first: the programs' rows must equal it */
+	static const char *const modes[] = {"TORUS_PROGRAM=0 TORUS_TK_DEBUG=1", "TORUS_TK_DEBUG=1"};
 	for (size_t i = 0; i < sizeof(relay) / sizeof(relay[0]); i++) {
 		char *first = NULL;
-		for (int sc = 0; sc < 2; sc++)
-			for (size_t md = 0; md < 3; md++) {
-				char cmd[256];
-				snprintf(cmd, sizeof(cmd), relay[i], sc ? "program" : "declare");
-				struct result r = run("%s $B/torusrun --quiet %s", modes[md], cmd);
-				long long n = declared_steps(r.err);
-				EXPECT(r.status == 0 && strstr(r.out, "relay: core 0 at ") && (md < 2 || n > 0) &&
-					       (!first || same_lines(first, r.out)),
-				       "%s %s: %d, %lld steps followed\n%s%s\nthe first run:\n%s", modes[md], cmd, r.status, n,
-				       r.out, r.err, first ? first : "");
-				if (!first)
-					first = strdup(r.out);
-				result_free(&r);
-			}
+		for (size_t md = 0; md < 2; md++) {
+			char cmd[256];
+			snprintf(cmd, sizeof(cmd), relay[i], "program");
+			struct result r = run("%s $B/torusrun --quiet %s", modes[md], cmd);
+			long long n = program_steps(r.err);
+			EXPECT(r.status == 0 && strstr(r.out, "relay: core 0 at ") && (md ? n > 0 : n == 0) &&
+				       (!first || same_lines(first, r.out)),
+			       "%s %s: %d, %lld program steps\n%s%s\nthe first run:\n%s", modes[md], cmd, r.status, n, r.out,
+			       r.err, first ? first : "");
+			if (!first)
+				first = strdup(r.out);
+			result_free(&r);
+		}
 		free(first);
 	}
-	static const char *const brk[][2] = {
-		{"declare", "core 1 of node 0 did not do the step it declared (emu_core_declare_begin)"},
-		{"program", "core 1 of node 0 did not make the step its program told (emu_core_program_start)"}};
-	for (size_t i = 0; i < 2; i++) {
-		struct result r = run("$B/torusrun --quiet --torus 2x2 --cores 2 --timeout 30 -- $B/dma-check %s 1000 "
-				      "2000000 5 1",
-				      brk[i][0]);
-		EXPECT(r.status != 0 && strstr(r.err, brk[i][1]), "%s, a step not made as told: %d\n%s", brk[i][0], r.status,
-		       r.err);
-		result_free(&r);
-	}
+	struct result rb = run("$B/torusrun --quiet --torus 2x2 --cores 2 --timeout 30 -- $B/dma-check program 1000 "
+			       "2000000 5 1");
+	EXPECT(rb.status != 0 && strstr(rb.err, "core 1 of node 0 did not make the step its program told "
+						"(emu_core_program_start)"),
+	       "a step not made as told: %d\n%s", rb.status, rb.err);
+	result_free(&rb);
 	/* bad switches: an error on every member, which says why; a bad
 	 * exact_nice before anything starts */
 	static const char *const bad[][2] = {{"TORUS_PROGRAM=2", "TORUS_PROGRAM must be 0 or 1, not '2'"},
-					     {"TORUS_PROGRAM=0 TORUS_DECLARE=yes", "TORUS_DECLARE must be 0 or 1, not 'yes'"},
 					     {"TORUS_DEFER=on", "TORUS_DEFER must be 0 or 1, not 'on'"}};
 	for (size_t i = 0; i < CUNIT_COUNT(bad); i++) {
 		struct result r = run("%s $B/torusrun --quiet --torus 2x2 -- $B/torus-bench allreduce --sizes 1K",
@@ -545,11 +511,11 @@ static void test_declare(void)
 	for (size_t i = 0; i < sizeof(ar) / sizeof(ar[0]); i++) {
 		const char *job = light() ? ar_light[i] : ar[i];
 		char *first = NULL;
-		for (size_t md = 0; md < 3; md++) {
+		for (size_t md = 0; md < 2; md++) {
 			struct result r = run("%s $B/torusrun --quiet %s", modes[md], job);
 			char *row = bench_row(r.out);
-			long long n = declared_steps(r.err);
-			EXPECT(r.status == 0 && row && strstr(row, " ok") && (md < 2 || n > 0) && (!first || !strcmp(first, row)),
+			long long n = program_steps(r.err);
+			EXPECT(r.status == 0 && row && strstr(row, " ok") && (md ? n > 0 : n == 0) && (!first || !strcmp(first, row)),
 			       "%s %s: '%s' (%lld steps followed), the first run '%s'\n%s", modes[md], job, row ? row : "?", n,
 			       first ? first : "", r.err);
 			if (!first)
@@ -657,8 +623,7 @@ int main(void)
 		{"collectives", test_collectives},
 		{"trace_no_overlap", test_trace_no_overlap},
 		{"refusals", test_refusals},
-		{"lead", test_lead},
-		{"declare", test_declare},
+		{"programs", test_programs},
 		{"deferred", test_deferred},
 		{"deferred_programs", test_deferred_programs},
 	};

@@ -40,18 +40,6 @@ static int tk_answered(void *arg)
 
 /* Ask the timekeeper (the query's other fields are filled in): returns
  * the query's number for emu_core_tk_answer. */
-/* A core that does not do what it planned: the job stops (the timekeeper
- * has timed the plan, not what the core does). */
-static int plan_broken(emu_core_t *c, const char *what)
-{
-	fprintf(stderr,
-		"torusrun: core %u of node %u did not do the step it declared (emu_core_declare_begin): %s, at %llu ps "
-		"into the step (from %llu ps)\n",
-		c->index, c->node->rank, what, (unsigned long long)(c->vt - c->rp_base), (unsigned long long)c->rp_base);
-	c->replay = 0;
-	return -EPROTO;
-}
-
 /* A core whose program does not match what it does. */
 static int prog_broken(emu_core_t *c, const char *what)
 {
@@ -72,20 +60,6 @@ static void prog_clear(emu_core_t *c)
 	c->prog_cur = NULL;
 }
 
-/* The query about to be asked, against the wait its plan declared. */
-static int plan_check_ask(emu_core_t *c, uint32_t type)
-{
-	const struct emu_tk_core *t = c->tk;
-	const struct emu_tk_plan *p = &c->rp;
-	if (c->rp_pos != p->nev)
-		return plan_broken(c, "it asked the timekeeper before its last declared post");
-	if (type != EMU_TKQ_MARK_WAIT || t->qn != p->qn || c->vt != c->rp_base + p->end || c->tk_lead != p->qlead ||
-	    memcmp(t->qids, p->qids, p->qn * sizeof(uint32_t)) || memcmp(t->qmarks, p->qmarks, p->qn * sizeof(uint32_t)))
-		return plan_broken(c, "its next wait is not the one it named");
-	c->replay = 0;
-	return 0;
-}
-
 uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 {
 	struct emu_tk_core *t = c->tk;
@@ -99,11 +73,9 @@ uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 			deadline = left == UINT64_MAX ? UINT64_MAX : c->vt + left;
 	}
 	if (c->plan_rec) {
-		c->plan_ok = 0; /* a plan cannot ask: emu_core_tk_answer refuses */
+		c->plan_ok = 0; /* a step being recorded cannot ask: emu_core_tk_answer refuses */
 		return 0;
 	}
-	if (c->replay && plan_check_ask(c, type))
-		return 0;
 	if (c->program) {
 		fprintf(stderr, "torusrun: core %u of node %u asked the timekeeper while its program ran "
 				"(emu_core_program_start)\n", c->index, c->node->rank);
@@ -114,17 +86,7 @@ uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 	t->qtype = type;
 	t->qvt = c->vt;
 	t->qdeadline = deadline;
-	t->qlead = c->tk_lead;
-	c->tk_lead = 0;
 	uint32_t q = ++c->tk_q;
-	/* plans go with a wait on marks; before qseq (its release store) */
-	c->plan_q = 0;
-	if (c->plan_n && type == EMU_TKQ_MARK_WAIT) {
-		t->nplan = c->plan_n;
-		atomic_store_explicit(&t->plan_q, q, memory_order_relaxed);
-		c->plan_q = q;
-	}
-	c->plan_n = 0;
 	atomic_store_explicit(&t->qseq, q, memory_order_release);
 	emu_core_tk_poke(c);
 	return q;
@@ -134,22 +96,14 @@ uint32_t emu_core_tk_ask(emu_core_t *c, uint32_t type, torus_vt_t deadline)
 int emu_core_tk_answer(emu_core_t *c, uint32_t q)
 {
 	if (c->plan_rec)
-		return -EAGAIN; /* inside a plan: it cannot wait */
+		return -EAGAIN; /* recording a step: it cannot wait */
 	if (!q)
-		return -EPROTO; /* its plan was broken (plan_broken said how) */
+		return -EPROTO; /* asked while its program ran (emu_core_tk_ask said so) */
 	struct tk_wait w = {c, q};
 	struct emu_wait ew = {tk_answered, NULL, NULL, &w};
 	int r = emu_core_block(c, &ew, -1);
 	if (r <= 0)
 		return r < 0 ? r : -ETIMEDOUT;
-	const struct emu_tk_core *t = c->tk;
-	if (q == c->plan_q && t->afound && t->a_which < t->nplan && t->plan[t->a_which].valid) {
-		/* the timekeeper has timed plan a_which from the answer on */
-		c->rp = t->plan[t->a_which];
-		c->rp_pos = 0;
-		c->rp_base = t->avt > c->vt ? t->avt : c->vt;
-		c->replay = c->rp.nev || c->rp.qn;
-	}
 	return 0;
 }
 
@@ -202,8 +156,8 @@ static int ring_put(emu_core_t *c, const struct emu_tk_ev *ev)
 	return 0;
 }
 
-/* A step or plan being recorded: the event written down (one that does
- * not fit, or a promise, spoils it). */
+/* A step being recorded: the event written down (one that does not fit,
+ * or a promise, spoils it). */
 static void record(emu_core_t *c, struct emu_tk_ev *evs, uint32_t *n, uint32_t max, const struct emu_tk_ev *ev)
 {
 	if (ev->type == EMU_TK_EXPECT || *n == max)
@@ -224,10 +178,9 @@ static int same_event(const struct emu_tk_ev *told, torus_vt_t base, const struc
 /* Tell the timekeeper about something sent. */
 int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 {
-	struct emu_tk_core *t = c->tk;
 	if (emu_core_promised(c) && ev->type != EMU_TK_EXPECT)
 		return -EBUSY; /* emu_core_expect: it promised not to */
-	if (c->plan_rec == 2) {
+	if (c->plan_rec) {
 		/* a step of a program: after the steps told before it */
 		if (c->prog_nev + c->step_nev == c->prog_cap) {
 			size_t nc = c->prog_cap ? 2 * c->prog_cap : 1024;
@@ -248,21 +201,6 @@ int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 			return prog_broken(c, "a post or counter change differs from the step's");
 		c->prog_pos++;
 		c->prog_told++;
-		return 0;
-	}
-	if (c->plan_rec) {
-		struct emu_tk_plan *p = &t->plan[c->plan_i];
-		record(c, p->ev, &p->nev, EMU_TK_PLAN_EVS, ev);
-		return 0;
-	}
-	if (c->replay) {
-		/* told already */
-		if (c->rp_pos == c->rp.nev)
-			return plan_broken(c, "it posted more than it declared");
-		if (!same_event(&c->rp.ev[c->rp_pos], c->rp_base, ev))
-			return plan_broken(c, "a post or counter change differs from the declared one");
-		if (++c->rp_pos == c->rp.nev && !c->rp.qn)
-			c->replay = 0;
 		return 0;
 	}
 	int rc;
@@ -294,8 +232,7 @@ int emu_core_can_defer(const emu_core_t *c)
 	int off = env_switch(&defer_off, "TORUS_DEFER"); /* 0: every wait a question */
 	if (off)
 		return off < 0 ? off : 0;
-	return !c->plan_rec && !c->replay && !c->program && !c->prog_events && !c->plan_n && !c->tk_lead &&
-	       !emu_core_promised(c);
+	return !c->plan_rec && !c->program && !c->prog_events && !emu_core_promised(c);
 }
 
 /* A program's end deferred (emu_core_program_start): as a wait, with
@@ -307,7 +244,7 @@ static int program_can_defer(const emu_core_t *c)
 	int off = env_switch(&defer_off, "TORUS_DEFER");
 	if (off)
 		return off < 0 ? off : 0;
-	return !c->plan_rec && !c->replay && !c->plan_n && !c->tk_lead && !emu_core_promised(c);
+	return !c->plan_rec && !emu_core_promised(c);
 }
 
 static int defer(emu_core_t *c, const struct emu_tk_ev *ev)
@@ -361,10 +298,7 @@ int emu_core_sync(emu_core_t *c)
 {
 	if (!c->rel)
 		return 0;
-	torus_vt_t lead = c->tk_lead; /* for the question that follows */
-	c->tk_lead = 0;
 	int rc = tk_ask(c, EMU_TKQ_SYNC, 0);
-	c->tk_lead = lead;
 	if (rc)
 		return rc;
 	c->rel = 0;
@@ -373,7 +307,7 @@ int emu_core_sync(emu_core_t *c)
 	return 0;
 }
 
-_Static_assert(EMU_TK_PLANS == EMU_DECLARE_PAIRS, "one limit");
+_Static_assert(EMU_TK_PLANS == EMU_PROGRAM_STREAMS, "one limit");
 
 /* A switch in the environment, read once into *cache (-2: not yet): 1 if
  * NAME is 0 (off), 0 if it is 1, empty or unset, -EINVAL for anything else
@@ -391,90 +325,31 @@ static int env_switch(_Atomic int *cache, const char *name)
 	return off;
 }
 
-/* Start recording (mode 1: a declared step, 2: a program's step): what
- * both allow, and the clock put aside. */
-static _Atomic int declare_off = -2;
-
-static int record_begin(emu_core_t *c, int mode)
-{
-	int off = env_switch(&declare_off, "TORUS_DECLARE");
-	if (off < 0)
-		return off;
-	if (!c->tk || c->node->params->exact_lead_ps || off)
-		return -EOPNOTSUPP; /* (a paced post asks the timekeeper) */
-	if (c->plan_rec || c->program || (c->replay && c->rp_pos < c->rp.nev) || emu_core_promised(c))
-		return -EBUSY;
-	/* a declared step goes with a question, at an absolute clock; a
-	 * program's steps are times from each step's start, and the program
-	 * starts where its (possibly relative) clock says */
-	int rc = mode == 1 ? emu_core_sync(c) : 0;
-	if (rc)
-		return rc;
-	c->plan_rec = mode;
-	c->plan_ok = 1;
-	c->plan_vt = c->vt;
-	c->vt = 0;
-	return 0;
-}
-
-int emu_core_declare_begin(emu_core_t *c, uint32_t pair)
-{
-	if (!c || pair >= EMU_TK_PLANS)
-		return -EINVAL;
-	int rc = record_begin(c, 1);
-	if (rc)
-		return rc;
-	struct emu_tk_core *t = c->tk;
-	for (uint32_t i = c->plan_n; i < pair; i++)
-		t->plan[i].valid = 0;
-	if (pair >= c->plan_n)
-		c->plan_n = pair + 1;
-	struct emu_tk_plan *p = &t->plan[pair];
-	p->valid = 0;
-	p->nev = p->qn = 0;
-	c->plan_i = pair;
-	return 0;
-}
-
-int emu_core_declare_end(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, uint32_t n, torus_vt_t lead,
-		      int keep)
-{
-	if (!c || c->plan_rec != 1 || n > EMU_TK_PLANS || (n && (!ids || !marks)))
-		return -EINVAL;
-	struct emu_tk_plan *p = &c->tk->plan[c->plan_i];
-	p->end = c->vt;
-	p->qn = n;
-	p->qlead = lead;
-	if (n) {
-		memcpy(p->qids, ids, n * sizeof(uint32_t));
-		memcpy(p->qmarks, marks, n * sizeof(uint32_t));
-	}
-	p->valid = keep && c->plan_ok;
-	c->vt = c->plan_vt;
-	c->plan_rec = 0;
-	return 0;
-}
-
 int emu_core_step_begin(emu_core_t *c)
 {
 	if (!c)
 		return -EINVAL;
 	static _Atomic int program_off = -2;
 	int off = env_switch(&program_off, "TORUS_PROGRAM");
-	/* a bad TORUS_DECLARE is an error here too, before the caller posts
-	 * anything: every member of a collective then fails at the start */
-	int doff = env_switch(&declare_off, "TORUS_DECLARE");
-	if (off || doff < 0)
-		return off < 0 ? off : doff < 0 ? doff : -EOPNOTSUPP;
-	int rc = record_begin(c, 2);
-	if (!rc)
-		c->step_nev = 0;
-	return rc;
+	if (off)
+		return off < 0 ? off : -EOPNOTSUPP;
+	if (!c->tk || c->node->params->exact_lead_ps)
+		return -EOPNOTSUPP; /* (a paced post asks the timekeeper) */
+	if (c->plan_rec || c->program || emu_core_promised(c))
+		return -EBUSY;
+	/* the step's times are offsets from its start (the clock from 0
+	 * meanwhile), so a relative clock needs no answer first */
+	c->plan_rec = 1;
+	c->plan_ok = 1;
+	c->plan_vt = c->vt;
+	c->vt = 0;
+	c->step_nev = 0;
+	return 0;
 }
 
 int emu_core_step_end(emu_core_t *c, uint32_t stream, uint32_t id, int64_t mark, int keep)
 {
-	if (!c || c->plan_rec != 2)
+	if (!c || !c->plan_rec)
 		return -EINVAL;
 	torus_vt_t end = c->vt;
 	int ok = keep && c->plan_ok;
@@ -482,7 +357,7 @@ int emu_core_step_end(emu_core_t *c, uint32_t stream, uint32_t id, int64_t mark,
 	c->plan_rec = 0;
 	if (!ok)
 		return -EAGAIN;
-	if (stream >= EMU_DECLARE_PAIRS || mark < -1)
+	if (stream >= EMU_PROGRAM_STREAMS || mark < -1)
 		return -EINVAL;
 	/* its events stay in prog_ev, to check the step when it is made */
 	if (c->prog_st[stream].n == c->prog_st[stream].cap) {
@@ -509,11 +384,11 @@ int emu_core_step_end(emu_core_t *c, uint32_t stream, uint32_t id, int64_t mark,
 
 int emu_core_program_start(emu_core_t *c, uint32_t nstreams)
 {
-	if (!c || !nstreams || nstreams > EMU_DECLARE_PAIRS)
+	if (!c || !nstreams || nstreams > EMU_PROGRAM_STREAMS)
 		return -EINVAL;
 	if (!c->tk)
 		return -EOPNOTSUPP;
-	if (c->plan_rec || c->replay || c->program)
+	if (c->plan_rec || c->program)
 		return -EBUSY;
 	int d = program_can_defer(c);
 	if (d < 0)
@@ -590,14 +465,6 @@ int emu_core_program_finish(emu_core_t *c)
 	return 0;
 }
 
-int emu_core_lead(emu_core_t *c, torus_vt_t ps)
-{
-	if (!c)
-		return -EINVAL;
-	if (c->tk)
-		c->tk_lead = ps;
-	return 0;
-}
 
 /*
  * the earliest arrival of queue q this core has not taken, from

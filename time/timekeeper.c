@@ -65,10 +65,8 @@ void tk_rebound(struct emu_tk *tk, struct tk_core *k)
 		k->run = 1;
 	} else if (!k->waiting || k->qtype == EMU_TKQ_PACE) {
 		/* its next post is ready no earlier than its clock plus
-		 * inj_overhead (counter changes: see struct tk_ctr), nor
-		 * before the end of the work it promised after its last
-		 * tk_answer (emu_core_lead); a core that waits to be paced posts
-		 * next */
+		 * inj_overhead (counter changes: see struct tk_ctr); a core
+		 * that waits to be paced posts next */
 		k->lim = add_sat(k->clock > k->lead_until ? k->clock : k->lead_until, tk->m->hdr->params.inj_overhead_ps);
 		k->run = 1;
 	} else {
@@ -179,7 +177,7 @@ void tk_answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t vt)
 	/* a query it asked under a promise the simulation has seen kept: it
 	 * takes that arrival before it acts */
 	k->clock = vt > k->kept_at ? vt : k->kept_at;
-	k->lead_until = add_sat(vt, k->qlead);
+	k->lead_until = vt;
 	tk_rebound(tk, k);
 	tk->queries++;
 	if (k->qtype < TK_QTYPES)
@@ -546,7 +544,7 @@ void emu_tk_stop_report(struct emu_tk *tk, struct emu_tk_progress *last)
 			struct timesim_stats st;
 			timesim_stats(tk->ts, &st);
 			fprintf(stderr,
-				"torusrun: timekeeper: %llu events, %llu queries answered (%llu paces), %llu declared steps followed, "
+				"torusrun: timekeeper: %llu events, %llu queries answered (%llu paces), %llu program steps taken, "
 				"%llu rounds, %llu sleeps; "
 				"%llu hops, %llu simulator events (%llu stale, heap of at most %llu); "
 				"wall time simulating %.3f s, asleep %.3f s; thread CPU time %.3f s; "

@@ -1,23 +1,23 @@
 /*
  * The timekeeper (timekeeper.c), part: The cores' questions and what answers them: looks at arrivals, counters
- * and marks, deferred waits, declared steps and programs, paces and
+ * and marks, deferred waits, programs, paces and
  * barriers.
  */
 #include "tk_internal.h"
 
-/* A plan that the timekeeper cannot follow (emu_core_declare_begin). */
+/* A program that the timekeeper cannot run (emu_core_step_end). */
 static int plan_refused(const struct tk_core *k, const char *why)
 {
-	fprintf(stderr, "torusrun: timekeeper: core %u of node %u: the step it declared (emu_core_declare_begin) %s\n", k->core, k->node, why);
+	fprintf(stderr, "torusrun: timekeeper: core %u of node %u: a step of its program (emu_core_step_end) %s\n",
+		k->core, k->node, why);
 	return -EPROTO;
 }
 
-/* A core acted before the end of the work it promised (emu_core_lead). */
+/* A core acted before its last answer (or the end of its last deferred
+ * wait): its clock went back. */
 static void lead_broken(const struct tk_core *k, const char *what, torus_vt_t at)
 {
-	fprintf(stderr,
-		"torusrun: timekeeper: core %u of node %u %s at %llu ps, before the end of the work it promised "
-		"(emu_core_lead) after its answer: %llu ps\n",
+	fprintf(stderr, "torusrun: timekeeper: core %u of node %u %s at %llu ps, before its last answer: %llu ps\n",
 		k->core, k->node, what, (unsigned long long)at, (unsigned long long)k->lead_until);
 }
 
@@ -141,7 +141,6 @@ static int prog_next(struct emu_tk *tk, struct tk_core *k)
 		k->qtype = EMU_TKQ_MARK_WAIT;
 		k->qvt = k->clock;
 		k->qn = nw;
-		k->qlead = 0;
 		k->qdeadline = 0;
 		k->qkey = 0;
 		k->blocked = 0;
@@ -179,7 +178,6 @@ static int waited(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *
 	k->qids[0] = ev->rec;
 	k->qvt = ev->ready;
 	k->qdeadline = TIMESIM_NEVER;
-	k->qlead = 0;
 	k->qkey = ev->kind == 1 ? ev->id : 0;
 	k->blocked = 0;
 	k->arrived_bar = 0;
@@ -209,11 +207,6 @@ int tk_look(struct emu_tk *tk, struct tk_core *k, int *err)
 		fprintf(stderr, "torusrun: timekeeper: core %u of node %u: its event ring's indices are damaged (%u events)\n",
 			k->core, k->node, head - tail);
 		*err = -EPROTO;
-		return 1;
-	}
-	if (tail != head && k->declared) {
-		/* between its plan's answer and the wait the plan declared */
-		*err = plan_refused(k, "is not what it did: it posted before asking the wait the step named");
 		return 1;
 	}
 	while (tail != head && !k->defer_wait) {
@@ -254,22 +247,7 @@ int tk_look(struct emu_tk *tk, struct tk_core *k, int *err)
 		atomic_store_explicit(&sh->tail, tail, memory_order_release);
 		emu_bell_ring(&k->cs->bell); /* a core waiting for room */
 	}
-	if (k->declared) {
-		if (q == k->qseen) {
-			/* it asks the wait its plan declared: the same one? */
-			if (sh->qtype != EMU_TKQ_MARK_WAIT || sh->qvt != k->qvt || sh->qn != k->qn || sh->qlead != k->qlead ||
-			    memcmp(sh->qids, k->qids, k->qn * sizeof(uint32_t)) ||
-			    memcmp(sh->qmarks, k->qmarks, k->qn * sizeof(uint32_t))) {
-				*err = plan_refused(k, "named a wait that is not the one it asked");
-				return 1;
-			}
-			k->declared = 0;
-			if (k->held)
-				tk_pub_push(tk, k);
-			k->held = 0;
-			moved = 1;
-		}
-	} else if (q != k->qseen && !k->defer_wait && tail == head) {
+	if (q != k->qseen && !k->defer_wait && tail == head) {
 		/* (a question comes after the events before it: behind a
 		 * deferred wait not answered yet, it waits for a later look)
 		 * a core asks only once its last question is answered
@@ -288,7 +266,6 @@ int tk_look(struct emu_tk *tk, struct tk_core *k, int *err)
 		k->qseen = q;
 		k->qtype = sh->qtype;
 		k->qvt = sh->qtype == EMU_TKQ_SYNC ? add_sat(sh->qvt, k->base) : sh->qvt;
-		k->qlead = sh->qlead;
 		if (k->qvt < k->lead_until) {
 			lead_broken(k, "asked a question", k->qvt);
 			*err = -EPROTO;
@@ -343,10 +320,6 @@ int tk_look(struct emu_tk *tk, struct tk_core *k, int *err)
 	} else if (!k->waiting && clk > k->clock) {
 		k->clock = clk;
 		moved = 1;
-	}
-	if (done && k->declared) {
-		*err = plan_refused(k, "named a wait that it never asked");
-		return 1;
 	}
 	if (done && !k->waiting) {
 		k->done = 1;
@@ -548,65 +521,8 @@ int tk_try_answer(struct emu_tk *tk, struct tk_core *k)
 	}
 }
 
-/* Core k's plan p, from its answer on: its posts and counter changes, then
- * the wait it declared (taken as asked), or its clock after them. */
-static int follow(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_plan *p)
-{
-	torus_vt_t at = k->avt;
-	if (p->nev > EMU_TK_PLAN_EVS || p->qn > EMU_TK_PLANS)
-		return plan_refused(k, "is malformed");
-	for (uint32_t i = 0; i < p->nev; i++) {
-		struct emu_tk_ev ev = p->ev[i];
-		if (ev.type == EMU_TK_EXPECT)
-			return plan_refused(k, "makes a promise (emu_core_expect), which a step cannot");
-		if (ev.type != EMU_TK_REFUSE) {
-			ev.ready = add_sat(ev.ready, at);
-			if (ev.ready < k->lead_until) {
-				lead_broken(k, "declared an event", ev.ready);
-				return -EPROTO;
-			}
-		}
-		int rc = tk_post(tk, k, &ev);
-		if (rc)
-			return rc;
-	}
-	tk->planned++;
-	torus_vt_t end = add_sat(at, p->end);
-	if (!p->qn) {
-		if (end > k->clock)
-			k->clock = end;
-		tk_rebound(tk, k);
-		return 0;
-	}
-	if (end < k->lead_until) {
-		lead_broken(k, "declared a question", end);
-		return -EPROTO;
-	}
-	uint32_t lim = counters_of(tk, k);
-	for (uint32_t i = 0; i < p->qn; i++)
-		if (p->qids[i] >= lim)
-			return plan_refused(k, "waits on a counter that does not exist");
-	k->qseen++;
-	k->qtype = EMU_TKQ_MARK_WAIT;
-	k->qvt = end;
-	k->qlead = p->qlead;
-	k->qdeadline = 0;
-	k->qkey = 0;
-	k->qn = p->qn;
-	memcpy(k->qids, p->qids, p->qn * sizeof(uint32_t));
-	memcpy(k->qmarks, p->qmarks, p->qn * sizeof(uint32_t));
-	k->blocked = 0;
-	k->arrived_bar = 0;
-	k->zero_at = TIMESIM_NEVER;
-	k->waiting = 1;
-	k->declared = 1;
-	if (!tk_try_answer(tk, k))
-		tk_rebound(tk, k);
-	return 0;
-}
-
-/* Publish core k's answer; then follow its plan for it, if it made one
- * (copied first: once answered, the core writes its next plans). */
+/* Publish core k's answer (a program's own wait: take the step it
+ * answers, and run the program on). */
 static int publish(struct emu_tk *tk, struct tk_core *k)
 {
 	struct emu_tk_core *sh = k->sh;
@@ -622,16 +538,6 @@ static int publish(struct emu_tk *tk, struct tk_core *k)
 		k->prog = k->prog_done = 0;
 		prog_clear(k);
 	}
-	const struct emu_tk_plan *p = NULL;
-	/* the plans came before the query (its release store of qseq); the
-	 * count read once, as the core could change it meanwhile */
-	const uint32_t nplan = sh->nplan;
-	if (k->last_qtype == EMU_TKQ_MARK_WAIT && k->afound &&
-	    atomic_load_explicit(&sh->plan_q, memory_order_relaxed) == k->qseen && k->a.which < nplan &&
-	    nplan <= EMU_TK_PLANS && sh->plan[k->a.which].valid) {
-		tk->plan = sh->plan[k->a.which];
-		p = &tk->plan;
-	}
 	tk_refill_all(k);
 	sh->afound = k->afound;
 	sh->avt = k->avt;
@@ -642,21 +548,16 @@ static int publish(struct emu_tk *tk, struct tk_core *k)
 	/* pairs with the core's acquire load of aseq */
 	atomic_store_explicit(&sh->aseq, k->qseen, memory_order_release);
 	emu_bell_ring(&k->cs->bell);
-	return p ? follow(tk, k, p) : 0;
+	return 0;
 }
 
-/* Publish the answers found (after the simulator's run: a plan posts). An
- * answer to a declared wait the core has not asked yet is held until it
- * does (look). Following a plan answers a core at most once more here. */
+/* Publish the answers found (after the simulator's run: a program's step
+ * posts). */
 int tk_flush(struct emu_tk *tk)
 {
 	for (uint32_t i = 0; i < tk->npub; i++) {
 		struct tk_core *k = &tk->c[tk->pubq[i]];
 		k->pub = 0;
-		if (k->declared) {
-			k->held = 1;
-			continue;
-		}
 		int rc = publish(tk, k);
 		if (rc)
 			return rc;

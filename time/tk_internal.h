@@ -3,7 +3,7 @@
  * thread, its rounds, start and stop, the arrivals it publishes),
  * tk_net.c (what the network does: packets, transfers, counters, marks,
  * timers, faults, posts) and tk_answer.c (the cores' questions, deferred
- * waits, declared steps and programs, barriers).
+ * waits, programs, barriers).
  */
 #ifndef TORUS_TK_INTERNAL_H
 #define TORUS_TK_INTERNAL_H
@@ -74,8 +74,7 @@ struct tk_core {
 	torus_vt_t zero_at, zero_xt;
 	uint32_t zero_which;
 	torus_vt_t clock;     /* running: lower bound on its next action */
-	torus_vt_t qlead;     /* its query's emu_core_lead */
-	torus_vt_t lead_until; /* no action before this (its last answer plus that lead) */
+	torus_vt_t lead_until; /* no action before this (its last answer, or deferred wait's end) */
 	/* emu_core_expect: it acts on nothing before its raw arrivals number
 	 * `expect`; until then a running core sets no bound, and a waiter
 	 * answered by an arrival does not stop the simulation */
@@ -101,10 +100,6 @@ struct tk_core {
 		torus_vt_t t;
 	} a;
 	int pub;              /* in tk->pubq */
-	/* plans (emu_core_declare_begin): the wait its plan declared, taken as
-	 * asked (qseen is its number) until the core asks it; an answer to it
-	 * found before that is held */
-	int declared, held;
 	/* a program (EMU_TKQ_PROGRAM): its streams' steps and their events;
 	 * while it runs, the wait the timekeeper asks for it (porder: the
 	 * stream of each pair) */
@@ -186,7 +181,6 @@ struct emu_tk {
 	/* answers to publish (flush) */
 	uint32_t *pubq, npub;
 	size_t cappub;
-	struct emu_tk_plan plan; /* the one being followed, copied from the core */
 	uint64_t events, queries, paced, sleeps, rounds, planned, deferred;
 	uint64_t by_type[TK_QTYPES]; /* queries answered, by type (TORUS_TK_DEBUG) */
 	int prog_err;             /* a program that could not be run (try_answer has no error path) */

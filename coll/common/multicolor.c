@@ -101,7 +101,7 @@ struct mc_call {
 	int have_scratch, have_result, have_inj;
 	int keep;                   /* the set-up is kept for the next identical call (plan) */
 	int plan_on;                /* TORUS_MC_PLAN allows keeping (shape reads it) */
-	int dry;                    /* declaring a step (declare_steps): no data moves */
+	int dry;                    /* telling a program's step (run_streams_program): no data moves */
 	int own_scratch;            /* scratch is the call's own (a set-up that may be kept) */
 	size_t job_result_bytes;    /* a kept set-up's: its result region's length */
 	dma_injfifo_t *fifo[2 * TORUS_MAX_DIMS];
@@ -605,12 +605,11 @@ static void streams_reset(struct mc_call *m)
 
 /* The next wait of run_streams: the streams still going, in the
  * fixed order; the first of them ready now, or else the marks to wait for
- * (pair i: stream order[i]) and the work promised once one arrives. n = 0:
+ * (pair i: stream order[i]). n = 0:
  * every stream is done. */
 struct mc_wait {
 	uint32_t n, nw;
 	uint32_t order[2 * TORUS_MAX_DIMS], ids[2 * TORUS_MAX_DIMS], marks[2 * TORUS_MAX_DIMS];
-	torus_vt_t lead;
 	struct mc_stream *ready;
 };
 
@@ -641,52 +640,6 @@ static void next_wait(struct mc_call *m, struct mc_wait *w)
 			w->order[w->nw++] = order[i];
 		}
 	}
-	/* whichever unit comes, the core reduces it before it acts (an
-	 * allgather unit: it forwards it at once) */
-	w->lead = UINT64_MAX;
-	for (uint32_t i = 0; i < w->nw; i++) {
-		const struct mc_stream *s = &m->st[w->order[i]];
-		size_t e0, e1, a, b;
-		torus_vt_t c = 0;
-		if (s->stage == MC_RS) {
-			rs_unit(m, s, s->phase, s->step, s->part, &e0, &e1, &a, &b);
-			c = a < b ? coll_reduce_cost(m->c, (b - a) * m->esz) : 0;
-		}
-		if (c < w->lead)
-			w->lead = c;
-	}
-}
-
-/*
- * before the wait, declare what the core will do for each unit
- * it may get (emu_core_declare_begin): the step, run dry on the stream
- * (its posts written down, no data moved), and the wait that follows, if
- * no stream is ready then. The timekeeper times the step at the answer and
- * simulates on to that wait without waiting for the core. Declaring is
- * best effort: a stream whose step does not fit is simply not declared.
- */
-static int declare_steps(struct mc_call *m, const struct mc_wait *w)
-{
-	for (uint32_t i = 0; i < w->nw && i < EMU_DECLARE_PAIRS; i++) {
-		struct mc_stream *s = &m->st[w->order[i]];
-		struct mc_stream save = *s;
-		int rc = emu_core_declare_begin(m->c, i);
-		if (rc)
-			return rc == -EINVAL ? rc : 0; /* a bad TORUS_DECLARE; else off, or not here */
-		m->dry = 1;
-		rc = advance(m, s);
-		m->dry = 0;
-		s->events++;
-		struct mc_wait nx = {0};
-		if (!rc)
-			next_wait(m, &nx);
-		uint32_t n = nx.n && !nx.ready && nx.nw <= EMU_DECLARE_PAIRS ? nx.nw : 0;
-		rc = emu_core_declare_end(m->c, nx.ids, nx.marks, n, n ? nx.lead : 0, !rc) || rc;
-		*s = save;
-		if (rc)
-			return 0; /* (best effort: the rest undeclared) */
-	}
-	return 0;
 }
 
 /*
@@ -763,11 +716,7 @@ static int run_streams(struct mc_call *m)
 		struct mc_stream *st = w.ready;
 		if (!st) {
 			size_t which = 0;
-			if (!(rc = declare_steps(m, &w)))
-				rc = emu_core_lead(m->c, w.lead);
-			if (!rc)
-				rc = dma_counter_wait_marks(m->c, w.ids, w.marks, w.nw, &which);
-			if (rc)
+			if ((rc = dma_counter_wait_marks(m->c, w.ids, w.marks, w.nw, &which)))
 				return rc;
 			st = &m->st[w.order[which]];
 		}

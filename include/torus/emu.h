@@ -132,85 +132,47 @@ int emu_core_wait(emu_core_t *c, unsigned events, int timeout_ms, unsigned *hold
 #define EMU_EXPECT_EVER UINT64_MAX
 int emu_core_expect(emu_core_t *c, uint64_t packets);
 
+#define EMU_PROGRAM_STREAMS 12u
 /*
- * A promise about the next wait: once it is answered,
- * this core computes for at least `ps` of emulated time (emu_core_compute)
- * before it sends, posts, changes a counter or asks anything. The
- * timekeeper then simulates that far past the answer without waiting for
- * the core, so the host runs the core's work and the simulation at once (a
- * collective that reduces what it waited for knows the cost). The promise
- * covers the answer to the core's next question to the timekeeper (any
- * wait or look, whichever comes first). It changes no emulated time. A
- * core that breaks it stops the job with a message when the timekeeper
- * sees its post, counter change or question inside the promised time (a
- * look that the core answers from arrivals it already holds asks
- * nothing, and is right). 0, or -EINVAL for a bad core.
- */
-int emu_core_lead(emu_core_t *c, torus_vt_t ps);
-
-/*
- * Declared steps: what this core will do once its next
- * wait on marks (dma_counter_wait_marks) is answered, for each pair of that
- * wait. The timekeeper then times the step at the answer and simulates on,
- * to the next wait the step names, without waiting for the core to run.
- *
- * emu_core_declare_begin(c, pair) starts the step for pair `pair` (fewer
- * than EMU_DECLARE_PAIRS) of the next wait: until emu_core_declare_end, the
- * core's DMA posts and counter adds are written down, not made (no
- * descriptor, no counter change), and its clock runs from 0
- * (emu_core_compute charges as usual; the clock is put back at the end).
- * It must not wait or ask anything meanwhile. emu_core_declare_end(c, ids,
- * marks, n, lead, keep) ends it with the wait on marks that follows (n
- * pairs, at most EMU_DECLARE_PAIRS, and the emu_core_lead it will promise;
- * n = 0: none declared) and keep (0 discards the step).
- *
- * The wait then carries the steps. Once it is answered by a pair with a
- * step, the core must post exactly what the step says, at the same offsets
- * from the answer, then ask exactly the wait it named: each post is
- * checked, and any difference stops the job with a message (-EPROTO). A
- * step changes no emulated time. -EINVAL for bad arguments, -EOPNOTSUPP
- * with exact_lead set, or with TORUS_DECLARE=0 in the
- * environment (steps are then told as they are made), -EBUSY while
- * declaring, while posts of the last step are still to come, or under
- * emu_core_expect.
- */
-#define EMU_DECLARE_PAIRS 12u
-/*
- * Programs: every step of up to EMU_DECLARE_PAIRS
- * streams, told before they run. A stream's step waits for mark `mark` of
- * counter `id` (mark -1: none), then posts. The core serves its streams as
- * the multicolor collectives do: a step without a mark first, in the order
- * of the steps each stream has had, then of stream number; otherwise it
+ * Programs, for speed: every step of up to EMU_PROGRAM_STREAMS streams,
+ * told before they run. A stream's step waits for mark `mark` of counter
+ * `id` (mark -1: none), then posts. The core serves its streams as the
+ * multicolor collectives do: a step without a mark first, in the order of
+ * the steps each stream has had, then of stream number; otherwise it
  * waits for the first of the streams' marks to be crossed (ties: in that
  * order) and takes that stream's step from the crossing (or its clock, if
- * later). The timekeeper times all of it alone.
+ * later). The timekeeper times all of it alone, so the core never asks
+ * which mark came first. A program changes no emulated time.
  *
- * emu_core_step_begin(c) ... emu_core_step_end(c, stream, id, mark, keep)
- * records one step as emu_core_declare_begin does (posts written down, not
- * made, the clock from 0) and tells it (keep 0, or a step that does not
- * fit: -EAGAIN, nothing told). emu_core_program_start(c, nstreams) starts
- * the program; the core then moves its bytes in any order, waiting on
- * physical marks (dma_counter_wait_marks), and tells the timekeeper
+ * emu_core_step_begin(c) starts recording one step: until
+ * emu_core_step_end(c, stream, id, mark, keep), the core's DMA posts and
+ * counter adds are written down, not made (no descriptor, no counter
+ * change), and its clock runs from 0 (emu_core_compute charges as usual;
+ * the clock is put back at the end). It must not wait or ask anything
+ * meanwhile. emu_core_step_end tells the step (keep 0, or a step that does
+ * not fit: -EAGAIN, nothing told). emu_core_program_start(c, nstreams)
+ * starts the program; the core then moves its bytes in any order, waiting
+ * on physical marks (dma_counter_wait_marks), and tells the timekeeper
  * nothing: it must not ask it anything either. Before each step it calls
  * emu_core_program_step(c, stream); the step's posts are checked against
  * what was told (any difference: -EPROTO, and the job stops).
- * emu_core_program_finish(c)
- * sets the clock at the program's end: at once, as an offset from that end
- * which the timekeeper works out behind the core (as for a deferred
- * counter wait; TORUS_DEFER=0, exact_lead or a pending promise: it waits
- * for the timekeeper instead); -EPROTO if the core posted other than its
- * steps said. -EINVAL,
- * -EOPNOTSUPP (as emu_core_declare_begin) and -EBUSY as above.
+ * emu_core_program_finish(c) sets the clock at the program's end: at once,
+ * as an offset from that end which the timekeeper works out behind the
+ * core (as for a deferred counter wait; TORUS_DEFER=0, exact_lead or a
+ * pending promise: it waits for the timekeeper instead); -EPROTO if the
+ * core posted other than its steps said.
+ *
+ * -EINVAL for bad arguments; -EOPNOTSUPP with exact_lead set or with
+ * TORUS_PROGRAM=0 in the environment (the caller then waits on marks
+ * itself, each wait a question to the timekeeper; any other value but 1
+ * is -EINVAL, with a message); -EBUSY while recording a step, while a
+ * program runs, or under emu_core_expect.
  */
 int emu_core_step_begin(emu_core_t *c);
 int emu_core_step_end(emu_core_t *c, uint32_t stream, uint32_t id, int64_t mark, int keep);
 int emu_core_program_start(emu_core_t *c, uint32_t nstreams);
 int emu_core_program_step(emu_core_t *c, uint32_t stream);
 int emu_core_program_finish(emu_core_t *c);
-
-int emu_core_declare_begin(emu_core_t *c, uint32_t pair);
-int emu_core_declare_end(emu_core_t *c, const uint32_t *ids, const uint32_t *marks, uint32_t n, torus_vt_t lead,
-		      int keep);
 
 /* Counters of this node's outgoing link along (dim, dir) (dir 0: plus, 1:
  * minus), like a hardware performance counter: cumulative since the job
