@@ -225,37 +225,39 @@ int emu_core_tk_event(emu_core_t *c, const struct emu_tk_ev *ev)
 static int env_switch(_Atomic int *cache, const char *name);
 static _Atomic int defer_off = -2;
 
-int emu_core_can_defer(const emu_core_t *c)
+/* May the core's next wait be deferred: 1, 0, or -EINVAL (a bad
+ * TORUS_DEFER)? A program's end may be, with its steps told. */
+static int may_defer(const emu_core_t *c)
 {
 	if (!c->tk || !c->defer)
 		return 0;
 	int off = env_switch(&defer_off, "TORUS_DEFER"); /* 0: every wait a question */
 	if (off)
 		return off < 0 ? off : 0;
-	return !c->plan_rec && !c->program && !c->prog_events && !emu_core_promised(c);
+	return !c->plan_rec && !emu_core_promised(c);
 }
 
-/* A program's end deferred (emu_core_program_start): as a wait, with
- * its steps told (prog_events) and nothing else pending. */
-static int program_can_defer(const emu_core_t *c)
+int emu_core_can_defer(const emu_core_t *c)
 {
-	if (!c->tk || !c->defer)
-		return 0;
-	int off = env_switch(&defer_off, "TORUS_DEFER");
-	if (off)
-		return off < 0 ? off : 0;
-	return !c->plan_rec && !emu_core_promised(c);
+	int d = may_defer(c);
+	return d > 0 ? !c->program && !c->prog_events : d;
+}
+
+/* The core's clock becomes an offset from the end of the wait it just
+ * deferred. */
+static void run_on(emu_core_t *c)
+{
+	c->rel = 1;
+	c->vt = 0;
+	emu_core_publish(c);
 }
 
 static int defer(emu_core_t *c, const struct emu_tk_ev *ev)
 {
 	int rc = emu_core_tk_event(c, ev);
-	if (rc)
-		return rc;
-	c->rel = 1;
-	c->vt = 0;
-	emu_core_publish(c);
-	return 0;
+	if (!rc)
+		run_on(c);
+	return rc;
 }
 
 int emu_core_defer_wait(emu_core_t *c, uint32_t counter)
@@ -390,7 +392,7 @@ int emu_core_program_start(emu_core_t *c, uint32_t nstreams)
 		return -EOPNOTSUPP;
 	if (c->plan_rec || c->program)
 		return -EBUSY;
-	int d = program_can_defer(c);
+	int d = may_defer(c);
 	if (d < 0)
 		return d;
 	c->prog_defer = d;
@@ -442,9 +444,7 @@ int emu_core_program_finish(emu_core_t *c)
 	if (c->prog_defer) {
 		c->prog_defer = 0;
 		if (told == declared && !left) {
-			c->rel = 1;
-			c->vt = 0;
-			emu_core_publish(c);
+			run_on(c);
 			return 0;
 		}
 	} else {

@@ -67,7 +67,7 @@ void tk_rebound(struct emu_tk *tk, struct tk_core *k)
 		/* its next post is ready no earlier than its clock plus
 		 * inj_overhead (counter changes: see struct tk_ctr); a core
 		 * that waits to be paced posts next */
-		k->lim = add_sat(k->clock > k->lead_until ? k->clock : k->lead_until, tk->m->hdr->params.inj_overhead_ps);
+		k->lim = add_sat(k->clock > k->answered_at ? k->clock : k->answered_at, tk->m->hdr->params.inj_overhead_ps);
 		k->run = 1;
 	} else {
 		/* answerable once everything up to its time (or deadline) is final;
@@ -160,7 +160,7 @@ void tk_answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t vt)
 		k->zero_at = TIMESIM_NEVER;
 		k->base = vt > k->qvt ? vt : k->qvt;
 		k->clock = k->base > k->clock ? k->base : k->clock;
-		k->lead_until = k->base;
+		k->answered_at = k->base;
 		tk_rebound(tk, k);
 		tk->deferred++;
 		_Atomic uint64_t *w = emu_shm_tk_dirty(tk->m) + (uint32_t)(k - tk->c) / 64;
@@ -177,7 +177,7 @@ void tk_answer(struct emu_tk *tk, struct tk_core *k, int found, torus_vt_t vt)
 	/* a query it asked under a promise the simulation has seen kept: it
 	 * takes that arrival before it acts */
 	k->clock = vt > k->kept_at ? vt : k->kept_at;
-	k->lead_until = vt;
+	k->answered_at = vt;
 	tk_rebound(tk, k);
 	tk->queries++;
 	if (k->qtype < TK_QTYPES)

@@ -15,10 +15,10 @@ static int plan_refused(const struct tk_core *k, const char *why)
 
 /* A core acted before its last answer (or the end of its last deferred
  * wait): its clock went back. */
-static void lead_broken(const struct tk_core *k, const char *what, torus_vt_t at)
+static void before_answer(const struct tk_core *k, const char *what, torus_vt_t at)
 {
 	fprintf(stderr, "torusrun: timekeeper: core %u of node %u %s at %llu ps, before its last answer: %llu ps\n",
-		k->core, k->node, what, (unsigned long long)at, (unsigned long long)k->lead_until);
+		k->core, k->node, what, (unsigned long long)at, (unsigned long long)k->answered_at);
 }
 
 
@@ -228,8 +228,8 @@ int tk_look(struct emu_tk *tk, struct tk_core *k, int *err)
 		if (e.pad_ & EMU_TK_EV_REL)
 			e.ready = add_sat(e.ready, k->base);
 		/* (a refusal has no time: the descriptor after it has) */
-		if (e.type != EMU_TK_REFUSE && e.ready < k->lead_until) {
-			lead_broken(k, "posted an event", e.ready);
+		if (e.type != EMU_TK_REFUSE && e.ready < k->answered_at) {
+			before_answer(k, "posted an event", e.ready);
 			*err = -EPROTO;
 			return 1;
 		}
@@ -266,8 +266,8 @@ int tk_look(struct emu_tk *tk, struct tk_core *k, int *err)
 		k->qseen = q;
 		k->qtype = sh->qtype;
 		k->qvt = sh->qtype == EMU_TKQ_SYNC ? add_sat(sh->qvt, k->base) : sh->qvt;
-		if (k->qvt < k->lead_until) {
-			lead_broken(k, "asked a question", k->qvt);
+		if (k->qvt < k->answered_at) {
+			before_answer(k, "asked a question", k->qvt);
 			*err = -EPROTO;
 			return 1;
 		}

@@ -74,7 +74,7 @@ struct tk_core {
 	torus_vt_t zero_at, zero_xt;
 	uint32_t zero_which;
 	torus_vt_t clock;     /* running: lower bound on its next action */
-	torus_vt_t lead_until; /* no action before this (its last answer, or deferred wait's end) */
+	torus_vt_t answered_at; /* its last answer, or its last deferred wait's end: it acts no earlier */
 	/* emu_core_expect: it acts on nothing before its raw arrivals number
 	 * `expect`; until then a running core sets no bound, and a waiter
 	 * answered by an arrival does not stop the simulation */

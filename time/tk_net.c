@@ -270,10 +270,8 @@ void tk_on_deposit(void *arg, uint32_t node, uint64_t cookie, uint64_t index, ui
 		if (x->pk_left)
 			x->pk_left--;
 		if (x->rf && refused(tk, x, node, index, len, t)) {
-			xf_settled(tk, xi);
-			return;
-		}
-		if (x->kind == EMU_TK_MEMFIFO && (x->ready & EMU_TK_MSG_ANY)) {
+			/* refused: a fault, no arrival, no count */
+		} else if (x->kind == EMU_TK_MEMFIFO && (x->ready & EMU_TK_MSG_ANY)) {
 			arrive_any(tk, &tk->c[tk->first[node] + x->dst_core], x->src_node, x->ready, index, t);
 		} else if (x->kind == EMU_TK_MEMFIFO) {
 			struct emu_tk_arr a = {t, (uint64_t)x->src_node << 8 | x->src_core, x->ready, index};
