@@ -268,7 +268,7 @@ static uint32_t locked_pass(struct emu_node_rt *rt)
  * until one moves nothing, at most 64: 1 if the engine is then idle, so the
  * caller need not ring it (what is left waits on a full FIFO, whose
  * consumer rings the engine when it frees a slot); 0 if the lock was taken
- * or work remains. Only with TORUS_CORE_PASS=1 (off by default).
+ * or work remains. Not with TORUS_CORE_PASS=0.
  */
 int emu_engine_try_pass(struct emu_node_rt *rt)
 {

@@ -55,10 +55,11 @@ int emu_node_setup(struct emu_node_rt *rt, int fd, uint32_t rank, char *err, siz
 	/* cores run engine passes themselves (emu_engine_try_pass) */
 	const char *cp = getenv("TORUS_CORE_PASS");
 	if (cp && *cp && strcmp(cp, "0") && strcmp(cp, "1")) {
-		snprintf(err, errlen, "TORUS_CORE_PASS=%s: 0 (engine thread only, the default) or 1", cp);
+		snprintf(err, errlen, "TORUS_CORE_PASS=%s: 0 (engine thread only) or 1 (cores run passes too, the default)",
+			 cp);
 		return -EINVAL;
 	}
-	rt->core_passes = (!rt->exact || (cp && !strcmp(cp, "1"))) && !(cp && !strcmp(cp, "0"));
+	rt->core_passes = !(cp && !strcmp(cp, "0"));
 	torus_cost_init(&rt->cost, rt->params);
 	rt->batch = emu_engine_batch(rt->params->fifo_slots);
 	rt->rank = rank;
