@@ -132,29 +132,42 @@ int dma_core_drain(emu_core_t *c)
 	return emu_stash_drain_split(c->node, &c->dma->mstash, &c->dma->astash, EMU_TK_MSG_ANY, &c->dma->memfifo);
 }
 
+/* Up to max of them, in the order they came (a sender's messages stay in
+ * the order it sent them, as its one route keeps them), taken out a few
+ * at a time: a handler may drain the FIFO into the stash. */
 static int poll_any_exact(emu_core_t *c, unsigned max, unsigned *handled)
 {
+	enum { CHUNK = 8 };
 	struct emu_stash *s = &c->dma->astash;
 	unsigned n = 0;
 	int rc = dma_core_drain(c);
 	if (rc < 0)
 		return rc;
 	rc = 0;
-	while (n < max && s->n) {
-		uint32_t slot = s->n - 1;
-		struct torus_packet pkt;
-		struct torus_side side = s->side[slot];
-		struct dma_recv_info info;
-		torus_pkt_copy(&pkt, &s->pkt[slot]);
-		emu_stash_remove(s, slot);
-		packet_info(c, &pkt, dma_aux_node(side.aux), dma_aux_core(side.aux), 0, &info);
-		info.key = side.vt & ~EMU_TK_MSG_ANY;
-		struct dma_handler *h = &c->dma->handlers[info.dispatch];
-		n++;
-		/* (the destination refuses a dispatch id without a handler) */
-		if (h->fn && (rc = h->fn(c, &info, pkt.payload, h->arg)) < 0)
-			break;
-		rc = 0;
+	while (n < max && s->n && !rc) {
+		struct torus_packet pkt[CHUNK];
+		struct torus_side side[CHUNK];
+		uint32_t k = s->n < CHUNK ? s->n : CHUNK;
+		if (k > max - n)
+			k = max - n;
+		for (uint32_t i = 0; i < k; i++) {
+			torus_pkt_copy(&pkt[i], &s->pkt[i]);
+			side[i] = s->side[i];
+		}
+		emu_stash_remove_front(s, k);
+		for (uint32_t i = 0; i < k; i++) {
+			struct dma_recv_info info;
+			packet_info(c, &pkt[i], dma_aux_node(side[i].aux), dma_aux_core(side[i].aux), 0, &info);
+			info.key = side[i].vt & ~EMU_TK_MSG_ANY;
+			struct dma_handler *h = &c->dma->handlers[info.dispatch];
+			n++;
+			/* (the destination refuses a dispatch id without a
+			 * handler; after a handler's error the job ends, and
+			 * the rest of the chunk with it) */
+			if (h->fn && (rc = h->fn(c, &info, pkt[i].payload, h->arg)) < 0)
+				break;
+			rc = 0;
+		}
 	}
 	if (n)
 		atomic_store_explicit(&c->shm->progress, ++c->progress, memory_order_relaxed);

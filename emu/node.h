@@ -139,6 +139,9 @@ int emu_stash_find(const struct emu_stash *s, uint64_t name,
 		   int (*is)(const struct emu_stash *s, uint32_t slot, const void *key), const void *key);
 /* Forget packet i (the last one takes its place). */
 void emu_stash_remove(struct emu_stash *s, uint32_t i);
+/* Forget the first k packets (k at most s->n): the rest keep their order,
+ * which is the order they came in while nothing else was removed. */
+void emu_stash_remove_front(struct emu_stash *s, uint32_t k);
 void emu_stash_free(struct emu_stash *s);
 /* A name from two words (for name_of and the lookups that match it). */
 static inline uint64_t emu_stash_mix(uint64_t a, uint64_t b)

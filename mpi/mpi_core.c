@@ -862,11 +862,31 @@ static void complete(struct torus_mpi_request *r, const struct mpi_env *e, uint6
 	r->done = 1;
 }
 
-/* The first posted receive that fits envelope e, taken off the queue; or NULL. */
-static struct torus_mpi_request *take_posted(const struct mpi_env *e)
+/*
+ * The collectives' own short messages (a negative tag, at most
+ * MPI_SHORT_BYTES and the eager limit) are sent in any order (DMA_F_ANY_ORDER): the receiver
+ * handles them as they come, and its clock meets their arrival only when
+ * it waits for the receive that took one (dma_recv_expect), so waiting for
+ * them asks the timekeeper nothing. That is exact because which receive a
+ * message matches does not depend on when it came: the collectives name
+ * their source (never MPI_ANY_SOURCE), and one sender's messages keep
+ * their order. A receive of such a size takes only such messages, and the
+ * others only the others (a later call's short message never overtakes an
+ * earlier call's long one): both sides of a collective agree on the size.
+ */
+static int any_order(int tag, uint64_t bytes)
+{
+	/* (a program's tags are not negative; the collectives send SEND_AUTO,
+	 * so such a message goes eager, in one packet) */
+	return tag < 0 && tag != MPI_ANY_TAG && bytes <= MPI_SHORT_BYTES && bytes <= mpi_g.eager_limit;
+}
+
+/* The first posted receive that fits envelope e (any: a message sent in
+ * any order), taken off the queue; or NULL. */
+static struct torus_mpi_request *take_posted(const struct mpi_env *e, int any)
 {
 	struct torus_mpi_request **pp = &mpi_g.posted;
-	while (*pp && !matches(e, (*pp)->comm, (*pp)->src, (*pp)->tag))
+	while (*pp && ((*pp)->any != any || !matches(e, (*pp)->comm, (*pp)->src, (*pp)->tag)))
 		pp = &(*pp)->next;
 	struct torus_mpi_request *r = *pp;
 	if (r) {
@@ -919,15 +939,18 @@ static void unexp_append(struct mpi_msg *m)
 	mpi_g.unexp_tail = m;
 }
 
-/* A whole message at once: to the first posted receive that fits, or queued. */
-static int deliver_short(const struct mpi_env *e, const char *data)
+/* A whole message at once, from node (any_key: its name if sent in any
+ * order, else 0): to the first posted receive that fits, or queued. */
+static int deliver_short(const struct mpi_env *e, const char *data, uint32_t node, uint64_t any_key)
 {
-	struct torus_mpi_request *r = take_posted(e);
+	struct torus_mpi_request *r = take_posted(e, any_key != 0);
 	if (r) {
 		uint64_t n = e->len < r->cap ? e->len : r->cap;
 		if (n)
 			memcpy(r->buf, data, n);
 		complete(r, e, n);
+		r->any_node = node;
+		r->any_key = any_key;
 		return 0;
 	}
 	struct mpi_msg *m = calloc(1, sizeof(*m));
@@ -940,6 +963,8 @@ static int deliver_short(const struct mpi_env *e, const char *data)
 		memcpy(m->data, data, e->len);
 	m->got = e->len;
 	m->complete = 1;
+	m->node = node;
+	m->any_key = any_key;
 	unexp_append(m);
 	return 0;
 }
@@ -959,7 +984,7 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 		if (info->len != sizeof(h) || !info->last || info->offset)
 			return -EPROTO;
 		memcpy(&h, payload, sizeof(h));
-		struct torus_mpi_request *r = take_posted(&h.env);
+		struct torus_mpi_request *r = take_posted(&h.env, 0);
 		if (r) {
 			rzv_take(r, &h, from);
 			return 0;
@@ -999,7 +1024,13 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 			return -EPROTO;
 		memcpy(&h, payload, sizeof(h));
 		struct mpi_env e = {h.tag, h.ctx, h.src, info->len - sizeof(h)};
-		return deliver_short(&e, (const char *)payload + sizeof(h));
+		if (info->key) {
+			/* sent in any order: one sender's come in order */
+			if (info->key != cur->any_got + 1)
+				return -EPROTO;
+			cur->any_got = info->key;
+		}
+		return deliver_short(&e, (const char *)payload + sizeof(h), from, info->key);
 	}
 	if (info->user == 1) {
 		/* an envelope: a new message from `from` */
@@ -1010,7 +1041,7 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 			return -ENOMEM;
 		memcpy(&m->env, payload, sizeof(m->env));
 		/* the first posted receive that fits takes it */
-		if (!(m->req = take_posted(&m->env)) && m->env.len && !(m->data = malloc(m->env.len))) {
+		if (!(m->req = take_posted(&m->env, 0)) && m->env.len && !(m->data = malloc(m->env.len))) {
 			free(m);
 			return -ENOMEM;
 		}
@@ -1072,6 +1103,8 @@ void mpi_take(struct mpi_msg *m)
 	if (n)
 		memcpy(r->buf, m->data, n);
 	complete(r, &m->env, n);
+	r->any_node = m->node;
+	r->any_key = m->any_key;
 	free(m->data);
 	free(m);
 }
@@ -1410,6 +1443,10 @@ static int eager_post(uint32_t node, const struct mpi_env *e, const void *buf, u
 			memmove(hdr + sizeof(h), buf, bytes); /* (buf may be in hdr: MPI_Bsend) */
 		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 3, hdr, sizeof(h) + bytes, mpi_g.inj);
 		d.tag = trace;
+		if (any_order(e->tag, bytes)) {
+			d.flags |= DMA_F_ANY_ORDER;
+			d.key = ++mpi_g.cur[node].any_sent; /* (never 0: 0 says timed) */
+		}
 		return post_desc(&d);
 	}
 	memcpy(hdr, e, sizeof(*e));
@@ -1430,6 +1467,8 @@ static int eager_post(uint32_t node, const struct mpi_env *e, const void *buf, u
 static int send_done(void)
 {
 	int zero = 0;
+	if (!mpi_g.sends_out)
+		return 1; /* seen zero since the last post: no need to ask */
 	int rc = dma_counter_test(mpi_g.c, mpi_g.inj, &zero);
 	if (!rc && zero)
 		sends_left();
@@ -1448,9 +1487,11 @@ static int post_recv(void *buf, uint64_t cap, int src, int tag, MPI_Comm comm, s
 	r->src = src;
 	r->tag = tag;
 	r->comm = comm;
+	r->any = src >= 0 && any_order(tag, cap); /* (not MPI_ANY_SOURCE, nor MPI_PROC_NULL) */
+	r->any_key = 0;
 	/* the first unexpected message that fits, in arrival order */
 	struct mpi_msg **pp = &mpi_g.unexp_head, *prev = NULL;
-	while (*pp && ((*pp)->req || !matches(&(*pp)->env, comm, src, tag))) {
+	while (*pp && ((*pp)->req || ((*pp)->any_key != 0) != r->any || !matches(&(*pp)->env, comm, src, tag))) {
 		prev = *pp;
 		pp = &(*pp)->next;
 	}
@@ -1481,9 +1522,50 @@ static int send_complete(const struct torus_mpi_request *r)
 }
 
 /* Wait for a request: 0, or an MPI error code. */
+/* This rank's clock meets the arrival of every message from node sent in
+ * any order up to the one named key (they arrive in order: the last one's
+ * is the latest), each once. */
+static int any_meet(uint32_t node, uint64_t key)
+{
+	struct mpi_cur *cur = &mpi_g.cur[node];
+	int rc = 0;
+	while (!rc && cur->any_met < key)
+		rc = dma_recv_expect(mpi_g.c, node, ++cur->any_met, 0);
+	return rc;
+}
+
+/*
+ * A receive of a message sent in any order. It handles those that are
+ * here until one completes it, then meets its arrival. While it waits, it
+ * waits (deferred) for the next message from its source, which comes no
+ * later than the one it needs: the timekeeper then knows when it may go on
+ * without being asked, and the core sleeps in wall-clock time.
+ */
+static int wait_any_order(struct torus_mpi_request *r)
+{
+	uint32_t node = node_of(r->comm, r->src);
+	struct mpi_cur *cur = &mpi_g.cur[node];
+	int rc = 0;
+	for (;;) {
+		unsigned got = 0;
+		if ((rc = dma_recfifo_poll_any_order(mpi_g.c, 64, &got)) || r->done)
+			break;
+		if (cur->any_met <= cur->any_got && (rc = any_meet(node, cur->any_got + 1)))
+			break;
+		if (!got && cur->any_got < cur->any_met && (rc = dma_recfifo_wait_any_order(mpi_g.c, -1)))
+			break;
+	}
+	if (!rc && r->any_key)
+		rc = any_meet(r->any_node, r->any_key);
+	r->any_key = 0;
+	return rc;
+}
+
 static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 {
 	int rc = 0;
+	if (!r->send && r->any)
+		rc = wait_any_order(r);
 	if (r->send && !r->rzv && emu_exact(mpi_g.c)) {
 		/* the sends have left when the counter is zero, in
 		 * virtual time (polling with mpi_progress would wake at the next

@@ -28,6 +28,7 @@ struct mpi_msg {
 	int complete;
 	struct torus_mpi_request *req;   /* the receive that took it */
 	struct mpi_msg *next;
+	uint64_t any_key;                /* sent in any order: its name (from node), else 0 */
 	/* rendezvous: only its request to send came (the data stay at the sender) */
 	int rzv;
 	uint32_t node, region, trace;    /* the sender's node, its buffer's region, the trace tag */
@@ -91,6 +92,11 @@ struct torus_mpi_request {
 	uint32_t node, trace, region, sregion, counter;
 	uint64_t sreq, got;
 	struct torus_mpi_request *rznext; /* the rendezvous list it is on */
+	/* a receive of the collectives' own short messages, sent in any order
+	 * (any): the message that completed it, named (any_node, any_key) */
+	int any;
+	uint32_t any_node;
+	uint64_t any_key;
 	/* a datatype that is not contiguous: the packed bytes (tmp); a
 	 * receive unpacks them to (ubuf, ucount, utype) when it completes */
 	void *tmp, *ubuf;
@@ -98,9 +104,13 @@ struct torus_mpi_request {
 	MPI_Datatype utype;
 };
 
-/* per source node: the message whose data comes next */
+/* per node: the message whose data comes next from it. Messages sent in
+ * any order are named 1, 2, ... per sender and receiver: the last one sent
+ * to it, the last one from it handled here, and the last one from it whose
+ * arrival this rank's clock has met (dma_recv_expect) */
 struct mpi_cur {
 	struct mpi_msg *m;
+	uint64_t any_sent, any_got, any_met;
 };
 
 /* A communicator: its members (world ranks, i.e. nodes, and their core 0's

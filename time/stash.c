@@ -134,6 +134,19 @@ void emu_stash_remove(struct emu_stash *s, uint32_t i)
 	}
 }
 
+void emu_stash_remove_front(struct emu_stash *s, uint32_t k)
+{
+	if (!k)
+		return;
+	s->n -= k;
+	memmove(s->pkt, s->pkt + k, (size_t)s->n * sizeof(*s->pkt));
+	memmove(s->side, s->side + k, (size_t)s->n * sizeof(*s->side));
+	memmove(s->name, s->name + k, (size_t)s->n * sizeof(*s->name));
+	memset(s->index, 0, (size_t)s->icap * sizeof(*s->index));
+	for (uint32_t i = 0; i < s->n; i++)
+		index_put(s, i);
+}
+
 void emu_stash_free(struct emu_stash *s)
 {
 	free(s->pkt);
