@@ -156,6 +156,25 @@ static void test_mpi_deadlocks(void)
 		       "%s: %d\n%.2000s", kinds[k], r.status, r.err);
 		result_free(&r);
 	}
+	/* the collectives' short messages are waited for in wall-clock time:
+	 * a mismatch leaves the ranks asleep, which the detector stops too */
+	struct result r = run("$B/torusrun --torus 2 --timeout 1 -- $T/mpi_fail coll-mismatch-short");
+	EXPECT(r.status == 3 && strstr(r.err, "the job is hung") && !strstr(r.out, "got past"), "coll-mismatch-short: %d\n%.2000s",
+	       r.status, r.err);
+	result_free(&r);
+}
+
+/* Small collectives (recursive doubling, binomial trees, the scan's
+ * chain) send in any order: right results, and no rank asks the timekeeper
+ * about a receive or a counter while it waits for them */
+static void test_mpi_small_collectives(void)
+{
+	build("mpi_fail.c", "mpi_fail", "");
+	struct result r = run("TORUS_TK_DEBUG=1 $B/torusrun --torus 2x2x2 --timeout 60 -- $T/mpi_fail small-colls");
+	EXPECT(r.status == 0 && count_lines(r.out, "small collectives: 0 wrong") == 8 &&
+		       strstr(r.err, "queries by type (enum emu_tk_query): 1:0 2:0 3:0 4:0 5:0 6:0 7:0 8:0 9:0 "),
+	       "small-colls: %d\n%.2000s\n%.3000s", r.status, r.out, r.err);
+	result_free(&r);
 }
 
 /* mpi_check on 64 ranks, 4x4x4 (test_mpi --64: the ctest mpi-64, label
@@ -175,7 +194,8 @@ int main(int argc, char **argv)
 	if (job_util_init())
 		return 2;
 	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpi_check),
-						  CUNIT_CASE(test_mpi_failures), CUNIT_CASE(test_mpi_deadlocks)};
+						  CUNIT_CASE(test_mpi_failures), CUNIT_CASE(test_mpi_deadlocks),
+						  CUNIT_CASE(test_mpi_small_collectives)};
 	static const struct cunit_case big[] = {CUNIT_CASE(test_mpi_check_64)};
 	static const struct cunit_suite all[] = {{"mpi", cases, CUNIT_COUNT(cases)}};
 	static const struct cunit_suite large[] = {{"mpi-64", big, CUNIT_COUNT(big)}};

@@ -5,8 +5,11 @@
  * front end does not have (only compiled, to see the error name it).
  * Deadlocks, which the hang detector must stop: "recv-first" (every rank
  * receives from its neighbour before it sends), "ssend-first" (every rank
- * MPI_Ssends first) and "coll-mismatch" (rank 0 broadcasts while the
- * others reduce a message too large to be sent eagerly).
+ * MPI_Ssends first), "coll-mismatch" (rank 0 broadcasts while the
+ * others reduce a message too large to be sent eagerly) and
+ * "coll-mismatch-short" (the same with 8 bytes, which the collectives send
+ * in any order). "small-colls": 20 rounds of small allreduces, broadcasts,
+ * reductions and scans, checked (their waits ask the timekeeper nothing).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -34,6 +37,26 @@ int main(int argc, char **argv)
 			MPI_Bcast(big, 1 << 16, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 		else
 			MPI_Reduce(big, out, 1 << 16, MPI_DOUBLE, MPI_SUM, 1, MPI_COMM_WORLD);
+	}
+	if (!strcmp(what, "coll-mismatch-short")) {
+		double v = 1, out = 0;
+		if (rank == 0)
+			MPI_Bcast(&v, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+		else
+			MPI_Reduce(&v, &out, 1, MPI_DOUBLE, MPI_SUM, 1, MPI_COMM_WORLD);
+	}
+	if (!strcmp(what, "small-colls")) {
+		int bad = 0;
+		for (int i = 0; i < 20; i++) {
+			long a = rank + i, s = 0, b = rank == i % size ? 1000 + i : -1, r = 0, sc = 0;
+			MPI_Allreduce(&a, &s, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+			MPI_Bcast(&b, 1, MPI_LONG, i % size, MPI_COMM_WORLD);
+			MPI_Reduce(&a, &r, 1, MPI_LONG, MPI_MAX, i % size, MPI_COMM_WORLD);
+			MPI_Scan(&a, &sc, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+			bad += s != (long)size * (size - 1) / 2 + (long)size * i || b != 1000 + i ||
+			       (rank == i % size && r != size - 1 + i) || sc != (long)rank * (rank + 1) / 2 + (long)(rank + 1) * i;
+		}
+		printf("mpi-fail: rank %d small collectives: %d wrong\n", rank, bad);
 	}
 #ifdef MISSING
 	MPI_Comm inter;
