@@ -367,11 +367,11 @@ int emu_core_block(emu_core_t *c, const struct emu_wait *w, int timeout_ms)
 	/* pause a little, yield a little (running engine passes), then
 	 * sleep. Yielding pays even when what the core waits for is the
 	 * timekeeper's answer: sleeping at once doubled the wall time of
-	 * small allreduces (osu_allreduce, 8 bytes, 4x4x4: 2.1 to 2.5 s
-	 * against 4.0 to 4.5 s for 310 calls) and cost 8x8x8 torus-stress
-	 * nothing measurable */
-	const uint32_t polls = EMU_IDLE_POLLS;
-	for (uint32_t spin = 0; spin < polls; spin++) {
+	 * small allreduces (osu_allreduce, 8 bytes, 4x4x4: 4.0 to 4.5 s
+	 * against 2.1 to 2.5 s for 310 calls); only 8x8x8 torus-stress,
+	 * bound by the timekeeper's thread, would be about 5% faster if the
+	 * timekeeper's answers were waited for asleep */
+	for (uint32_t spin = 0; spin < EMU_IDLE_POLLS; spin++) {
 		/* a waiting core never holds up an engine (its stash) */
 		if (c->tk && emu_core_tk_drain(c) < 0)
 			return -ENOMEM;

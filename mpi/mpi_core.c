@@ -939,9 +939,9 @@ static void unexp_append(struct mpi_msg *m)
 	mpi_g.unexp_tail = m;
 }
 
-/* A whole message at once, from node (any_key: its name if sent in any
- * order, else 0): to the first posted receive that fits, or queued. */
-static int deliver_short(const struct mpi_env *e, const char *data, uint32_t node, uint64_t any_key)
+/* A whole message at once (any_key: its name if sent in any order, else
+ * 0): to the first posted receive that fits, or queued. */
+static int deliver_short(const struct mpi_env *e, const char *data, uint64_t any_key)
 {
 	struct torus_mpi_request *r = take_posted(e, any_key != 0);
 	if (r) {
@@ -949,7 +949,6 @@ static int deliver_short(const struct mpi_env *e, const char *data, uint32_t nod
 		if (n)
 			memcpy(r->buf, data, n);
 		complete(r, e, n);
-		r->any_node = node;
 		r->any_key = any_key;
 		return 0;
 	}
@@ -963,7 +962,6 @@ static int deliver_short(const struct mpi_env *e, const char *data, uint32_t nod
 		memcpy(m->data, data, e->len);
 	m->got = e->len;
 	m->complete = 1;
-	m->node = node;
 	m->any_key = any_key;
 	unexp_append(m);
 	return 0;
@@ -1030,7 +1028,7 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 				return -EPROTO;
 			cur->any_got = info->key;
 		}
-		return deliver_short(&e, (const char *)payload + sizeof(h), from, info->key);
+		return deliver_short(&e, (const char *)payload + sizeof(h), info->key);
 	}
 	if (info->user == 1) {
 		/* an envelope: a new message from `from` */
@@ -1103,7 +1101,6 @@ void mpi_take(struct mpi_msg *m)
 	if (n)
 		memcpy(r->buf, m->data, n);
 	complete(r, &m->env, n);
-	r->any_node = m->node;
 	r->any_key = m->any_key;
 	free(m->data);
 	free(m);
@@ -1521,7 +1518,6 @@ static int send_complete(const struct torus_mpi_request *r)
 	return r->rzv ? r->fin : send_done();
 }
 
-/* Wait for a request: 0, or an MPI error code. */
 /* This rank's clock meets the arrival of every message from node sent in
  * any order up to the one named key (they arrive in order: the last one's
  * is the latest), each once. */
@@ -1556,11 +1552,12 @@ static int wait_any_order(struct torus_mpi_request *r)
 			break;
 	}
 	if (!rc && r->any_key)
-		rc = any_meet(r->any_node, r->any_key);
+		rc = any_meet(node, r->any_key);
 	r->any_key = 0;
 	return rc;
 }
 
+/* Wait for a request: 0, or an MPI error code. */
 static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 {
 	int rc = 0;

@@ -28,7 +28,7 @@ struct mpi_msg {
 	int complete;
 	struct torus_mpi_request *req;   /* the receive that took it */
 	struct mpi_msg *next;
-	uint64_t any_key;                /* sent in any order: its name (from node), else 0 */
+	uint64_t any_key;                /* sent in any order: its name (per sender), else 0 */
 	/* rendezvous: only its request to send came (the data stay at the sender) */
 	int rzv;
 	uint32_t node, region, trace;    /* the sender's node, its buffer's region, the trace tag */
@@ -93,9 +93,8 @@ struct torus_mpi_request {
 	uint64_t sreq, got;
 	struct torus_mpi_request *rznext; /* the rendezvous list it is on */
 	/* a receive of the collectives' own short messages, sent in any order
-	 * (any): the message that completed it, named (any_node, any_key) */
+	 * (any): the name of the message from its source that completed it */
 	int any;
-	uint32_t any_node;
 	uint64_t any_key;
 	/* a datatype that is not contiguous: the packed bytes (tmp); a
 	 * receive unpacks them to (ubuf, ucount, utype) when it completes */
