@@ -201,7 +201,7 @@ int emu_core_expect(emu_core_t *c, uint64_t packets)
 	if (c->tk) {
 		/* the total the timekeeper counts: every raw packet this core
 		 * has taken arrived, so its count of arrivals is at least ours */
-		struct emu_tk_ev ev = {.type = EMU_TK_EXPECT, .len = total, .ready = c->vt};
+		struct emu_tk_ev ev = {.type = EMU_TK_EXPECT, .node = EMU_TK_Q_RAW, .len = total, .ready = c->vt};
 		int r = emu_core_tk_event(c, &ev);
 		if (r)
 			return r;

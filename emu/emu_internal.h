@@ -146,7 +146,9 @@ enum emu_tk_ev_type {
 	EMU_TK_CTR_WATCH = 5,    /* counter rec gets id watermarks (0: none), levels to follow */
 	EMU_TK_CTR_LEVEL = 6,    /* watermark id of counter rec is level delta */
 	EMU_TK_REFUSE = 7,       /* the next EMU_TK_DMA (an unchecked post) is refused, in part or whole */
-	EMU_TK_EXPECT = 8,       /* emu_core_expect: no event until the core's raw arrivals total len */
+	EMU_TK_EXPECT = 8,       /* emu_core_expect (node EMU_TK_Q_RAW) or dma_recfifo_expect (node
+				  * EMU_TK_Q_MEMFIFO): no event until the core's arrivals in that
+				  * queue total len */
 	EMU_TK_STEP = 9,         /* a step of a program (emu_core_step_end): stream core, after mark id of
 				  * counter rec (id UINT64_MAX: none), its clock ready after the len events
 				  * that follow (times from the step's start) */

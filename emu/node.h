@@ -159,6 +159,8 @@ struct emu_core {
 	torus_vt_t vt;
 	uint64_t progress, sent, received;
 	uint64_t expect;            /* emu_core_expect: nothing posted until received reaches this */
+	uint64_t mf_taken;          /* memory-FIFO packets taken (exact time) */
+	uint64_t mf_expect;         /* dma_recfifo_expect: nothing posted until mf_taken reaches this */
 	emu_core_fn fn;
 	void *arg;
 	int status;
@@ -199,12 +201,12 @@ struct emu_core {
 	uint32_t step_nev;            /* events of the step being recorded (after prog_nev) */
 };
 
-/* emu_core_expect's promise holds, under --exact: the core may tell the
- * timekeeper nothing (posts and counter changes fail with -EBUSY, before
- * they change anything) */
+/* emu_core_expect's or dma_recfifo_expect's promise holds: the core may
+ * tell the timekeeper nothing (posts and counter changes fail with -EBUSY,
+ * before they change anything) */
 static inline int emu_core_promised(const emu_core_t *c)
 {
-	return c->tk && c->received < c->expect;
+	return c->tk && (c->received < c->expect || c->mf_taken < c->mf_expect);
 }
 
 /* Recording a program's step (emu_core_step_begin): the DMA unit writes its

@@ -1245,7 +1245,8 @@ int mpi_progress(int may_sleep)
 	int rc = dma_recfifo_poll(mpi_g.c, 64, &got);
 	if (rc)
 		return rc;
-	if ((rc = rz_service()) < 0)
+	/* (under a promise to take packets first, rendezvous work waits) */
+	if (!dma_recfifo_expecting(mpi_g.c) && (rc = rz_service()) < 0)
 		return rc;
 	if (!got && !rc && may_sleep) {
 		rc = 0;
@@ -1557,6 +1558,29 @@ static int wait_any_order(struct torus_mpi_request *r)
 	return rc;
 }
 
+/*
+ * A receive that is taking a message's packets, with nothing else to do
+ * meanwhile (no rendezvous work, no control message to post): it promises
+ * the timekeeper to act on nothing before it has the rest (at least as many
+ * packets as those bytes fill), so that the simulation need not stop at
+ * each of them (dma_recfifo_expect). Rendezvous work that a request to
+ * send starts meanwhile waits for the promise to be kept.
+ */
+static int promise_rest(const struct torus_mpi_request *r)
+{
+	emu_core_t *c = mpi_g.c;
+	if (r->src < 0 || r->done || !emu_exact(c) || dma_recfifo_expecting(c) || mpi_g.rz_setup || mpi_g.rz_recv ||
+	    mpi_g.ctl_q)
+		return 0;
+	uint32_t node = node_of(r->comm, r->src);
+	const struct mpi_msg *m = node < mpi_g.nsrc ? mpi_g.cur[node].m : NULL;
+	if (!m || m->req != r || m->got >= m->env.len)
+		return 0;
+	uint64_t pay = torus_params_payload(emu_params(c));
+	uint64_t n = (m->env.len - m->got + pay - 1) / pay;
+	return n > 1 ? dma_recfifo_expect(c, n) : 0;
+}
+
 /* Wait for a request: 0, or an MPI error code. */
 static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 {
@@ -1582,6 +1606,8 @@ static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 			if (d)
 				break;
 		} else if (r->done) {
+			break;
+		} else if ((rc = promise_rest(r))) {
 			break;
 		}
 		/* a receive needs what arrives, not the sends' leaving: waking

@@ -177,6 +177,39 @@ static void test_mpi_small_collectives(void)
 	result_free(&r);
 }
 
+/* A receive taking a long eager message promises the timekeeper the rest of
+ * its packets (dma_recfifo_expect), so that the simulation runs on past
+ * them: right bytes, the same emulated time as the receive from any source
+ * (which makes no promise), and far fewer questions about arrivals (one
+ * per packet without it: 16 x 64). With a rendezvous from a third rank
+ * meanwhile, its work waits for the promise, and the bytes are right. */
+static long wait_recv_questions(const char *err)
+{
+	const char *q = strstr(err, "queries by type (enum emu_tk_query): ");
+	const char *w = q ? strstr(q, " 2:") : NULL;
+	return w ? strtol(w + 3, NULL, 10) : -1;
+}
+
+static void test_mpi_eager_promise(void)
+{
+	build("mpi_fail.c", "mpi_fail", "");
+	struct result named = run("TORUS_TK_DEBUG=1 $B/torusrun --torus 2 --timeout 60 -- $T/mpi_fail eager-named");
+	struct result any = run("TORUS_TK_DEBUG=1 $B/torusrun --torus 2 --timeout 60 -- $T/mpi_fail eager-any");
+	const char *tn = strstr(named.err, "emulated time "), *ta = strstr(any.err, "emulated time ");
+	long qn = wait_recv_questions(named.err), qa = wait_recv_questions(any.err);
+	EXPECT(named.status == 0 && any.status == 0 && strstr(named.out, "eager stream: 0 wrong") &&
+		       strstr(any.out, "eager stream: 0 wrong") && tn && ta && strcspn(tn, ",") == strcspn(ta, ",") &&
+		       !strncmp(tn, ta, strcspn(tn, ",")) && qa >= 16 * 63 && qn >= 0 && qn <= 16 * 4,
+	       "named: %d, %ld questions\n%.2000s\nany: %d, %ld questions\n%.2000s", named.status, qn,
+	       tn ? tn : named.err, any.status, qa, ta ? ta : any.err);
+	result_free(&named);
+	result_free(&any);
+	struct result r = run("$B/torusrun --torus 3 --timeout 60 -- $T/mpi_fail eager-named");
+	EXPECT(r.status == 0 && strstr(r.out, "eager stream: 0 wrong"), "3 ranks: %d\n%.2000s\n%.2000s", r.status, r.out,
+	       r.err);
+	result_free(&r);
+}
+
 /* mpi_check on 64 ranks, 4x4x4 (test_mpi --64: the ctest mpi-64, label
  * stress, to keep the default suite and its sanitizer passes short; 5 s
  * of wall time on 2 CPUs) */
@@ -195,7 +228,8 @@ int main(int argc, char **argv)
 		return 2;
 	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpi_check),
 						  CUNIT_CASE(test_mpi_failures), CUNIT_CASE(test_mpi_deadlocks),
-						  CUNIT_CASE(test_mpi_small_collectives)};
+						  CUNIT_CASE(test_mpi_small_collectives),
+						  CUNIT_CASE(test_mpi_eager_promise)};
 	static const struct cunit_case big[] = {CUNIT_CASE(test_mpi_check_64)};
 	static const struct cunit_suite all[] = {{"mpi", cases, CUNIT_COUNT(cases)}};
 	static const struct cunit_suite large[] = {{"mpi-64", big, CUNIT_COUNT(big)}};

@@ -513,6 +513,8 @@ int emu_core_tk_next(emu_core_t *c, uint32_t q, struct emu_tk_arr *a)
 
 void emu_core_tk_take(emu_core_t *c, uint32_t q)
 {
+	if (q == EMU_TK_Q_MEMFIFO)
+		c->mf_taken++;
 	struct emu_tk_aq *aq = &c->tk->aq[q];
 	/* pairs with the timekeeper's acquire load in refill() */
 	atomic_store_explicit(&aq->tail, atomic_load_explicit(&aq->tail, memory_order_relaxed) + 1,

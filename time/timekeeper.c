@@ -60,7 +60,7 @@ void tk_rebound(struct emu_tk *tk, struct tk_core *k)
 	if (k->done) {
 		k->lim = TIMESIM_NEVER;
 		k->run = 1;
-	} else if (!k->waiting && k->raw_arrived < k->expect) {
+	} else if (!k->waiting && (k->raw_arrived < k->expect || k->mf_arrived < k->mf_expect)) {
 		k->lim = TIMESIM_NEVER;
 		k->run = 1;
 	} else if (!k->waiting || k->qtype == EMU_TKQ_PACE) {

@@ -76,9 +76,10 @@ struct tk_core {
 	torus_vt_t clock;     /* running: lower bound on its next action */
 	torus_vt_t answered_at; /* its last answer, or its last deferred wait's end: it acts no earlier */
 	/* emu_core_expect: it acts on nothing before its raw arrivals number
-	 * `expect`; until then a running core sets no bound, and a waiter
-	 * answered by an arrival does not stop the simulation */
-	uint64_t raw_arrived, expect;
+	 * `expect` (dma_recfifo_expect: its memory-FIFO arrivals mf_expect);
+	 * until then a running core sets no bound, and a waiter answered by
+	 * an arrival does not stop the simulation */
+	uint64_t raw_arrived, expect, mf_arrived, mf_expect;
 	torus_vt_t kept_at;   /* the arrival that kept its last promise: it acts after it */
 	int done;
 	int in_pace;          /* EMU_TKQ_PACE: in tk->pace */

@@ -114,9 +114,11 @@ static void arrive(struct emu_tk *tk, struct tk_core *k, uint32_t qi, const stru
 	q->arr[q->narr++] = *a;
 	tk_refill(k, qi);
 	int promised = 0, kept = 0;
-	if (qi == EMU_TK_Q_RAW && k->raw_arrived++ < k->expect) {
+	uint64_t *arrived = qi == EMU_TK_Q_RAW ? &k->raw_arrived : qi == EMU_TK_Q_MEMFIFO ? &k->mf_arrived : NULL;
+	uint64_t expect = qi == EMU_TK_Q_RAW ? k->expect : k->mf_expect;
+	if (arrived && (*arrived)++ < expect) {
 		promised = 1;
-		kept = k->raw_arrived == k->expect;
+		kept = *arrived == expect;
 		if (kept) {
 			k->kept_at = a->t;
 			if (k->clock < a->t)
@@ -727,7 +729,13 @@ int tk_post(struct emu_tk *tk, struct tk_core *k, const struct emu_tk_ev *ev)
 	if (ev->type == EMU_TK_REFUSE)
 		return post_refuse(tk, k, ev);
 	if (ev->type == EMU_TK_EXPECT) {
-		k->expect = ev->len; /* its bound moves in round_once, after this look */
+		/* its bound moves in round_once, after this look */
+		if (ev->node == EMU_TK_Q_RAW)
+			k->expect = ev->len;
+		else if (ev->node == EMU_TK_Q_MEMFIFO)
+			k->mf_expect = ev->len;
+		else
+			return -EPROTO;
 		return 0;
 	}
 	if (ev->type >= EMU_TK_CTR_ALLOC && ev->type <= EMU_TK_CTR_LEVEL)

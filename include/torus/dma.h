@@ -135,6 +135,22 @@ int dma_recfifo_next(emu_core_t *c, struct dma_recv_info *info, void *buf, size_
 /* Sleep until the reception FIFO holds a packet (timeout_ms < 0: no limit;
  * -ETIMEDOUT when it passed). */
 int dma_recfifo_wait(emu_core_t *c, int timeout_ms);
+/*
+ * A promise, for speed: this core posts nothing and changes no counter
+ * before it has taken `packets` more reception-FIFO packets (by
+ * dma_recfifo_poll or dma_recfifo_next; messages sent in any order do not
+ * count). The timekeeper then need not stop at each of those arrivals for
+ * fear of what the core might do next: a receiver taking a long message
+ * asks it one question, not one per packet. The caller must be sure that
+ * the packets come (the rest of a message whose first packet it has), and
+ * its handlers must not post meanwhile. The promise changes no emulated
+ * time. 0 (packets 0 promises nothing; without a timekeeper there is
+ * nothing to promise); -EINVAL for a bad core; -EBUSY if a promise still
+ * holds. While it holds, DMA posts and counter changes fail with -EBUSY.
+ */
+int dma_recfifo_expect(emu_core_t *c, uint64_t packets);
+/* Does a promise of dma_recfifo_expect (or emu_core_expect) still hold? */
+int dma_recfifo_expecting(const emu_core_t *c);
 /* Sleep until the reception FIFO holds a packet or counter id is zero,
  * whichever comes first (timeout_ms as above): 0, and *zero (may be NULL)
  * = 1 if it was the counter (the clock then moves to when it hit, as

@@ -10,6 +10,10 @@
  * "coll-mismatch-short" (the same with 8 bytes, which the collectives send
  * in any order). "small-colls": 20 rounds of small allreduces, broadcasts,
  * reductions and scans, checked (their waits ask the timekeeper nothing).
+ * "eager-named" and "eager-any": rank 0 sends rank 1 16 messages of 16 KiB
+ * (eager, 64 packets each), which rank 1 receives naming the source or
+ * with MPI_ANY_SOURCE; on 3 ranks or more, rank 2 sends rank 1 a 1 MiB
+ * message (a rendezvous) meanwhile. Checked byte for byte.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -57,6 +61,38 @@ int main(int argc, char **argv)
 			       (rank == i % size && r != size - 1 + i) || sc != (long)rank * (rank + 1) / 2 + (long)(rank + 1) * i;
 		}
 		printf("mpi-fail: rank %d small collectives: %d wrong\n", rank, bad);
+	}
+	if (!strncmp(what, "eager-", 6) && size >= 2) {
+		enum { N = 16, LEN = 16384, BIG = 1 << 20 };
+		static unsigned char buf[N][LEN], big[BIG];
+		int any = !strcmp(what, "eager-any"), bad = 0;
+		MPI_Request rq = MPI_REQUEST_NULL;
+		if (rank == 0)
+			for (int i = 0; i < N; i++) {
+				for (int j = 0; j < LEN; j++)
+					buf[i][j] = (unsigned char)(i * 7 + j);
+				MPI_Send(buf[i], LEN, MPI_BYTE, 1, i, MPI_COMM_WORLD);
+			}
+		if (rank == 2) {
+			for (int j = 0; j < BIG; j++)
+				big[j] = (unsigned char)(j * 3);
+			MPI_Send(big, BIG, MPI_BYTE, 1, 99, MPI_COMM_WORLD);
+		}
+		if (rank == 1) {
+			if (size > 2)
+				MPI_Irecv(big, BIG, MPI_BYTE, 2, 99, MPI_COMM_WORLD, &rq);
+			for (int i = 0; i < N; i++) {
+				MPI_Status st;
+				MPI_Recv(buf[i], LEN, MPI_BYTE, any ? MPI_ANY_SOURCE : 0, i, MPI_COMM_WORLD, &st);
+				for (int j = 0; j < LEN; j++)
+					bad += buf[i][j] != (unsigned char)(i * 7 + j);
+				bad += st.MPI_SOURCE != 0;
+			}
+			MPI_Wait(&rq, MPI_STATUS_IGNORE);
+			for (int j = 0; size > 2 && j < BIG; j++)
+				bad += big[j] != (unsigned char)(j * 3);
+			printf("mpi-fail: rank 1 eager stream: %d wrong\n", bad);
+		}
 	}
 #ifdef MISSING
 	MPI_Comm inter;
