@@ -285,6 +285,8 @@ static int core_main(emu_core_t *c, void *arg)
 	 * both ways against the reference; a post meanwhile is refused */
 	/* (those of rank 3 mod 4 promise never to post again: EMU_EXPECT_EVER) */
 	const int ever = emu_core_global(c) % 4 == 3 && want_raw;
+	if (dma_recfifo_expecting(c))
+		return fail("a promise before any was made", -EPROTO);
 	if (emu_core_global(c) % 2 && want_raw) {
 		if ((rc = emu_core_expect(NULL, 1)) != -EINVAL || (rc = emu_core_expect(c, 0)))
 			return fail("a bad or empty expect (not -EINVAL, 0)", rc ? rc : -EPROTO);
@@ -292,6 +294,10 @@ static int core_main(emu_core_t *c, void *arg)
 			return fail("expect", rc);
 		if ((rc = emu_core_expect(c, 1)) != -EBUSY)
 			return fail("a second expect (not -EBUSY)", rc ? rc : -EPROTO);
+		/* the memory FIFO's promise: not while another holds */
+		if ((rc = dma_recfifo_expect(NULL, 1)) != -EINVAL || (rc = dma_recfifo_expect(c, 1)) != -EBUSY ||
+		    !dma_recfifo_expecting(c) || dma_recfifo_expecting(NULL))
+			return fail("dma_recfifo_expect under a promise (not -EINVAL, -EBUSY, expecting)", rc ? rc : -EPROTO);
 		if ((rc = emu_pkt_send(c, node, core, buf, 1, 0, 0)) != -EBUSY)
 			return fail("a send while expecting (not -EBUSY)", rc ? rc : -EPROTO);
 		if ((rc = dma_counter_add(c, inj, 1)) != -EBUSY)
