@@ -346,22 +346,7 @@ static int memfifo_ready(void *arg)
 
 int dma_recfifo_expect(emu_core_t *c, uint64_t packets)
 {
-	if (!c)
-		return -EINVAL;
-	if (emu_core_promised(c))
-		return -EBUSY;
-	if (!packets || !c->tk)
-		return 0;
-	if (c->mf_taken > UINT64_MAX - packets)
-		return -EINVAL;
-	/* the timekeeper counts arrivals, and every packet taken arrived */
-	uint64_t total = c->mf_taken + packets;
-	struct emu_tk_ev ev = {.type = EMU_TK_EXPECT, .node = EMU_TK_Q_MEMFIFO, .len = total, .ready = c->vt};
-	int r = emu_core_tk_event(c, &ev);
-	if (r)
-		return r;
-	c->mf_expect = total;
-	return 0;
+	return emu_core_promise(c, EMU_TK_Q_MEMFIFO, packets);
 }
 
 int dma_recfifo_expecting(const emu_core_t *c)

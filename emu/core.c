@@ -186,28 +186,37 @@ int emu_core_set_clock(emu_core_t *c, torus_vt_t t)
 	return 0;
 }
 
-int emu_core_expect(emu_core_t *c, uint64_t packets)
+int emu_core_promise(emu_core_t *c, uint32_t q, uint64_t packets)
 {
-	if (!c)
+	if (!c || (q != EMU_TK_Q_RAW && q != EMU_TK_Q_MEMFIFO))
 		return -EINVAL;
-	if (c->received < c->expect)
+	uint64_t *taken = q == EMU_TK_Q_RAW ? &c->received : &c->mf_taken;
+	uint64_t *expect = q == EMU_TK_Q_RAW ? &c->expect : &c->mf_expect;
+	if (*taken < *expect || emu_core_promised(c))
 		return -EBUSY;
-	if (!packets)
-		return 0;
-	/* EMU_EXPECT_EVER: a total no count reaches */
-	uint64_t total = packets == EMU_EXPECT_EVER ? UINT64_MAX : c->received + packets;
-	if (packets != EMU_EXPECT_EVER && c->received >= UINT64_MAX - packets)
+	if (!packets || (q != EMU_TK_Q_RAW && !c->tk))
+		return 0; /* (raw sends are refused under a promise even without a timekeeper) */
+	/* EMU_EXPECT_EVER (raw): a total no count reaches */
+	int ever = q == EMU_TK_Q_RAW && packets == EMU_EXPECT_EVER;
+	if (!ever && *taken >= UINT64_MAX - packets)
 		return -EINVAL;
+	uint64_t total = ever ? UINT64_MAX : *taken + packets;
 	if (c->tk) {
-		/* the total the timekeeper counts: every raw packet this core
-		 * has taken arrived, so its count of arrivals is at least ours */
-		struct emu_tk_ev ev = {.type = EMU_TK_EXPECT, .node = EMU_TK_Q_RAW, .len = total, .ready = c->vt};
+		/* the total the timekeeper counts: every packet this core has
+		 * taken from the queue arrived, so its count of arrivals is at
+		 * least ours */
+		struct emu_tk_ev ev = {.type = EMU_TK_EXPECT, .node = q, .len = total, .ready = c->vt};
 		int r = emu_core_tk_event(c, &ev);
 		if (r)
 			return r;
 	}
-	c->expect = total;
+	*expect = total;
 	return 0;
+}
+
+int emu_core_expect(emu_core_t *c, uint64_t packets)
+{
+	return emu_core_promise(c, EMU_TK_Q_RAW, packets);
 }
 
 int emu_pkt_send(emu_core_t *c, uint32_t node, uint32_t core, const void *buf, size_t len, uint16_t user,

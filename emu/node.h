@@ -208,6 +208,10 @@ static inline int emu_core_promised(const emu_core_t *c)
 {
 	return c->tk && (c->received < c->expect || c->mf_taken < c->mf_expect);
 }
+/* emu_core_expect (queue EMU_TK_Q_RAW) and dma_recfifo_expect
+ * (EMU_TK_Q_MEMFIFO): the core acts on nothing before it has taken
+ * `packets` more from the queue */
+int emu_core_promise(emu_core_t *c, uint32_t q, uint64_t packets);
 
 /* Recording a program's step (emu_core_step_begin): the DMA unit writes its
  * posts and counter changes down for the timekeeper and changes nothing else. */
