@@ -198,15 +198,20 @@ static void random_scenario(struct torus_shape *s, char *text, size_t textlen, u
 	*nout = n;
 }
 
-/* 300 random scenarios, each fed all at once and then a few at a time. */
-static void test_random_equals_refsim(void)
+/*
+ * nscen random scenarios from seed, each fed all at once and then a few
+ * at a time. far: transfers posted in clusters up to a millisecond apart
+ * (the simulator keeps the events of the next few microseconds in a
+ * timing wheel and the later ones in a heap behind it: some clusters
+ * within a wheel's span of each other, some past it, on shapes small and
+ * large enough to give the wheel slots of every width).
+ */
+static void random_runs(const char *what, uint64_t seed, int nscen, int far)
 {
 	struct torus_params p;
 	torus_params_default(&p);
-	rng_state = 0x5eed1234abcdull;
+	rng_state = seed;
 	size_t hops = 0;
-	/* sanitized builds run ten times slower: fewer scenarios there */
-	const int nscen = getenv("TORUS_TEST_LIGHT") ? 40 : 300;
 	for (int scen = 0; scen < nscen; scen++) {
 		char text[48], name[96];
 		struct torus_shape s;
@@ -214,14 +219,31 @@ static void test_random_equals_refsim(void)
 		struct refsim_xfer *x;
 		size_t n;
 		random_scenario(&s, text, sizeof(text), cores, &p, &x, &n);
-		snprintf(name, sizeof(name), "scenario %d (%s, %zu transfers)", scen, text, n);
+		if (far) {
+			torus_vt_t base[5] = {0, rnd() % 5000000, 1000000 + rnd() % 200000000, rnd() % 1000000000,
+					      999000000000ull + rnd() % 1000000};
+			for (size_t i = 0; i < n; i++)
+				x[i].post = base[rnd() % 5] + (rnd() % 3 ? rnd() % 2000000 : 0);
+		}
+		snprintf(name, sizeof(name), "%s %d (%s, %zu transfers)", what, scen, text, n);
 		hops += compare(name, &s, &p, cores, x, n, 0);
-		snprintf(name, sizeof(name), "scenario %d fed in steps (%s, %zu transfers)", scen, text, n);
+		snprintf(name, sizeof(name), "%s %d fed in steps (%s, %zu transfers)", what, scen, text, n);
 		compare(name, &s, &p, cores, x, n, 1);
 		free(x);
 	}
 	EXPECT(hops > (size_t)nscen * 60, "only %zu hops over %d scenarios: the traffic is too thin to test much", hops,
 	       nscen);
+}
+
+/* sanitized builds run ten times slower: fewer scenarios there */
+static void test_random_equals_refsim(void)
+{
+	random_runs("scenario", 0x5eed1234abcdull, getenv("TORUS_TEST_LIGHT") ? 40 : 300, 0);
+}
+
+static void test_far_posts(void)
+{
+	random_runs("far posts", 0xfa4b05754a11ull, getenv("TORUS_TEST_LIGHT") ? 20 : 120, 1);
 }
 
 /* Two streams into one link, a hot spot (every node puts to node 0), and an
@@ -468,6 +490,7 @@ int main(void)
 {
 	static const struct cunit_case cases[] = {
 		{"random_equals_refsim", test_random_equals_refsim},
+		{"far_posts", test_far_posts},
 		{"classic_cases", test_classic_cases},
 		{"backlog_and_wide_nodes", test_backlog_and_wide_nodes},
 		{"left_alone", test_left_alone},

@@ -17,8 +17,9 @@
  * except after a departure, and then the two equal entries name the same
  * departure, which the first one spends). Heap order is refsim's: time,
  * then deliveries before departures, then node, then port (deliveries) or
- * link (departures). The heap is a radix heap on time with a binary heap
- * on key for the entries at the current time (see "heap" below).
+ * link (departures). The events wait in a timing wheel, and those past
+ * its span in a radix heap on time with a binary heap on key for the
+ * entries at the current time (see "heap" and "wheel" below).
  *
  * Memory layout, for speed: a big job keeps millions of packets waiting
  * (every core's posts queue up at its injection port faster than the links
@@ -29,8 +30,10 @@
  *     then one line per input queue, holding the queue's first packet (32
  *     bytes; what else a packet carried follows from the queue it waits
  *     in, see struct pkt) and a ring buffer for the packets behind it;
- *   - the next few events are taken out of the heap into a window ahead of
- *     time and what they will touch is prefetched (see "window");
+ *   - on a machine of 512 nodes or more, the next few events are taken
+ *     out of the wheel into a window ahead of time and what they will
+ *     touch is prefetched (see "window"); a smaller one stays in the
+ *     cache, and its events go straight from the wheel;
  *   - blocks and rings come from huge pages (timesim_setup.c);
  *   - routes are computed from coordinates rather than looked up in a
  *     table of nodes squared bytes.
@@ -176,6 +179,216 @@ static void heap_pop(struct timesim *s)
 }
 
 
+/* ----------------------------------------------------------------- wheel */
+
+/*
+ * Nearly every event is pushed less than a packet's serialisation and a
+ * hop ahead of the one being handled, so the events sit in a timing wheel
+ * first: slots of 2^wshift picoseconds, a few events each, covering twice
+ * that reach (timesim_setup.c, wheel_init). A push is an append to its
+ * slot; when the run (the entries of the slot taken last, sorted by time
+ * then key) is spent, the next non-empty slot is sorted and becomes the
+ * run. An entry for the run's slot or before it (one pushed at the time
+ * being handled) is inserted into the run in its place. Entries past the
+ * wheel's span go to the radix heap above, and the next entry is the
+ * earlier of the run's first and the radix heap's. Against the radix
+ * heap alone, an entry is moved once rather than spread out about twice
+ * and then sifted through a binary heap of ties.
+ */
+
+static int ent_less(struct entry a, struct entry b)
+{
+	return a.t < b.t || (a.t == b.t && a.key < b.key);
+}
+
+/* e into the sorted a[lo .. *n), which has room for one more. */
+static void sorted_insert(struct entry *a, size_t lo, size_t *n, struct entry e)
+{
+	size_t i = (*n)++;
+	while (i > lo && ent_less(e, a[i - 1])) {
+		a[i] = a[i - 1];
+		i--;
+	}
+	a[i] = e;
+}
+
+static int run_insert(struct timesim *s, struct entry e)
+{
+	int rc = ts_run_room(s);
+	if (rc)
+		return rc;
+	sorted_insert(s->run, s->rh, &s->rn, e);
+	return 0;
+}
+
+static int wheel_push(struct timesim *s, struct entry e)
+{
+	uint64_t a = e.t >> s->wshift;
+	if (a <= s->wcur)
+		return run_insert(s, e);
+	if (a - s->wcur >= s->nslots)
+		return rh_push(s, e);
+	uint32_t i = (uint32_t)a & s->wmask;
+	struct wslot *w = &s->slot[i];
+	if (w->n == w->cap && ts_slot_grow(w))
+		return -ENOMEM;
+	if (!w->n)
+		s->wocc[i / 64] |= 1ull << (i % 64);
+	w->e[w->n++] = e;
+	s->wcount++;
+	return 0;
+}
+
+/* The first non-empty slot after wcur (some slot holds entries), as its
+ * distance from wcur. */
+static uint32_t wheel_next(const struct timesim *s)
+{
+	uint32_t from = (uint32_t)(s->wcur + 1) & s->wmask, w = from / 64;
+	uint64_t m = s->wocc[w] & (~0ull << (from % 64));
+	while (!m) { /* (back at the first word, its bits before `from` count) */
+		w = w + 1 == s->nwocc ? 0 : w + 1;
+		m = s->wocc[w];
+	}
+	return (w * 64 + (uint32_t)__builtin_ctzll(m) - (uint32_t)s->wcur) & s->wmask;
+}
+
+/* Insertion sort of e[0 .. n) by time, then key, until it has moved
+ * entries more than budget places in all; the places moved. */
+static size_t insertion_sort(struct entry *e, size_t n, size_t budget)
+{
+	size_t moves = 0;
+	for (size_t k = 1; k < n && moves <= budget; k++) {
+		struct entry x = e[k];
+		size_t j = k;
+		while (j > 0 && ent_less(x, e[j - 1])) {
+			e[j] = e[j - 1];
+			j--;
+		}
+		e[j] = x;
+		moves += k - j;
+	}
+	return moves;
+}
+
+/* Sort e[0 .. n) by time, then key: insertion sort for a few, quicksort
+ * (median of three, the smaller side first) for more. */
+static void sort_entries(struct entry *e, size_t n)
+{
+	while (n > 16) {
+		size_t mid = n / 2;
+		struct entry a = e[0], b = e[mid], c = e[n - 1], p;
+		p = ent_less(a, b) ? (ent_less(b, c) ? b : ent_less(a, c) ? c : a) : (ent_less(a, c) ? a : ent_less(b, c) ? c : b);
+		size_t i = 0, j = n - 1;
+		for (;;) {
+			while (ent_less(e[i], p))
+				i++;
+			while (ent_less(p, e[j]))
+				j--;
+			if (i >= j)
+				break;
+			struct entry x = e[i];
+			e[i++] = e[j];
+			e[j--] = x;
+		}
+		/* e[0 .. j] <= p <= e[j + 1 .. n) */
+		size_t left = j + 1;
+		if (left < n - left) {
+			sort_entries(e, left);
+			e += left;
+			n -= left;
+		} else {
+			sort_entries(e + left, n - left);
+			n = left;
+		}
+	}
+	insertion_sort(e, n, SIZE_MAX);
+}
+
+/* The run is spent and the wheel holds entries: the next slot becomes
+ * the run. */
+static void wheel_turn(struct timesim *s)
+{
+	uint32_t i = (uint32_t)(s->wcur + wheel_next(s)) & s->wmask;
+	struct wslot *w = &s->slot[i];
+	/* the run is spent: the slot's array becomes the run, the run's the slot's */
+	struct entry *e = w->e;
+	uint32_t n = w->n, cap = w->cap;
+	s->wcur += (i - (uint32_t)s->wcur) & s->wmask;
+	w->e = s->run;
+	w->cap = (uint32_t)s->rcap;
+	w->n = 0;
+	s->run = e;
+	s->rcap = cap;
+	s->rh = 0;
+	s->rn = n;
+	s->wocc[i / 64] &= ~(1ull << (i % 64));
+	s->wcount -= n;
+	/* a slot's entries mostly come in order (a link's next departure is
+	 * pushed one packet after the one before): insertion sort while it
+	 * stays cheap, else sort them all */
+	if (insertion_sort(e, n, 8 * (size_t)n) > 8 * (size_t)n)
+		sort_entries(e, n);
+}
+
+/* *top: the next entry if it comes before limit, from the run or the
+ * radix heap (*heap says which), or NULL. 0 or -ENOMEM. */
+static int q_top(struct timesim *s, torus_vt_t limit, const struct entry **top, int *heap)
+{
+	if (s->rh == s->rn && s->wcount)
+		wheel_turn(s);
+	const struct entry *r = s->rh < s->rn ? &s->run[s->rh] : NULL;
+	*heap = 0;
+	*top = NULL;
+	if (s->nheap) {
+		torus_vt_t hm = heap_min_time(s);
+		if (!r || hm <= r->t) {
+			if (hm >= limit)
+				return 0; /* (and the run's first is no earlier) */
+			/* taking the heap's top moves its rlast to hm, which is
+			 * before limit and no later than the run's first: no
+			 * later than anything pushed from here on */
+			const struct entry *h = heap_top(s);
+			if (!h)
+				return -ENOMEM;
+			if (!r || ent_less(*h, *r)) {
+				*heap = 1;
+				*top = h;
+				return 0;
+			}
+		}
+	}
+	if (r && r->t < limit)
+		*top = r;
+	return 0;
+}
+
+static void q_pop(struct timesim *s, int heap)
+{
+	if (heap)
+		heap_pop(s);
+	else
+		s->rh++;
+}
+
+/* The earliest time among the wheel and the radix heap, taking nothing
+ * out and moving nothing. */
+static torus_vt_t q_min_time(const struct timesim *s)
+{
+	torus_vt_t m = heap_min_time(s);
+	if (s->rh < s->rn)
+		return s->run[s->rh].t < m ? s->run[s->rh].t : m;
+	if (s->wcount) {
+		const struct wslot *w = &s->slot[(uint32_t)(s->wcur + wheel_next(s)) & s->wmask];
+		for (uint32_t k = 0; k < w->n; k++) {
+			if (w->e[k].t < m)
+				m = w->e[k].t;
+		}
+	}
+	return m;
+}
+
+static size_t q_size(const struct timesim *s) { return s->nheap + s->wcount + (s->rn - s->rh); }
+
 enum { CLS_DELIVERY, CLS_DEPARTURE };
 /* (always inlined: as functions of their own, GCC finds them free of side
  * effects, a prefetch not counting as one, and drops the calls) */
@@ -184,8 +397,9 @@ PREFETCHER prefetch_event(const struct timesim *s, uint64_t key);
 PREFETCHER prefetch_packet(const struct timesim *s, uint64_t key);
 
 /*
- * The window: the next few events, taken out of the heap ahead of time
- * and kept sorted (time, then key), so that what they will touch can be
+ * The window (machines of 512 nodes and more: s->far): the next few
+ * events, taken out of the wheel or the heap ahead of time and kept
+ * sorted (time, then key), so that what they will touch can be
  * loaded while the ones before them are handled: a big torus's events
  * each miss the cache a few times, one miss waiting for the other, and
  * only several events' misses in flight at once keep the simulator from
@@ -193,18 +407,13 @@ PREFETCHER prefetch_packet(const struct timesim *s, uint64_t key);
  * (prefetch_event: its output's header and queue) and has its packet
  * loaded two places from the front (prefetch_packet).
  *
- * Every entry in the window comes before every entry in the heap, so
- * the window's front is the next event, as it was the heap's. An event
+ * Every entry in the window comes before every entry in the wheel and
+ * the heap, so the window's front is the next event. An event
  * pushed before the window's last entry (one at the very time being
  * handled, or one posted between runs) is inserted in its place; the
  * window may then grow past WIN_AHEAD, and drains back to it.
  */
 #define WIN_AHEAD 8
-
-static int ent_less(struct entry a, struct entry b)
-{
-	return a.t < b.t || (a.t == b.t && a.key < b.key);
-}
 
 static int win_room(struct timesim *s)
 {
@@ -232,16 +441,11 @@ static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
 	if (s->wn > s->wh && ent_less(e, s->win[s->wn - 1])) {
 		if ((rc = win_room(s)) != 0)
 			return rc;
-		size_t i = s->wn++;
-		while (i > s->wh && ent_less(e, s->win[i - 1])) {
-			s->win[i] = s->win[i - 1];
-			i--;
-		}
-		s->win[i] = e;
-	} else if ((rc = rh_push(s, e)) != 0) {
+		sorted_insert(s->win, s->wh, &s->wn, e);
+	} else if ((rc = wheel_push(s, e)) != 0) {
 		return rc;
 	}
-	size_t pending = s->nheap + (s->wn - s->wh);
+	size_t pending = q_size(s) + (s->wn - s->wh);
 	if (pending > s->st.heap_max)
 		s->st.heap_max = pending;
 	return 0;
@@ -250,12 +454,13 @@ static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
 /* Fill the window to WIN_AHEAD from the heap. 0 or -ENOMEM. */
 static int win_fill(struct timesim *s)
 {
-	while (s->wn - s->wh < WIN_AHEAD && s->nheap) {
-		const struct entry *top = heap_top(s);
-		if (!top || win_room(s))
+	while (s->wn - s->wh < WIN_AHEAD && q_size(s)) {
+		int heap;
+		const struct entry *top;
+		if (q_top(s, TIMESIM_NEVER, &top, &heap) || !top || win_room(s))
 			return -ENOMEM;
 		struct entry e = *top;
-		heap_pop(s);
+		q_pop(s, heap);
 		s->win[s->wn++] = e;
 		prefetch_event(s, e.key);
 	}
@@ -265,7 +470,7 @@ static int win_fill(struct timesim *s)
 /* The earliest pending event's time (TIMESIM_NEVER: none). */
 static torus_vt_t ev_min_time(const struct timesim *s)
 {
-	return s->wn > s->wh ? s->win[s->wh].t : heap_min_time(s);
+	return s->wn > s->wh ? s->win[s->wh].t : q_min_time(s);
 }
 
 /*
@@ -712,14 +917,27 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 	for (;;) {
 		if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
 			return -ECANCELED;
-		if (win_fill(s))
-			return -ENOMEM;
-		if (s->wn == s->wh || s->win[s->wh].t >= limit)
-			break;
-		struct entry e = s->win[s->wh++];
+		struct entry e;
+		if (s->far) {
+			if (win_fill(s))
+				return -ENOMEM;
+			if (s->wn == s->wh || s->win[s->wh].t >= limit)
+				break;
+			e = s->win[s->wh++];
+			if (s->wn - s->wh > 2)
+				prefetch_packet(s, s->win[s->wh + 2].key);
+		} else {
+			/* a small machine stays in the cache: no window */
+			int heap;
+			const struct entry *top;
+			if (q_top(s, limit, &top, &heap))
+				return -ENOMEM;
+			if (!top)
+				break;
+			e = *top;
+			q_pop(s, heap);
+		}
 		torus_vt_t t = e.t;
-		if (s->wn - s->wh > 2)
-			prefetch_packet(s, s->win[s->wh + 2].key);
 		if (!entry_current(s, &e)) {
 			s->st.stale++;
 			continue;

@@ -108,6 +108,12 @@ struct entry {
 	uint64_t key; /* class (0 delivery, 1 departure) << 62 | node << 20 | port or link */
 };
 
+/* A slot of the timing wheel: the entries whose time falls in it, unsorted. */
+struct wslot {
+	struct entry *e;
+	uint32_t n, cap;
+};
+
 struct timesim {
 	struct timesim_config cfg;
 	struct torus_cost cost;
@@ -124,6 +130,17 @@ struct timesim {
 		torus_vt_t mint;   /* the smallest time in it (buckets 1.., not empty) */
 	} rb[NBUCKETS];
 	uint64_t occ[4];           /* bit i - 1: bucket i is not empty */
+	/* the timing wheel before the radix heap (see "wheel" in timesim.c):
+	 * slot i holds the entries of absolute slot a = t >> wshift with
+	 * a & wmask == i and wcur < a < wcur + nslots; the run, run[rh .. rn),
+	 * sorted, those with a <= wcur; the radix heap the rest */
+	struct wslot *slot;
+	uint64_t *wocc;            /* bit per slot: not empty */
+	uint32_t nslots, wmask, wshift, nwocc;
+	uint64_t wcur;
+	size_t wcount;             /* entries in the slots */
+	struct entry *run;
+	size_t rh, rn, rcap;
 	struct entry *win;         /* the window: win[wh .. wn), sorted */
 	size_t wh, wn, wcap;
 	torus_vt_t rlast;
@@ -157,5 +174,7 @@ static inline struct queue *queues_of(const struct node *nd, struct out *O)
 /* timesim_setup.c: the rare slow paths of the hot ones */
 int ts_q_grow(struct arena *a, struct queue *q, uint32_t rn);
 int ts_rb_grow(struct rbucket *b);
+int ts_slot_grow(struct wslot *w);
+int ts_run_room(struct timesim *s);
 
 #endif

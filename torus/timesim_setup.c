@@ -100,6 +100,68 @@ int ts_rb_grow(struct rbucket *b)
 	return 0;
 }
 
+/* A wheel slot is full: twice the room. */
+int ts_slot_grow(struct wslot *w)
+{
+	uint32_t nc = w->cap ? 2 * w->cap : 8;
+	struct entry *ne = nc > w->cap ? realloc(w->e, (size_t)nc * sizeof(*ne)) : NULL;
+	if (!ne)
+		return -ENOMEM;
+	w->e = ne;
+	w->cap = nc;
+	return 0;
+}
+
+/* Room for one more entry at the run's end: its spent front closed up,
+ * or twice the room. */
+int ts_run_room(struct timesim *s)
+{
+	if (s->rn < s->rcap)
+		return 0;
+	if (s->rh > 0) {
+		memmove(s->run, s->run + s->rh, (s->rn - s->rh) * sizeof(*s->run));
+		s->rn -= s->rh;
+		s->rh = 0;
+		return 0;
+	}
+	size_t nc = s->rcap ? 2 * s->rcap : 64;
+	struct entry *nr = realloc(s->run, nc * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	s->run = nr;
+	s->rcap = nc;
+	return 0;
+}
+
+/*
+ * The wheel's size. A slot should hold a few events: a link busy without
+ * a break departs once per full packet's serialisation, so the machine
+ * has about 2 * ndims * nodes events per that time, and a slot is about
+ * four of them wide (a power of two of picoseconds). The wheel spans
+ * twice what an event can be pushed ahead of the one that pushes it (a
+ * full packet and a hop, a post's overhead), so that nearly nothing goes
+ * past it to the radix heap; posts far in the future do.
+ */
+static int wheel_init(struct timesim *s)
+{
+	uint64_t ser = s->cost.ser[s->pay], links = (uint64_t)s->nnodes * 2 * (s->ndims ? s->ndims : 1);
+	uint64_t width = 8 * ser / links;
+	uint32_t shift = 0;
+	while (shift < 40 && (2ull << shift) <= width)
+		shift++;
+	uint64_t span = (2 * (ser + s->cost.hop_latency) + s->cfg.params->inj_overhead_ps) >> shift;
+	uint32_t n = 64;
+	while (n < span && n < (1u << 16))
+		n *= 2;
+	s->wshift = shift;
+	s->nslots = n;
+	s->wmask = n - 1;
+	s->nwocc = n / 64;
+	s->slot = calloc(n, sizeof(*s->slot));
+	s->wocc = calloc(s->nwocc, sizeof(*s->wocc));
+	return s->slot && s->wocc ? 0 : -ENOMEM;
+}
+
 /* The ring of q, full with rn packets: twice the room. */
 int ts_q_grow(struct arena *a, struct queue *q, uint32_t rn)
 {
@@ -203,7 +265,7 @@ int timesim_create(const struct timesim_config *cfg, struct timesim **out)
 	torus_cost_init(&s->cost, cfg->params);
 	s->nodes = calloc(s->nnodes, sizeof(*s->nodes));
 	s->coords = calloc((size_t)s->nnodes * (s->ndims ? s->ndims : 1), sizeof(uint32_t));
-	int rc = s->nodes && s->coords ? 0 : -ENOMEM;
+	int rc = s->nodes && s->coords ? wheel_init(s) : -ENOMEM;
 	for (uint32_t i = 0; i < s->nnodes && rc == 0; i++)
 		rc = node_init(s, i);
 	if (rc) {
@@ -232,6 +294,12 @@ void timesim_destroy(struct timesim *s)
 	free(s->greq);
 	for (size_t i = 0; i < NBUCKETS; i++)
 		free(s->rb[i].e);
+	if (s->slot)
+		for (uint32_t i = 0; i < s->nslots; i++)
+			free(s->slot[i].e);
+	free(s->slot);
+	free(s->wocc);
+	free(s->run);
 	free(s->win);
 	ar_destroy(&s->ar);
 	free(s);
