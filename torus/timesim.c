@@ -223,6 +223,14 @@ static int run_insert(struct timesim *s, struct entry e)
 
 static int wheel_push(struct timesim *s, struct entry e)
 {
+	if (!s->wcount && s->rh == s->rn) {
+		/* empty: the wheel moves up to the present (nothing is pushed
+		 * before the event being handled, or between runs before now),
+		 * so that it spans what comes next however long it stood idle */
+		torus_vt_t t0 = s->cur > s->now ? s->cur : s->now;
+		if (t0 >> s->wshift > s->wcur)
+			s->wcur = t0 >> s->wshift;
+	}
 	uint64_t a = e.t >> s->wshift;
 	if (a <= s->wcur)
 		return run_insert(s, e);
