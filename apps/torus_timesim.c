@@ -331,10 +331,10 @@ int main(int argc, char **argv)
 		printf("  link-load bound    %.3f us (node %zu %s: %llu wire bytes); ratio %.3f\n", bound_us,
 		       maxl / (2 * TORUS_MAX_DIMS), torus_link_name((uint32_t)(maxl % (2 * TORUS_MAX_DIMS)), link),
 		       (unsigned long long)maxw, bound_us > 0 ? t.last / 1e6 / bound_us : 0.0);
-	printf("  simulator          %llu hops, %llu events (%llu stale heap entries, at most %llu at once) in %.3f s "
-	       "wall (%.2f M hops/s)\n",
+	printf("  simulator          %llu hops, %llu events (%llu stale heap entries, at most %llu at once, %llu past "
+	       "the timing wheel) in %.3f s wall (%.2f M hops/s)\n",
 	       (unsigned long long)st.hops, (unsigned long long)st.events, (unsigned long long)st.stale,
-	       (unsigned long long)st.heap_max, wall,
+	       (unsigned long long)st.heap_max, (unsigned long long)st.beyond, wall,
 	       wall > 0 ? st.hops / wall / 1e6 : 0.0);
 	timesim_destroy(ts);
 	free(t.wire);

@@ -344,23 +344,33 @@ static void test_backlog_and_wide_nodes(void)
 	}
 }
 
+/* A simulator of the 4x4 torus *s (filled in here, as cores: one per
+ * node), reporting to sn. */
+static struct timesim *sim_4x4(struct torus_shape *s, uint32_t cores[16], const struct torus_params *p,
+			       struct seen *sn)
+{
+	*s = shape("4x4");
+	for (int i = 0; i < 16; i++)
+		cores[i] = 1;
+	struct timesim_config tc = {s, p, cores, (uint32_t)sizeof(struct dma_getreq), NULL,
+				    {.hop = ts_hop, .deposit = ts_deposit, .left = ts_left, .arg = sn}};
+	struct timesim *ts = NULL;
+	CU_ASSERT_FATAL(timesim_create(&tc, &ts) == 0);
+	return ts;
+}
+
 /* A put's packets leave its node one after another: the last one leaves
  * at ready plus their serialisations (the `left` hook, alone on the machine). */
 static void test_left_alone(void)
 {
 	struct torus_params p;
 	torus_params_default(&p);
-	struct torus_shape s = shape("4x4");
+	struct torus_shape s;
 	uint32_t cores[16];
-	for (int i = 0; i < 16; i++)
-		cores[i] = 1;
 	torus_vt_t done[1] = {0}, left[1] = {0};
 	uint64_t pk[1] = {0};
 	struct seen sn = {{0}, done, pk, left};
-	struct timesim_config tc = {&s, &p, cores, (uint32_t)sizeof(struct dma_getreq), NULL,
-				    {.hop = ts_hop, .deposit = ts_deposit, .left = ts_left, .arg = &sn}};
-	struct timesim *ts;
-	CU_ASSERT_FATAL(timesim_create(&tc, &ts) == 0);
+	struct timesim *ts = sim_4x4(&s, cores, &p, &sn);
 	struct timesim_xfer x = {TIMESIM_PUT, 0, 0, 0, 5, 1000, 777, 0, 0};
 	CU_ASSERT_FATAL(timesim_post(ts, &x) == 0);
 	CU_ASSERT_FATAL(timesim_run(ts, TIMESIM_NEVER) == 0);
@@ -403,6 +413,43 @@ static void test_link_cost(void)
 	       (unsigned long long)done[0], (unsigned long long)torus_model_transfer(&slow, 2400, 1, 0));
 	EXPECT(done[1] == torus_model_transfer(&p, 2400, 1, 0), "off it: %llu, want %llu", (unsigned long long)done[1],
 	       (unsigned long long)torus_model_transfer(&p, 2400, 1, 0));
+	timesim_destroy(ts);
+	free(sn.hops.h);
+}
+
+/*
+ * A job that starts late (a clock already far past the wheel's first span,
+ * as every emulated job's is after its set-up) and one that stands idle
+ * between bursts keep their events in the timing wheel: only a burst's
+ * first post goes past it. The times are the closed form's.
+ */
+static void test_late_start(void)
+{
+	struct torus_params p;
+	torus_params_default(&p);
+	struct torus_shape s;
+	uint32_t cores[16];
+	torus_vt_t done[3] = {0}, left[3] = {0};
+	uint64_t pk[3] = {0};
+	struct seen sn = {{0}, done, pk, left};
+	struct timesim *ts = sim_4x4(&s, cores, &p, &sn);
+	const torus_vt_t start[3] = {5000000000ull, 5000000000ull + 400000000ull, 900000000000ull};
+	for (uint64_t k = 0; k < 3; k++) {
+		/* node 0 to node 10 (two hops in each dimension), 64 KiB */
+		struct timesim_xfer x = {TIMESIM_PUT, 0, 0, 0, 10, 65536, start[k], 0, k};
+		int rc = timesim_post(ts, &x);
+		EXPECT(rc == 0, "burst %llu: posting: %d", (unsigned long long)k, rc);
+		CU_ASSERT_FATAL(rc == 0);
+		CU_ASSERT_FATAL(timesim_run(ts, TIMESIM_NEVER) == 0);
+		torus_vt_t want = torus_model_transfer(&p, 65536, 4, start[k]);
+		EXPECT(done[k] == want, "burst %llu: done at %llu, closed form %llu", (unsigned long long)k,
+		       (unsigned long long)done[k], (unsigned long long)want);
+	}
+	struct timesim_stats st;
+	timesim_stats(ts, &st);
+	EXPECT(st.hops >= 3 * 4 * 256, "%llu hops", (unsigned long long)st.hops);
+	EXPECT(st.beyond <= 3, "%llu of %llu events went past the timing wheel", (unsigned long long)st.beyond,
+	       (unsigned long long)st.events);
 	timesim_destroy(ts);
 	free(sn.hops.h);
 }
@@ -491,6 +538,7 @@ int main(void)
 	static const struct cunit_case cases[] = {
 		{"random_equals_refsim", test_random_equals_refsim},
 		{"far_posts", test_far_posts},
+		{"late_start", test_late_start},
 		{"classic_cases", test_classic_cases},
 		{"backlog_and_wide_nodes", test_backlog_and_wide_nodes},
 		{"left_alone", test_left_alone},

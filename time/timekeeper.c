@@ -546,13 +546,13 @@ void emu_tk_stop_report(struct emu_tk *tk, struct emu_tk_progress *last)
 			fprintf(stderr,
 				"torusrun: timekeeper: %llu events, %llu queries answered (%llu paces), %llu program steps taken, "
 				"%llu rounds, %llu sleeps; "
-				"%llu hops, %llu simulator events (%llu stale, heap of at most %llu); "
+				"%llu hops, %llu simulator events (%llu stale, heap of at most %llu, %llu past the wheel); "
 				"wall time simulating %.3f s, asleep %.3f s; thread CPU time %.3f s; "
 				"%zu transfer records (%zu in use at the end)\n",
 				(unsigned long long)tk->events, (unsigned long long)tk->queries,
 				(unsigned long long)tk->paced, (unsigned long long)tk->planned, (unsigned long long)tk->rounds, (unsigned long long)tk->sleeps, (unsigned long long)st.hops,
 				(unsigned long long)st.events, (unsigned long long)st.stale, (unsigned long long)st.heap_max,
-				(double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9, (double)tk->cpu_ns / 1e9, tk->nxf, tk->xf_live);
+				(unsigned long long)st.beyond, (double)tk->sim_ns / 1e9, (double)tk->sleep_ns / 1e9, (double)tk->cpu_ns / 1e9, tk->nxf, tk->xf_live);
 			fprintf(stderr, "torusrun: timekeeper: %llu deferred waits; queries by type (enum emu_tk_query):",
 				(unsigned long long)tk->deferred);
 			for (uint32_t q = 1; q < TK_QTYPES; q++)

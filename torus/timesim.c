@@ -234,8 +234,10 @@ static int wheel_push(struct timesim *s, struct entry e)
 	uint64_t a = e.t >> s->wshift;
 	if (a <= s->wcur)
 		return run_insert(s, e);
-	if (a - s->wcur >= s->nslots)
+	if (a - s->wcur >= s->nslots) {
+		s->st.beyond++;
 		return rh_push(s, e);
+	}
 	uint32_t i = (uint32_t)a & s->wmask;
 	struct wslot *w = &s->slot[i];
 	if (w->n == w->cap && ts_slot_grow(w))

@@ -82,6 +82,7 @@ struct timesim_stats {
 	uint64_t deposits;  /* packets deposited */
 	uint64_t stale;     /* heap entries found out of date (a measure of the heap's overhead) */
 	uint64_t heap_max;  /* the most entries the heap held at once */
+	uint64_t beyond;    /* entries pushed past the timing wheel's span (to the radix heap) */
 };
 
 /* 0, -EINVAL (a missing or inconsistent argument) or -ENOMEM. The arrays
