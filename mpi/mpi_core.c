@@ -1056,6 +1056,8 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 			unexp_append(m);
 		}
 		cur->m = m->env.len ? m : NULL;
+		if (cur->m)
+			mpi_g.arriving = from;
 		return 0;
 	}
 	/* data: the message whose envelope came last from `from` */
@@ -1250,7 +1252,10 @@ int mpi_progress(int may_sleep)
 		return rc;
 	if (!got && !rc && may_sleep) {
 		rc = 0;
-		if (mpi_g.rz_recv && mpi_g.rz_recv->got) {
+		if (dma_recfifo_expecting(mpi_g.c)) {
+			/* promised: the packets come first */
+			rc = dma_recfifo_wait(mpi_g.c, 1);
+		} else if (mpi_g.rz_recv && mpi_g.rz_recv->got) {
 			int zero = 0;
 			rc = dma_recfifo_wait_counter(mpi_g.c, mpi_g.rz_recv->counter, 1, &zero);
 		} else if (mpi_g.sends_out && may_sleep != MPI_PROGRESS_RECV) {
@@ -1559,22 +1564,27 @@ static int wait_any_order(struct torus_mpi_request *r)
 }
 
 /*
- * A receive that is taking a message's packets, with nothing else to do
- * meanwhile (no rendezvous work, no control message to post): it promises
- * the timekeeper to act on nothing before it has the rest (at least as many
- * packets as those bytes fill), so that the simulation need not stop at
- * each of them (dma_recfifo_expect). Rendezvous work that a request to
- * send starts meanwhile waits for the promise to be kept.
+ * A receive waits while a message is arriving (its own, or another from
+ * its source or from the source whose message began last, while its own
+ * data come by a get): with nothing to post meanwhile (no rendezvous set-up
+ * to make, no control message to send), the core promises the timekeeper
+ * to act on nothing before it has taken the rest of that message's packets
+ * (at least as many packets as those bytes fill), so that the simulation
+ * need not stop at each of them (dma_recfifo_expect). Rendezvous work
+ * waits for the promise to be kept: a get's data that are in by then are
+ * seen then, and a request to send that comes meanwhile is set up then.
+ * The receive does not return before the promise is kept (wait_request).
  */
 static int promise_rest(const struct torus_mpi_request *r)
 {
 	emu_core_t *c = mpi_g.c;
-	if (r->src < 0 || r->done || !emu_exact(c) || dma_recfifo_expecting(c) || mpi_g.rz_setup || mpi_g.rz_recv ||
-	    mpi_g.ctl_q)
+	if (r->done || !emu_exact(c) || dma_recfifo_expecting(c) || mpi_g.rz_setup || mpi_g.ctl_q)
 		return 0;
-	uint32_t node = node_of(r->comm, r->src);
+	uint32_t node = r->src >= 0 ? node_of(r->comm, r->src) : mpi_g.arriving;
 	const struct mpi_msg *m = node < mpi_g.nsrc ? mpi_g.cur[node].m : NULL;
-	if (!m || m->req != r || m->got >= m->env.len)
+	if ((!m || m->got >= m->env.len) && mpi_g.arriving < mpi_g.nsrc)
+		m = mpi_g.cur[mpi_g.arriving].m;
+	if (!m || m->got >= m->env.len)
 		return 0;
 	uint64_t pay = torus_params_payload(emu_params(c));
 	uint64_t n = (m->env.len - m->got + pay - 1) / pay;
@@ -1615,6 +1625,10 @@ static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 		if ((rc = mpi_progress(r->send ? 1 : MPI_PROGRESS_RECV)))
 			break;
 	}
+	/* done while promised (another message's packets): keep the promise
+	 * before the program may post again */
+	while (!rc && dma_recfifo_expecting(mpi_g.c))
+		rc = mpi_progress(MPI_PROGRESS_RECV);
 	if (rc)
 		return MPI_ERR_INTERN;
 	if (r->tmp) {

@@ -190,6 +190,7 @@ struct mpi_state {
 	int sends_out;                   /* inj may be nonzero: sends posted since it was seen zero */
 	struct mpi_cur *cur;
 	uint32_t nsrc;
+	uint32_t arriving;               /* the source whose message began arriving last */
 	struct mpi_msg *unexp_head, *unexp_tail;
 	struct torus_mpi_request *posted;
 	void *bsend_buf;                 /* MPI_Buffer_attach */
