@@ -1564,23 +1564,24 @@ static int wait_any_order(struct torus_mpi_request *r)
 }
 
 /*
- * A receive waits while a message is arriving (its own, or another from
- * its source or from the source whose message began last, while its own
- * data come by a get): with nothing to post meanwhile (no rendezvous set-up
- * to make, no control message to send), the core promises the timekeeper
- * to act on nothing before it has taken the rest of that message's packets
- * (at least as many packets as those bytes fill), so that the simulation
+ * A request waits while a message is arriving (a receive's own, or another
+ * from its source or from the source whose message began last, while its
+ * own data come by a get or a send waits to hear that its data were got):
+ * with nothing to post meanwhile (no rendezvous set-up to make, no control
+ * message to send), the core promises the timekeeper to act on nothing
+ * before it has taken the rest of that message's packets (at least as
+ * many packets as those bytes fill), so that the simulation
  * need not stop at each of them (dma_recfifo_expect). Rendezvous work
  * waits for the promise to be kept: a get's data that are in by then are
  * seen then, and a request to send that comes meanwhile is set up then.
- * The receive does not return before the promise is kept (wait_request).
+ * The wait does not return before the promise is kept (wait_request).
  */
 static int promise_rest(const struct torus_mpi_request *r)
 {
 	emu_core_t *c = mpi_g.c;
 	if (r->done || !emu_exact(c) || dma_recfifo_expecting(c) || mpi_g.rz_setup || mpi_g.ctl_q)
 		return 0;
-	uint32_t node = r->src >= 0 ? node_of(r->comm, r->src) : mpi_g.arriving;
+	uint32_t node = !r->send && r->src >= 0 ? node_of(r->comm, r->src) : mpi_g.arriving;
 	const struct mpi_msg *m = node < mpi_g.nsrc ? mpi_g.cur[node].m : NULL;
 	if ((!m || m->got >= m->env.len) && mpi_g.arriving < mpi_g.nsrc)
 		m = mpi_g.cur[mpi_g.arriving].m;
@@ -1617,16 +1618,17 @@ static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 				break;
 		} else if (r->done) {
 			break;
-		} else if ((rc = promise_rest(r))) {
-			break;
 		}
+		if ((rc = promise_rest(r)))
+			break;
 		/* a receive needs what arrives, not the sends' leaving: waking
 		 * for that too cost a second sleep per exchange */
 		if ((rc = mpi_progress(r->send ? 1 : MPI_PROGRESS_RECV)))
 			break;
 	}
-	/* done while promised (another message's packets): keep the promise
-	 * before the program may post again */
+	/* done while promised (another message's packets, or a send's word
+	 * that its data were got): keep the promise before the program may
+	 * post again */
 	while (!rc && dma_recfifo_expecting(mpi_g.c))
 		rc = mpi_progress(MPI_PROGRESS_RECV);
 	if (rc)
