@@ -201,7 +201,9 @@ static long questions(const char *err, int type)
  * by a get meanwhile: the receive still promises (the get's data are seen
  * when the promise is kept), so the counter questions (CTR 3, CTR_OR_RECV
  * 9) are a few dozen, not one or two per packet (3,367 before), and the
- * emulated time is the same either way.
+ * emulated time is the same either way. "promise-other": a receive that
+ * finishes while its wait promised another message's packets keeps the
+ * promise before it returns, so that the send right after it is not refused.
  */
 static void test_mpi_eager_promise(void)
 {
@@ -226,6 +228,14 @@ static void test_mpi_eager_promise(void)
 		result_free(&named);
 		result_free(&any);
 	}
+	/* a receive finished while its wait promised another message's
+	 * packets keeps the promise before it returns: the send right after
+	 * it is not refused */
+	struct result r = run("$B/torusrun --torus 3 --timeout 60 -- $T/mpi_fail promise-other");
+	EXPECT(r.status == 0 && strstr(r.out, "rank 1 stream beside answers: 0 wrong") &&
+		       strstr(r.out, "rank 2 answers: 0 wrong"),
+	       "promise-other: %d\n%.2000s\n%.2000s", r.status, r.out, r.err);
+	result_free(&r);
 }
 
 /* mpi_check on 64 ranks, 4x4x4 (test_mpi --64: the ctest mpi-64, label

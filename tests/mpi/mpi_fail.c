@@ -14,6 +14,11 @@
  * (eager, 64 packets each), which rank 1 receives naming the source or
  * with MPI_ANY_SOURCE; on 3 ranks or more, rank 2 sends rank 1 a 1 MiB
  * message (a rendezvous) meanwhile. Checked byte for byte.
+ * "promise-other" (3 ranks): rank 0 streams rank 1 four messages of 16
+ * KiB into receives posted ahead, while rank 1 receives four short ones
+ * from rank 2 (each finished while rank 1 waits on rank 0's stream, a
+ * promise it must keep before it returns) and answers each: checked byte
+ * for byte, and no send refused.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -92,6 +97,43 @@ int main(int argc, char **argv)
 			for (int j = 0; size > 2 && j < BIG; j++)
 				bad += big[j] != (unsigned char)(j * 3);
 			printf("mpi-fail: rank 1 eager stream: %d wrong\n", bad);
+		}
+	}
+	if (!strcmp(what, "promise-other") && size >= 3) {
+		enum { N = 4, LEN = 16384 };
+		static unsigned char buf[N][LEN];
+		int bad = 0;
+		if (rank == 0) {
+			for (int i = 0; i < N; i++) {
+				for (int j = 0; j < LEN; j++)
+					buf[i][j] = (unsigned char)(i * 5 + j);
+				MPI_Send(buf[i], LEN, MPI_BYTE, 1, i, MPI_COMM_WORLD);
+			}
+		}
+		if (rank == 2) {
+			for (int i = 0; i < N; i++) {
+				long v = 100 + i, back = 0;
+				MPI_Send(&v, 1, MPI_LONG, 1, 10 + i, MPI_COMM_WORLD);
+				MPI_Recv(&back, 1, MPI_LONG, 1, 20 + i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+				bad += back != 2 * v;
+			}
+			printf("mpi-fail: rank 2 answers: %d wrong\n", bad);
+		}
+		if (rank == 1) {
+			MPI_Request rq[N];
+			for (int i = 0; i < N; i++)
+				MPI_Irecv(buf[i], LEN, MPI_BYTE, 0, i, MPI_COMM_WORLD, &rq[i]);
+			for (int i = 0; i < N; i++) {
+				long v = 0;
+				MPI_Recv(&v, 1, MPI_LONG, 2, 10 + i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+				v *= 2;
+				MPI_Send(&v, 1, MPI_LONG, 2, 20 + i, MPI_COMM_WORLD); /* right after a promised wait */
+			}
+			MPI_Waitall(N, rq, MPI_STATUSES_IGNORE);
+			for (int i = 0; i < N; i++)
+				for (int j = 0; j < LEN; j++)
+					bad += buf[i][j] != (unsigned char)(i * 5 + j);
+			printf("mpi-fail: rank 1 stream beside answers: %d wrong\n", bad);
 		}
 	}
 #ifdef MISSING
