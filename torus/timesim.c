@@ -67,7 +67,7 @@
 static inline int rb_append(struct timesim *s, size_t i, struct entry e)
 {
 	struct rbucket *b = &s->rb[i];
-	if (b->n == b->cap && ts_rb_grow(b))
+	if (b->n == b->cap && ts_grow(&b->e, &b->cap, 16))
 		return -ENOMEM;
 	if (!b->n++) {
 		s->occ[(i - 1) / 64] |= 1ull << ((i - 1) % 64);
@@ -82,7 +82,7 @@ static inline int rb_append(struct timesim *s, size_t i, struct entry e)
 /* Bucket 0, by key: e joins. */
 static int b0_insert(struct rbucket *b, struct entry e)
 {
-	if (b->n == b->cap && ts_rb_grow(b))
+	if (b->n == b->cap && ts_grow(&b->e, &b->cap, 16))
 		return -ENOMEM;
 	size_t i = b->n++;
 	while (i > 0 && e.key < b->e[(i - 1) / 2].key) {
@@ -201,29 +201,24 @@ static int ent_less(struct entry a, struct entry b)
 	return a.t < b.t || (a.t == b.t && a.key < b.key);
 }
 
-/* e into the sorted a[lo .. *n), which has room for one more. */
-static void sorted_insert(struct entry *a, size_t lo, size_t *n, struct entry e)
+/* e into l in its place (first: l's first size). */
+static int elist_insert(struct elist *l, struct entry e, size_t first)
 {
-	size_t i = (*n)++;
-	while (i > lo && ent_less(e, a[i - 1])) {
-		a[i] = a[i - 1];
-		i--;
-	}
-	a[i] = e;
-}
-
-static int run_insert(struct timesim *s, struct entry e)
-{
-	int rc = ts_run_room(s);
+	int rc = ts_elist_room(l, first);
 	if (rc)
 		return rc;
-	sorted_insert(s->run, s->rh, &s->rn, e);
+	size_t i = l->n++;
+	while (i > l->h && ent_less(e, l->e[i - 1])) {
+		l->e[i] = l->e[i - 1];
+		i--;
+	}
+	l->e[i] = e;
 	return 0;
 }
 
 static int wheel_push(struct timesim *s, struct entry e)
 {
-	if (!s->wcount && s->rh == s->rn) {
+	if (!s->wcount && s->run.h == s->run.n) {
 		/* empty: the wheel moves up to the present (nothing is pushed
 		 * before the event being handled, or between runs before now),
 		 * so that it spans what comes next however long it stood idle */
@@ -233,14 +228,14 @@ static int wheel_push(struct timesim *s, struct entry e)
 	}
 	uint64_t a = e.t >> s->wshift;
 	if (a <= s->wcur)
-		return run_insert(s, e);
+		return elist_insert(&s->run, e, 64);
 	if (a - s->wcur >= s->nslots) {
 		s->st.beyond++;
 		return rh_push(s, e);
 	}
 	uint32_t i = (uint32_t)a & s->wmask;
 	struct wslot *w = &s->slot[i];
-	if (w->n == w->cap && ts_slot_grow(w))
+	if (w->n == w->cap && ts_grow(&w->e, &w->cap, 8))
 		return -ENOMEM;
 	if (!w->n)
 		s->wocc[i / 64] |= 1ull << (i % 64);
@@ -322,15 +317,12 @@ static void wheel_turn(struct timesim *s)
 	struct wslot *w = &s->slot[i];
 	/* the run is spent: the slot's array becomes the run, the run's the slot's */
 	struct entry *e = w->e;
-	uint32_t n = w->n, cap = w->cap;
+	size_t n = w->n, cap = w->cap;
 	s->wcur += (i - (uint32_t)s->wcur) & s->wmask;
-	w->e = s->run;
-	w->cap = (uint32_t)s->rcap;
+	w->e = s->run.e;
+	w->cap = s->run.cap;
 	w->n = 0;
-	s->run = e;
-	s->rcap = cap;
-	s->rh = 0;
-	s->rn = n;
+	s->run = (struct elist){e, 0, n, cap};
 	s->wocc[i / 64] &= ~(1ull << (i % 64));
 	s->wcount -= n;
 	/* a slot's entries mostly come in order (a link's next departure is
@@ -344,9 +336,9 @@ static void wheel_turn(struct timesim *s)
  * radix heap (*heap says which), or NULL. 0 or -ENOMEM. */
 static int q_top(struct timesim *s, torus_vt_t limit, const struct entry **top, int *heap)
 {
-	if (s->rh == s->rn && s->wcount)
+	if (s->run.h == s->run.n && s->wcount)
 		wheel_turn(s);
-	const struct entry *r = s->rh < s->rn ? &s->run[s->rh] : NULL;
+	const struct entry *r = s->run.h < s->run.n ? &s->run.e[s->run.h] : NULL;
 	*heap = 0;
 	*top = NULL;
 	if (s->nheap) {
@@ -377,7 +369,7 @@ static void q_pop(struct timesim *s, int heap)
 	if (heap)
 		heap_pop(s);
 	else
-		s->rh++;
+		s->run.h++;
 }
 
 /* The earliest time among the wheel and the radix heap, taking nothing
@@ -385,11 +377,11 @@ static void q_pop(struct timesim *s, int heap)
 static torus_vt_t q_min_time(const struct timesim *s)
 {
 	torus_vt_t m = heap_min_time(s);
-	if (s->rh < s->rn)
-		return s->run[s->rh].t < m ? s->run[s->rh].t : m;
+	if (s->run.h < s->run.n)
+		return s->run.e[s->run.h].t < m ? s->run.e[s->run.h].t : m;
 	if (s->wcount) {
 		const struct wslot *w = &s->slot[(uint32_t)(s->wcur + wheel_next(s)) & s->wmask];
-		for (uint32_t k = 0; k < w->n; k++) {
+		for (size_t k = 0; k < w->n; k++) {
 			if (w->e[k].t < m)
 				m = w->e[k].t;
 		}
@@ -397,7 +389,7 @@ static torus_vt_t q_min_time(const struct timesim *s)
 	return m;
 }
 
-static size_t q_size(const struct timesim *s) { return s->nheap + s->wcount + (s->rn - s->rh); }
+static size_t q_size(const struct timesim *s) { return s->nheap + s->wcount + (s->run.n - s->run.h); }
 
 enum { CLS_DELIVERY, CLS_DEPARTURE };
 /* (always inlined: as functions of their own, GCC finds them free of side
@@ -425,37 +417,18 @@ PREFETCHER prefetch_packet(const struct timesim *s, uint64_t key);
  */
 #define WIN_AHEAD 8
 
-static int win_room(struct timesim *s)
-{
-	if (s->wh > 0 && s->wn == s->wcap) {
-		memmove(s->win, s->win + s->wh, (s->wn - s->wh) * sizeof(*s->win));
-		s->wn -= s->wh;
-		s->wh = 0;
-	}
-	if (s->wn < s->wcap)
-		return 0;
-	size_t nc = s->wcap ? 2 * s->wcap : 4 * WIN_AHEAD;
-	struct entry *nw = realloc(s->win, nc * sizeof(*nw));
-	if (!nw)
-		return -ENOMEM;
-	s->win = nw;
-	s->wcap = nc;
-	return 0;
-}
-
 /* An event joins: the window if it comes before the window's last, else the heap. */
 static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
 {
 	struct entry e = {t, key};
 	int rc;
-	if (s->wn > s->wh && ent_less(e, s->win[s->wn - 1])) {
-		if ((rc = win_room(s)) != 0)
+	if (s->win.n > s->win.h && ent_less(e, s->win.e[s->win.n - 1])) {
+		if ((rc = elist_insert(&s->win, e, 4 * WIN_AHEAD)) != 0)
 			return rc;
-		sorted_insert(s->win, s->wh, &s->wn, e);
 	} else if ((rc = wheel_push(s, e)) != 0) {
 		return rc;
 	}
-	size_t pending = q_size(s) + (s->wn - s->wh);
+	size_t pending = q_size(s) + (s->win.n - s->win.h);
 	if (pending > s->st.heap_max)
 		s->st.heap_max = pending;
 	return 0;
@@ -464,14 +437,14 @@ static int heap_push(struct timesim *s, torus_vt_t t, uint64_t key)
 /* Fill the window to WIN_AHEAD from the heap. 0 or -ENOMEM. */
 static int win_fill(struct timesim *s)
 {
-	while (s->wn - s->wh < WIN_AHEAD && q_size(s)) {
+	while (s->win.n - s->win.h < WIN_AHEAD && q_size(s)) {
 		int heap;
 		const struct entry *top;
-		if (q_top(s, TIMESIM_NEVER, &top, &heap) || !top || win_room(s))
+		if (q_top(s, TIMESIM_NEVER, &top, &heap) || !top || ts_elist_room(&s->win, 4 * WIN_AHEAD))
 			return -ENOMEM;
 		struct entry e = *top;
 		q_pop(s, heap);
-		s->win[s->wn++] = e;
+		s->win.e[s->win.n++] = e;
 		prefetch_event(s, e.key);
 	}
 	return 0;
@@ -480,7 +453,7 @@ static int win_fill(struct timesim *s)
 /* The earliest pending event's time (TIMESIM_NEVER: none). */
 static torus_vt_t ev_min_time(const struct timesim *s)
 {
-	return s->wn > s->wh ? s->win[s->wh].t : q_min_time(s);
+	return s->win.n > s->win.h ? s->win.e[s->win.h].t : q_min_time(s);
 }
 
 /*
@@ -931,11 +904,11 @@ int timesim_run(struct timesim *s, torus_vt_t limit)
 		if (s->far) {
 			if (win_fill(s))
 				return -ENOMEM;
-			if (s->wn == s->wh || s->win[s->wh].t >= limit)
+			if (s->win.n == s->win.h || s->win.e[s->win.h].t >= limit)
 				break;
-			e = s->win[s->wh++];
-			if (s->wn - s->wh > 2)
-				prefetch_packet(s, s->win[s->wh + 2].key);
+			e = s->win.e[s->win.h++];
+			if (s->win.n - s->win.h > 2)
+				prefetch_packet(s, s->win.e[s->win.h + 2].key);
 		} else {
 			/* a small machine stays in the cache: no window */
 			int heap;

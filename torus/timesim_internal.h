@@ -111,7 +111,13 @@ struct entry {
 /* A slot of the timing wheel: the entries whose time falls in it, unsorted. */
 struct wslot {
 	struct entry *e;
-	uint32_t n, cap;
+	size_t n, cap;
+};
+
+/* Entries in order (time, then key): e[h .. n), room for cap. */
+struct elist {
+	struct entry *e;
+	size_t h, n, cap;
 };
 
 struct timesim {
@@ -132,17 +138,15 @@ struct timesim {
 	uint64_t occ[4];           /* bit i - 1: bucket i is not empty */
 	/* the timing wheel before the radix heap (see "wheel" in timesim.c):
 	 * slot i holds the entries of absolute slot a = t >> wshift with
-	 * a & wmask == i and wcur < a < wcur + nslots; the run, run[rh .. rn),
-	 * sorted, those with a <= wcur; the radix heap the rest */
+	 * a & wmask == i and wcur < a < wcur + nslots; the run those with
+	 * a <= wcur; the radix heap the rest */
 	struct wslot *slot;
 	uint64_t *wocc;            /* bit per slot: not empty */
 	uint32_t nslots, wmask, wshift, nwocc;
 	uint64_t wcur;
 	size_t wcount;             /* entries in the slots */
-	struct entry *run;
-	size_t rh, rn, rcap;
-	struct entry *win;         /* the window: win[wh .. wn), sorted */
-	size_t wh, wn, wcap;
+	struct elist run;
+	struct elist win;          /* the window */
 	torus_vt_t rlast;
 	size_t nheap;
 	struct arena {
@@ -173,8 +177,10 @@ static inline struct queue *queues_of(const struct node *nd, struct out *O)
 
 /* timesim_setup.c: the rare slow paths of the hot ones */
 int ts_q_grow(struct arena *a, struct queue *q, uint32_t rn);
-int ts_rb_grow(struct rbucket *b);
-int ts_slot_grow(struct wslot *w);
-int ts_run_room(struct timesim *s);
+/* An array of entries is full: twice the room (first: its first size). */
+int ts_grow(struct entry **e, size_t *cap, size_t first);
+/* Room for one more entry at the end of l: its spent front closed up, or
+ * twice the room (first: its first size). */
+int ts_elist_room(struct elist *l, size_t first);
 
 #endif

@@ -88,49 +88,28 @@ static void ar_destroy(struct arena *a)
 	a->chunks = NULL;
 }
 
-/* A heap bucket is full: twice the room. */
-int ts_rb_grow(struct rbucket *b)
+int ts_grow(struct entry **e, size_t *cap, size_t first)
 {
-	size_t nc = b->cap ? 2 * b->cap : 16;
-	struct entry *ne = realloc(b->e, nc * sizeof(*ne));
+	size_t nc = *cap ? 2 * *cap : first;
+	struct entry *ne = nc > *cap ? realloc(*e, nc * sizeof(*ne)) : NULL;
 	if (!ne)
 		return -ENOMEM;
-	b->e = ne;
-	b->cap = nc;
+	*e = ne;
+	*cap = nc;
 	return 0;
 }
 
-/* A wheel slot is full: twice the room. */
-int ts_slot_grow(struct wslot *w)
+int ts_elist_room(struct elist *l, size_t first)
 {
-	uint32_t nc = w->cap ? 2 * w->cap : 8;
-	struct entry *ne = nc > w->cap ? realloc(w->e, (size_t)nc * sizeof(*ne)) : NULL;
-	if (!ne)
-		return -ENOMEM;
-	w->e = ne;
-	w->cap = nc;
-	return 0;
-}
-
-/* Room for one more entry at the run's end: its spent front closed up,
- * or twice the room. */
-int ts_run_room(struct timesim *s)
-{
-	if (s->rn < s->rcap)
+	if (l->n < l->cap)
 		return 0;
-	if (s->rh > 0) {
-		memmove(s->run, s->run + s->rh, (s->rn - s->rh) * sizeof(*s->run));
-		s->rn -= s->rh;
-		s->rh = 0;
+	if (l->h > 0) {
+		memmove(l->e, l->e + l->h, (l->n - l->h) * sizeof(*l->e));
+		l->n -= l->h;
+		l->h = 0;
 		return 0;
 	}
-	size_t nc = s->rcap ? 2 * s->rcap : 64;
-	struct entry *nr = realloc(s->run, nc * sizeof(*nr));
-	if (!nr)
-		return -ENOMEM;
-	s->run = nr;
-	s->rcap = nc;
-	return 0;
+	return ts_grow(&l->e, &l->cap, first);
 }
 
 /*
@@ -299,8 +278,8 @@ void timesim_destroy(struct timesim *s)
 			free(s->slot[i].e);
 	free(s->slot);
 	free(s->wocc);
-	free(s->run);
-	free(s->win);
+	free(s->run.e);
+	free(s->win.e);
 	ar_destroy(&s->ar);
 	free(s);
 }
