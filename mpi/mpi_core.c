@@ -1570,8 +1570,8 @@ static int wait_any_order(struct torus_mpi_request *r)
  * with nothing to post meanwhile (no rendezvous set-up to make, no control
  * message to send), the core promises the timekeeper to act on nothing
  * before it has taken the rest of that message's packets (at least as
- * many packets as those bytes fill), so that the simulation
- * need not stop at each of them (dma_recfifo_expect). Rendezvous work
+ * many packets as those bytes fill), so that the simulation need not stop
+ * at each of them (dma_recfifo_expect). Rendezvous work
  * waits for the promise to be kept: a get's data that are in by then are
  * seen then, and a request to send that comes meanwhile is set up then.
  * The wait does not return before the promise is kept (wait_request).
@@ -1581,11 +1581,9 @@ static int promise_rest(const struct torus_mpi_request *r)
 	emu_core_t *c = mpi_g.c;
 	if (r->done || !emu_exact(c) || dma_recfifo_expecting(c) || mpi_g.rz_setup || mpi_g.ctl_q)
 		return 0;
-	uint32_t node = !r->send && r->src >= 0 ? node_of(r->comm, r->src) : mpi_g.arriving;
-	const struct mpi_msg *m = node < mpi_g.nsrc ? mpi_g.cur[node].m : NULL;
-	if ((!m || m->got >= m->env.len) && mpi_g.arriving < mpi_g.nsrc)
-		m = mpi_g.cur[mpi_g.arriving].m;
-	if (!m || m->got >= m->env.len)
+	/* (cur[node].m: a message partly here, until its last packet) */
+	const struct mpi_msg *m = !r->send && r->src >= 0 ? mpi_g.cur[node_of(r->comm, r->src)].m : NULL;
+	if (!m && !(m = mpi_g.cur[mpi_g.arriving].m))
 		return 0;
 	uint64_t pay = torus_params_payload(emu_params(c));
 	uint64_t n = (m->env.len - m->got + pay - 1) / pay;
