@@ -32,11 +32,16 @@ PATTERNS = {
 
 
 def run(build, args):
-    out = subprocess.run([os.path.join(build, "bin", "torus-timesim")] + args + ["--quiet"], check=True,
-                         capture_output=True, text=True).stdout
-    ps = int(re.search(r"emulated time\s+[0-9.]+ us \(the last deposit, at (\d+) ps\)", out).group(1))
-    m = re.search(r"simulator\s+(\d+) hops, .* in ([0-9.]+) s wall \(([0-9.]+) M hops/s\)", out)
-    return ps, int(m.group(1)), float(m.group(3))
+    prog = os.path.join(build, "bin", "torus-timesim")
+    if not os.access(prog, os.X_OK):
+        sys.exit("timesim_speed: no %s (build it first, or name another build)" % prog)
+    p = subprocess.run([prog] + args + ["--quiet"], capture_output=True, text=True)
+    ps = re.search(r"emulated time\s+[0-9.]+ us \(the last deposit, at (\d+) ps\)", p.stdout)
+    m = re.search(r"simulator\s+(\d+) hops, .* in ([0-9.]+) s wall \(([0-9.]+) M hops/s\)", p.stdout)
+    if p.returncode != 0 or not ps or not m:
+        sys.exit("timesim_speed: %s %s failed (status %d): %s" % (prog, " ".join(args), p.returncode,
+                                                                  p.stderr.strip()[-500:]))
+    return int(ps.group(1)), int(m.group(1)), float(m.group(3))
 
 
 def anchor_build(rev):
@@ -44,12 +49,13 @@ def anchor_build(rev):
     src = os.path.join(here, "out", "anchor-" + rev)
     build = os.path.join(src, "build")
     if not os.path.exists(os.path.join(build, "bin", "torus-timesim")):
+        steps = [["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release"],
+                 ["cmake", "--build", build, "-j2", "--target", "torus-timesim"]]
         if not os.path.exists(src):
-            subprocess.run(["git", "-C", os.path.dirname(here), "worktree", "add", "--detach", src, rev], check=True)
-        subprocess.run(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release"], check=True,
-                       stdout=subprocess.DEVNULL)
-        subprocess.run(["cmake", "--build", build, "-j2", "--target", "torus-timesim"], check=True,
-                       stdout=subprocess.DEVNULL)
+            steps.insert(0, ["git", "-C", os.path.dirname(here), "worktree", "add", "--detach", src, rev])
+        for cmd in steps:
+            if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
+                sys.exit("timesim_speed: building %s failed: %s" % (rev, " ".join(cmd)))
     return build
 
 
