@@ -614,6 +614,23 @@ static int v_setup(uint32_t me, uint32_t p, uint64_t m)
 	return 0;
 }
 
+/* alltoallv: member me's buffers, in elements: the most it sends (*smax)
+ * and receives (*rmax) at any size of the run. A pattern draws anew at
+ * every size, so a smaller size may send more than the largest. Leaves
+ * vc set up for the last size. 0, or -ENOMEM. */
+static int v_most(uint32_t me, uint32_t p, uint64_t *smax, uint64_t *rmax)
+{
+	size_t esz = coll_dtype_size(opt.dtype);
+	*smax = *rmax = 0;
+	for (unsigned s = 0; s < opt.nsizes; s++) {
+		if (v_setup(me, p, opt.sizes[s] / esz))
+			return -ENOMEM;
+		*smax = vc.stot > *smax ? vc.stot : *smax;
+		*rmax = vc.rtot > *rmax ? vc.rtot : *rmax;
+	}
+	return 0;
+}
+
 /* The link-load bound of sending every message of the pattern straight to
  * its owner by dimension-order routes: the busiest link direction's wire
  * bytes over the bandwidth, in ps. */
@@ -1057,18 +1074,18 @@ static int bench_core(emu_core_t *c, void *arg)
 		}
 	}
 	size_t esz = coll_dtype_size(opt.dtype);
-	if (opt.kind == COLL_ALLTOALLV && member && v_setup(mrank, mp, nmax / esz)) {
+	uint64_t vsmax = 0, vrmax = 0; /* alltoallv: the buffers, in elements */
+	if (opt.kind == COLL_ALLTOALLV && member && v_most(mrank, mp, &vsmax, &vrmax)) {
 		fprintf(stderr, PROG ": node %u core %u: out of memory\n", me, ci);
 		code = CODE_SETUP;
 	}
 	if (cm) {
-		size_t sb = opt.kind == COLL_ALLTOALLV ? vc.stot * esz + 1 : nmax;
-		size_t rb = opt.kind == COLL_ALLTOALLV ? vc.rtot * esz + 1 : nmax;
+		size_t sb = opt.kind == COLL_ALLTOALLV ? vsmax * esz + 1 : nmax;
+		size_t rb = opt.kind == COLL_ALLTOALLV ? vrmax * esz + 1 : nmax;
 		my_send = malloc(sb);
 		my_recv = malloc(rb);
 		if (!my_send || !my_recv) {
-			fprintf(stderr, PROG ": node %u core %u: cannot allocate 2 x %llu bytes of buffers\n", me, ci,
-				(unsigned long long)nmax);
+			fprintf(stderr, PROG ": node %u core %u: cannot allocate %zu + %zu bytes of buffers\n", me, ci, sb, rb);
 			code = CODE_SETUP;
 		}
 	}
@@ -1086,8 +1103,8 @@ static int bench_core(emu_core_t *c, void *arg)
 		size_t sbytes = cm ? 1 : opt.kind == COLL_ALLGATHER ? nmax / p : nmax;
 		size_t rbytes = cm ? 1 : opt.kind == COLL_REDUCE_SCATTER ? nmax / p : nmax;
 		if (opt.kind == COLL_ALLTOALLV && !cm) {
-			sbytes = vc.stot * esz + 1;
-			rbytes = vc.rtot * esz + 1;
+			sbytes = vsmax * esz + 1;
+			rbytes = vrmax * esz + 1;
 		}
 		node.send = malloc(sbytes);
 		node.recv = malloc(rbytes);

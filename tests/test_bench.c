@@ -303,6 +303,22 @@ static void test_alltoallv_inplace_memory(void)
 }
 
 /*
+ * alltoallv: the buffers hold the most that any size of the run sends
+ * and receives. A pattern draws anew at every size, and with this seed
+ * a member sends more at 8 KiB than at 16 KiB: buffers sized from the
+ * largest size overflowed the heap ("malloc(): corrupted top size").
+ */
+static void test_alltoallv_smaller_size_sends_more(void)
+{
+	struct result r = run("$B/torusrun --torus 7 --quiet --timeout 60 -- $B/torus-bench alltoallv --pattern random "
+			      "--seed 4294967297 --sizes 8K:16K --json");
+	struct row w[2];
+	EXPECT(r.status == 0 && parse_rows(r.out, w, 2) == 2 && w[0].checked == 1 && w[1].checked == 1,
+	       "status %d\n%.1500s\n%.1000s", r.status, r.out, r.err);
+	result_free(&r);
+}
+
+/*
  * alltoallv: every pattern on 3x3 (9 members), checked; the counts of
  * 002's Table 3 for A1 (case1: every message non-empty, so P = 9 start-ups,
  * the longest the size); extra memory measured, O(P) (the address table).
@@ -622,7 +638,7 @@ int main(void)
 		CUNIT_CASE(test_default_algo), CUNIT_CASE(test_warmup_reps), CUNIT_CASE(test_table),
 		CUNIT_CASE(test_multiplexed_repeatable), CUNIT_CASE(test_alltoall_json), CUNIT_CASE(test_alltoall_no_check), CUNIT_CASE(test_alltoall_explain),
 		CUNIT_CASE(test_alltoall_uneven_members), CUNIT_CASE(test_alltoall_tiny_fifos),
-		CUNIT_CASE(test_alltoallv_patterns), CUNIT_CASE(test_alltoallv_inplace_memory)};
+		CUNIT_CASE(test_alltoallv_patterns), CUNIT_CASE(test_alltoallv_smaller_size_sends_more), CUNIT_CASE(test_alltoallv_inplace_memory)};
 	static const struct cunit_case errors[] = {
 		CUNIT_CASE(test_bad_collective), CUNIT_CASE(test_bad_sizes), CUNIT_CASE(test_bad_dtype),
 		CUNIT_CASE(test_bad_op_for_dtype), CUNIT_CASE(test_bad_algo), CUNIT_CASE(test_empty_algo_env), CUNIT_CASE(test_too_small),
