@@ -42,6 +42,20 @@ static int common(const char *fn, MPI_Comm comm, int count, MPI_Datatype t, int 
 	return MPI_SUCCESS;
 }
 
+/* This rank in comm, or -1 (the call's own checks then refuse comm). */
+static int rank_in(MPI_Comm comm)
+{
+	const struct mpi_comm *cm = mpi_g.state == 1 ? mpi_comm_of(comm) : NULL;
+	return cm ? cm->rank : -1;
+}
+
+/*
+ * Arguments the standard says a rank ignores are never checked or used:
+ * each call replaces them by the ones that count before it looks at
+ * anything (off the root, the receive side of a gather and the send side
+ * of a scatter; the side given as MPI_IN_PLACE).
+ */
+
 static int root_ok(const char *fn, MPI_Comm comm, int root, int size)
 {
 	return root < 0 || root >= size ? mpi_error(comm, MPI_ERR_ROOT, fn, "root %d (size %d)", root, size) : 0;
@@ -650,6 +664,8 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	enum coll_dtype dt;
 	enum coll_op cop;
 	int torus = 0;
+	if (!bytes)
+		return MPI_SUCCESS; /* (every rank's count is 0: nothing to combine) */
 	CHECK(rooted_choice("MPI_Reduce", comm, "TORUS_COLL_REDUCE", "binomial", bytes, REDUCE_TORUS_FROM, size, &torus));
 	if (torus && !mpi_coll_types(datatype, op, &dt, &cop))
 		return reduce_torus(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count, mpi_type_size(datatype), dt,
@@ -794,6 +810,15 @@ static int blocks_ok(const char *fn, MPI_Comm comm, int scount, MPI_Datatype st,
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 	       MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	int r_ = rank_in(comm);
+	if (r_ >= 0 && r_ != root) {
+		recvbuf = NULL; /* (ignored) */
+		recvcount = sendcount;
+		recvtype = sendtype;
+	} else if (r_ == root && sendbuf == MPI_IN_PLACE) {
+		sendcount = recvcount;
+		sendtype = recvtype;
+	}
 	if (derived_type(sendtype) || derived_type(recvtype))
 		return blocks_derived(BK_GATHER, "MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
 				      root, comm);
@@ -825,6 +850,15 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	int r_ = rank_in(comm);
+	if (r_ >= 0 && r_ != root) {
+		sendbuf = NULL; /* (ignored) */
+		sendcount = recvcount;
+		sendtype = recvtype;
+	} else if (r_ == root && recvbuf == MPI_IN_PLACE) {
+		recvcount = sendcount;
+		recvtype = sendtype;
+	}
 	if (derived_type(sendtype) || derived_type(recvtype))
 		return blocks_derived(BK_SCATTER, "MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
 				      root, comm);
@@ -856,6 +890,10 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		  MPI_Datatype recvtype, MPI_Comm comm)
 {
+	if (sendbuf == MPI_IN_PLACE) {
+		sendcount = recvcount; /* (ignored) */
+		sendtype = recvtype;
+	}
 	if (derived_type(sendtype) || derived_type(recvtype))
 		return blocks_derived(BK_ALLGATHER, "MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
 				      recvtype, 0, comm);
@@ -890,6 +928,10 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		 MPI_Datatype recvtype, MPI_Comm comm)
 {
+	if (sendbuf == MPI_IN_PLACE) {
+		sendcount = recvcount; /* (ignored) */
+		sendtype = recvtype;
+	}
 	if (derived_type(sendtype) || derived_type(recvtype))
 		return blocks_derived(BK_ALLTOALL, "MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount,
 				      recvtype, 0, comm);
@@ -930,7 +972,12 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
 		  void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-	if (derived_type(sendbuf == MPI_IN_PLACE ? recvtype : sendtype) || derived_type(recvtype))
+	if (sendbuf == MPI_IN_PLACE) {
+		sendcounts = recvcounts; /* (ignored) */
+		sdispls = rdispls;
+		sendtype = recvtype;
+	}
+	if (derived_type(sendtype) || derived_type(recvtype))
 		return vforms_derived(BK_ALLTOALL, "MPI_Alltoallv", sendbuf, sendcounts, sdispls, 0, sendtype, recvbuf,
 				      recvcounts, rdispls, 0, recvtype, 0, comm);
 	int size = 0;
@@ -1212,6 +1259,15 @@ static int vcounts_ok(const char *fn, MPI_Comm comm, const int counts[], const i
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	int r_ = rank_in(comm);
+	if (r_ >= 0 && r_ != root) {
+		recvbuf = NULL; /* (ignored) */
+		recvcounts = displs = NULL;
+		recvtype = sendtype;
+	} else if (r_ == root && sendbuf == MPI_IN_PLACE) {
+		sendcount = 0;
+		sendtype = recvtype;
+	}
 	if (derived_type(sendtype) || derived_type(recvtype))
 		return vforms_derived(BK_GATHER, "MPI_Gatherv", sendbuf, NULL, NULL, sendcount, sendtype, recvbuf,
 				      recvcounts, displs, 0, recvtype, root, comm);
@@ -1237,6 +1293,15 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
 		 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	int r_ = rank_in(comm);
+	if (r_ >= 0 && r_ != root) {
+		sendbuf = NULL; /* (ignored) */
+		sendcounts = displs = NULL;
+		sendtype = recvtype;
+	} else if (r_ == root && recvbuf == MPI_IN_PLACE) {
+		recvcount = 0;
+		recvtype = sendtype;
+	}
 	if (derived_type(sendtype) || derived_type(recvtype))
 		return vforms_derived(BK_SCATTER, "MPI_Scatterv", sendbuf, sendcounts, displs, 0, sendtype, recvbuf, NULL,
 				      NULL, recvcount, recvtype, root, comm);
@@ -1262,6 +1327,10 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		   const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+	if (sendbuf == MPI_IN_PLACE) {
+		sendcount = 0; /* (ignored) */
+		sendtype = recvtype;
+	}
 	if (derived_type(sendtype) || derived_type(recvtype))
 		return vforms_derived(BK_ALLGATHER, "MPI_Allgatherv", sendbuf, NULL, NULL, sendcount, sendtype, recvbuf,
 				      recvcounts, displs, 0, recvtype, 0, comm);

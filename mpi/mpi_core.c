@@ -859,6 +859,7 @@ static void complete(struct torus_mpi_request *r, const struct mpi_env *e, uint6
 	r->st.count_hi_ = (int)(uint32_t)(got >> 32);
 	r->st.MPI_ERROR = e->len > r->cap ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
 	r->st.cancelled_ = 0;
+	r->msg_len = e->len;
 	r->done = 1;
 }
 
@@ -1274,6 +1275,15 @@ int mpi_progress(int may_sleep)
 	return rc < 0 ? rc : 0;
 }
 
+/* May count elements of t lie at MPI_BOTTOM (a NULL buffer)? Only if their
+ * displacements are absolute addresses (MPI_Get_address): none of the
+ * bytes they touch is in the first page, which is never memory. */
+static int bottom_ok(MPI_Datatype t, int count)
+{
+	MPI_Aint lo, hi;
+	return mpi_type_span(t, count, &lo, &hi) == 0 && lo >= 4096;
+}
+
 static int check_p2p(const char *fn, const void *buf, int count, MPI_Datatype t, int peer, int tag, MPI_Comm comm,
 		     int recv)
 {
@@ -1286,7 +1296,7 @@ static int check_p2p(const char *fn, const void *buf, int count, MPI_Datatype t,
 	struct mpi_type_info ti;
 	if (mpi_type_info(t, 1, &ti))
 		return mpi_error(comm, MPI_ERR_TYPE, fn, "unknown or uncommitted datatype %d", t);
-	if (count && !buf && ti.size)
+	if (count && !buf && ti.size && !bottom_ok(t, count))
 		return mpi_error(comm, MPI_ERR_BUFFER, fn, "NULL buffer for %d elements", count);
 	if (peer != MPI_PROC_NULL && !(recv && peer == MPI_ANY_SOURCE) && (peer < 0 || peer >= size))
 		return mpi_error(comm, MPI_ERR_RANK, fn, "rank %d is not in the communicator (size %d)", peer, size);
@@ -1295,20 +1305,23 @@ static int check_p2p(const char *fn, const void *buf, int count, MPI_Datatype t,
 	return MPI_SUCCESS;
 }
 
-/* count elements of t: their bytes, and where they are contiguous (buf, or
- * *tmp, malloc'd and packed: the caller frees it); NULL if out of memory. */
-static const void *send_bytes(const void *buf, int count, MPI_Datatype t, uint64_t *bytes, void **tmp)
+/* count elements of t: their bytes, and where they are contiguous (*src:
+ * buf, which may be NULL for no bytes, or *tmp, malloc'd and packed: the
+ * caller frees it). 0, or -1 if out of memory. */
+static int send_bytes(const void *buf, int count, MPI_Datatype t, uint64_t *bytes, void **tmp, const void **src)
 {
 	struct mpi_type_info ti;
 	*tmp = NULL;
 	mpi_type_info(t, 0, &ti);
 	*bytes = (uint64_t)count * ti.size;
-	if (ti.contig)
-		return buf;
-	if (!(*tmp = malloc(*bytes ? *bytes : 1)))
-		return NULL;
+	*src = buf;
+	if (ti.contig || !*bytes)
+		return 0;
+	if (!(*tmp = malloc(*bytes)))
+		return -1;
 	mpi_pack(buf, count, t, *tmp);
-	return *tmp;
+	*src = *tmp;
+	return 0;
 }
 
 /* Receive r lands in buf, or in r->tmp (malloc'd) to be unpacked to buf
@@ -1653,14 +1666,20 @@ static int wait_request(struct torus_mpi_request *r, MPI_Status *status)
 	return r->send ? MPI_SUCCESS : r->st.MPI_ERROR;
 }
 
+/* The status of a receive from MPI_PROC_NULL: that source, any tag, no data. */
 static void null_status(MPI_Status *st)
 {
-	if (st) {
-		st->MPI_SOURCE = MPI_PROC_NULL;
-		st->MPI_TAG = MPI_ANY_TAG;
-		st->MPI_ERROR = MPI_SUCCESS;
-		st->count_lo_ = st->count_hi_ = 0;
-	}
+	if (st)
+		*st = (MPI_Status){.MPI_SOURCE = MPI_PROC_NULL, .MPI_TAG = MPI_ANY_TAG, .MPI_ERROR = MPI_SUCCESS};
+}
+
+/* The empty status (MPI_REQUEST_NULL, an inactive persistent request, or no
+ * active request at all): any source, any tag, success, no data, not
+ * cancelled. */
+static void empty_status(MPI_Status *st)
+{
+	if (st)
+		*st = (MPI_Status){.MPI_SOURCE = MPI_ANY_SOURCE, .MPI_TAG = MPI_ANY_TAG, .MPI_ERROR = MPI_SUCCESS};
 }
 
 /* A blocking send (fn: the MPI call, for errors). */
@@ -1673,8 +1692,8 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
 	struct torus_mpi_request r;
 	memset(&r, 0, sizeof(r));
 	uint64_t bytes;
-	const void *src = send_bytes(buf, count, datatype, &bytes, &r.tmp);
-	if (!src)
+	const void *src;
+	if (send_bytes(buf, count, datatype, &bytes, &r.tmp, &src))
 		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
 	if (post_send(src, bytes, dest, tag, comm, &r, mode)) {
 		free(r.tmp);
@@ -1723,7 +1742,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 	free(r.tmp);
 	if (rc == MPI_ERR_TRUNCATE)
 		return mpi_error(comm, rc, "MPI_Recv", "a message of %llu bytes for a buffer of %llu",
-				 (unsigned long long)r.env.len, (unsigned long long)r.cap);
+				 (unsigned long long)r.msg_len, (unsigned long long)r.cap);
 	return rc ? mpi_error(comm, rc, "MPI_Recv", "the receive failed") : MPI_SUCCESS;
 }
 
@@ -1743,7 +1762,7 @@ static int send_nonblocking(const char *fn, const void *buf, int count, MPI_Data
 	if (dest == MPI_PROC_NULL) {
 		r->done = 1;
 		r->proc_null = 1;
-	} else if (!(src = send_bytes(buf, count, datatype, &bytes, &r->tmp))) {
+	} else if (send_bytes(buf, count, datatype, &bytes, &r->tmp, &src)) {
 		free(r);
 		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
 	} else if (post_send(src, bytes, dest, tag, comm, r, mode)) {
@@ -1802,25 +1821,29 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 	if (!request)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Wait", "NULL request");
 	if (*request == MPI_REQUEST_NULL) {
-		null_status(status);
+		empty_status(status);
 		return MPI_SUCCESS;
 	}
 	struct torus_mpi_request *r = *request;
 	int rc = MPI_SUCCESS;
 	if (r->persistent && !r->active) {
-		null_status(status); /* an inactive persistent request */
+		empty_status(status); /* an inactive persistent request */
 		return MPI_SUCCESS;
 	}
 	if (r->proc_null)
 		null_status(status);
 	else
 		rc = wait_request(r, status);
+	uint64_t len = r->msg_len, cap = r->cap;
 	if (r->persistent) {
 		r->active = 0; /* it stays, for the next MPI_Start */
 	} else {
 		request_free(r);
 		*request = MPI_REQUEST_NULL;
 	}
+	if (rc == MPI_ERR_TRUNCATE)
+		return mpi_error(MPI_COMM_WORLD, rc, "MPI_Wait", "a message of %llu bytes for a buffer of %llu",
+				 (unsigned long long)len, (unsigned long long)cap);
 	return rc ? mpi_error(MPI_COMM_WORLD, rc, "MPI_Wait", "the request failed") : MPI_SUCCESS;
 }
 
@@ -1844,6 +1867,13 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 	return err ? mpi_error(MPI_COMM_WORLD, MPI_ERR_IN_STATUS, "MPI_Waitall", "a request failed") : MPI_SUCCESS;
 }
 
+/* Does the request count in a wait or test for any or some (not null, and
+ * not a persistent request that is not started: those are skipped)? */
+static int request_active(MPI_Request r)
+{
+	return r != MPI_REQUEST_NULL && !(r->persistent && !r->active);
+}
+
 /* Is the request complete (without waiting)? Progress first. */
 static int request_ready(MPI_Request r)
 {
@@ -1858,7 +1888,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
 	for (;;) {
 		int active = 0;
 		for (int i = 0; i < count; i++) {
-			if (requests[i] == MPI_REQUEST_NULL)
+			if (!request_active(requests[i]))
 				continue;
 			active = 1;
 			if (request_ready(requests[i])) {
@@ -1868,7 +1898,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
 		}
 		if (!active) {
 			*index = MPI_UNDEFINED;
-			null_status(status);
+			empty_status(status);
 			return MPI_SUCCESS;
 		}
 		if (mpi_progress(1))
@@ -1884,7 +1914,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Testany", "the reception FIFO failed");
 	int active = 0;
 	for (int i = 0; i < count; i++) {
-		if (requests[i] == MPI_REQUEST_NULL)
+		if (!request_active(requests[i]))
 			continue;
 		active = 1;
 		if (request_ready(requests[i])) {
@@ -1896,7 +1926,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
 	*index = MPI_UNDEFINED;
 	*flag = !active;
 	if (!active)
-		null_status(status);
+		empty_status(status);
 	return MPI_SUCCESS;
 }
 
@@ -1908,7 +1938,7 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Testsome", "the reception FIFO failed");
 	int n = 0, active = 0, err = 0;
 	for (int i = 0; i < incount; i++) {
-		if (requests[i] == MPI_REQUEST_NULL)
+		if (!request_active(requests[i]))
 			continue;
 		active = 1;
 		if (request_ready(requests[i])) {
@@ -2085,11 +2115,14 @@ int MPI_Request_free(MPI_Request *request)
 int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
 {
 	struct mpi_type_info ti;
-	int rc = MPI_Get_count(status, datatype, count);
-	if (rc || *count == MPI_UNDEFINED || mpi_type_info(datatype, 0, &ti))
-		return rc;
-	uint64_t n = (uint64_t)*count * ti.nbasic;
-	*count = n > INT32_MAX ? MPI_UNDEFINED : (int)n;
+	if (!status || !count)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_elements", "NULL status or count");
+	if (mpi_type_info(datatype, 0, &ti))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_elements", "unknown datatype %d", datatype);
+	/* whole elements and the predefined ones of a partial last element */
+	uint64_t bytes = (uint64_t)(uint32_t)status->count_lo_ | (uint64_t)(uint32_t)status->count_hi_ << 32;
+	int64_t n = mpi_type_elements(datatype, bytes);
+	*count = n < 0 || n > INT32_MAX ? MPI_UNDEFINED : (int)n;
 	return MPI_SUCCESS;
 }
 
@@ -2099,7 +2132,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test", "NULL request or flag");
 	if (*request == MPI_REQUEST_NULL) {
 		*flag = 1;
-		null_status(status);
+		empty_status(status);
 		return MPI_SUCCESS;
 	}
 	struct torus_mpi_request *r = *request;
@@ -2406,7 +2439,7 @@ int MPI_Start(MPI_Request *request)
 			return mpi_error(r->comm, MPI_ERR_INTERN, "MPI_Start", "out of memory");
 		}
 		post_recv(where, bytes, r->ppeer, r->ptag, r->comm, r);
-	} else if (!(src = send_bytes(r->pbuf, r->pcount, r->ptype, &bytes, &r->tmp)) ||
+	} else if (send_bytes(r->pbuf, r->pcount, r->ptype, &bytes, &r->tmp, &src) ||
 		   post_send(src, bytes, r->ppeer, r->ptag, r->comm, r, r->pmode == PMODE_SYNC ? SEND_RZV : SEND_AUTO)) {
 		free(r->tmp);
 		r->tmp = NULL;

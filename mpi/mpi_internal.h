@@ -74,6 +74,7 @@ struct torus_mpi_request {
 	char shortbuf[240];              /* send: a short message, envelope and data */
 	void *buf;                       /* receive */
 	uint64_t cap;
+	uint64_t msg_len;                /* receive: the matched message's bytes (a truncation's error) */
 	int src, tag;
 	MPI_Comm comm;
 	MPI_Status st;
@@ -238,6 +239,9 @@ int mpi_type_info(MPI_Datatype t, int committed, struct mpi_type_info *out);
  * (at most `bytes` of them: a truncated message) */
 void mpi_pack(const void *buf, int count, MPI_Datatype t, void *out);
 void mpi_unpack(const void *in, uint64_t bytes, void *buf, int count, MPI_Datatype t);
+/* The predefined elements in `bytes` bytes of a run of elements of t (the
+ * last one possibly partial), or -1 if they end inside one. */
+int64_t mpi_type_elements(MPI_Datatype t, uint64_t bytes);
 /* The bytes count elements of t at buf touch: [buf + *lo, buf + *hi). 0, or -1. */
 int mpi_type_span(MPI_Datatype t, int count, MPI_Aint *lo, MPI_Aint *hi);
 int mpi_reduce_local(MPI_Datatype t, MPI_Op op, void *inout, const void *in, size_t n);

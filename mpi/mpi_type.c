@@ -20,6 +20,12 @@ struct mpi_blk {
 	uint64_t len;
 };
 
+/* n predefined elements of `size` bytes each, one after the other in type
+ * order (MPI_Get_elements of part of an element) */
+struct mpi_run {
+	uint64_t size, n;
+};
+
 struct mpi_dtype {
 	int used, committed;
 	uint64_t size;       /* data bytes of one element */
@@ -30,6 +36,8 @@ struct mpi_dtype {
 	MPI_Aint align;      /* the largest alignment of its predefined parts */
 	size_t nblk;
 	struct mpi_blk *blk;
+	size_t nrun;
+	struct mpi_run *run;
 	char name[MPI_MAX_OBJECT_NAME];
 };
 
@@ -105,6 +113,30 @@ void mpi_unpack(const void *in, uint64_t bytes, void *buf, int count, MPI_Dataty
 		}
 }
 
+int64_t mpi_type_elements(MPI_Datatype t, uint64_t bytes)
+{
+	const struct mpi_dtype *d = derived(t);
+	uint64_t size = d ? d->size : (uint64_t)mpi_type_size(t);
+	if (!size)
+		return bytes ? -1 : 0;
+	if (!d)
+		return bytes % size ? -1 : (int64_t)(bytes / size);
+	uint64_t n = bytes / size * d->nbasic, rem = bytes % size;
+	for (size_t i = 0; i < d->nrun && rem; i++) {
+		uint64_t all = d->run[i].size * d->run[i].n;
+		if (rem >= all) {
+			n += d->run[i].n;
+			rem -= all;
+			continue;
+		}
+		if (rem % d->run[i].size)
+			return -1; /* part of a predefined element */
+		n += rem / d->run[i].size;
+		rem = 0;
+	}
+	return rem ? -1 : (int64_t)n;
+}
+
 /* The bytes count elements of t touch, [*lo, *hi) from the buffer's start
  * (a derived type's true extent, repeated at its extent). 0, or -1 for an
  * unknown type. */
@@ -149,12 +181,27 @@ int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint 
 
 struct builder {
 	struct mpi_dtype d;
-	size_t cap;
+	size_t cap, rcap;
 	MPI_Aint ub;
 	int any, bad;
 	int resized;          /* lb and extent given (MPI_Type_create_resized) */
 	MPI_Aint rlb, rextent;
 };
+
+/* Room for one more element of `size` bytes in *arr, which holds n of
+ * *cap: twice the room when it is full. 0, or -1 if out of memory. */
+static int room(void **arr, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? 2 * *cap : 8;
+	void *na = realloc(*arr, nc * size);
+	if (!na)
+		return -1;
+	*arr = na;
+	*cap = nc;
+	return 0;
+}
 
 /* One element of `old` at byte displacement disp. */
 static void add(struct builder *b, MPI_Aint disp, MPI_Datatype old)
@@ -182,6 +229,20 @@ static void add(struct builder *b, MPI_Aint disp, MPI_Datatype old)
 	if (oi.basic == MPI_DATATYPE_NULL || (b->d.basic && b->d.basic != oi.basic))
 		b->d.mixed = 1;
 	b->d.basic = oi.basic;
+	struct mpi_run rone = {oi.size, 1};
+	const struct mpi_run *run = od ? od->run : &rone;
+	for (size_t i = 0, nr = od ? od->nrun : 1; i < nr; i++) {
+		struct mpi_run *last = b->d.nrun ? &b->d.run[b->d.nrun - 1] : NULL;
+		if (last && last->size == run[i].size) {
+			last->n += run[i].n;
+			continue;
+		}
+		if (room((void **)&b->d.run, &b->rcap, b->d.nrun, sizeof(*run))) {
+			b->bad = 1;
+			return;
+		}
+		b->d.run[b->d.nrun++] = run[i];
+	}
 	for (size_t i = 0; i < n; i++) {
 		MPI_Aint off = disp + blk[i].off;
 		struct mpi_blk *last = b->d.nblk ? &b->d.blk[b->d.nblk - 1] : NULL;
@@ -189,15 +250,9 @@ static void add(struct builder *b, MPI_Aint disp, MPI_Datatype old)
 			last->len += blk[i].len; /* adjacent: one block */
 			continue;
 		}
-		if (b->d.nblk == b->cap) {
-			size_t nc = b->cap ? 2 * b->cap : 8;
-			struct mpi_blk *nb = realloc(b->d.blk, nc * sizeof(*nb));
-			if (!nb) {
-				b->bad = 1;
-				return;
-			}
-			b->d.blk = nb;
-			b->cap = nc;
+		if (room((void **)&b->d.blk, &b->cap, b->d.nblk, sizeof(*blk))) {
+			b->bad = 1;
+			return;
 		}
 		b->d.blk[b->d.nblk++] = (struct mpi_blk){off, blk[i].len};
 	}
@@ -208,6 +263,7 @@ static int finish(struct builder *b, MPI_Datatype *out, const char *fn)
 {
 	if (b->bad) {
 		free(b->d.blk);
+		free(b->d.run);
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn, "an invalid or uncommitted old type, or out of memory");
 	}
 	for (int i = 0; i < MPI_MAX_TYPES; i++)
@@ -227,6 +283,7 @@ static int finish(struct builder *b, MPI_Datatype *out, const char *fn)
 			return MPI_SUCCESS;
 		}
 	free(b->d.blk);
+	free(b->d.run);
 	return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, fn, "all %d derived datatypes are in use", MPI_MAX_TYPES);
 }
 
@@ -454,6 +511,7 @@ int MPI_Type_free(MPI_Datatype *datatype)
 	if (!d)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_free", "not a derived datatype");
 	free(d->blk);
+	free(d->run);
 	memset(d, 0, sizeof(*d));
 	*datatype = MPI_DATATYPE_NULL;
 	return MPI_SUCCESS;

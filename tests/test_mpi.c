@@ -111,9 +111,53 @@ static void test_mpi_check(void)
 	result_free(&r);
 }
 
+/*
+ * The conformance suite (tests/mpi/mpi_conform.c): zero counts with NULL
+ * and MPI_BOTTOM buffers, MPI_IN_PLACE and ignored arguments, persistent
+ * and inactive requests, Get_count and Get_elements on derived types,
+ * probes of bursts of unexpected messages and cancel, every error class;
+ * on 1 to 16 ranks and on uneven core maps.
+ */
+static void test_mpi_conform(void)
+{
+	build("mpi_conform.c", "mpi_conform", "");
+	const int light = getenv("TORUS_TEST_LIGHT") != NULL;
+	static const char *const shapes[] = {"--torus 1",
+					     "--torus 2",
+					     "--torus 3 --cores-map 1,3,2",
+					     "--torus 2x2 --cores-map 2,1,3,1",
+					     "--torus 4x4",
+					     "TORUS_MPI_EAGER_LIMIT=16 --torus 2x2"};
+	static const int shapes_light[] = {1, 0, 1, 1, 0, 0};
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		if (light && !shapes_light[i])
+			continue;
+		const char *args = shapes[i];
+		char env[64] = "";
+		if (!strncmp(args, "TORUS_", 6)) {
+			const char *sp = strchr(args, ' ');
+			snprintf(env, sizeof(env), "%.*s", (int)(sp - args), args);
+			args = sp + 1;
+		}
+		struct result r = run("%s $B/torusrun %s --quiet --timeout 60 -- $T/mpi_conform", env, args);
+		EXPECT(r.status == 0 && strstr(r.out, "conform: all passed:") && !strstr(r.out, "FAILED"),
+		       "%s: status %d\n%.3000s\n%.1000s", shapes[i], r.status, r.out, r.err);
+		result_free(&r);
+	}
+}
+
 static void test_mpi_failures(void)
 {
 	build("mpi_fail.c", "mpi_fail", "");
+	/* a truncation names the message's size and the buffer's */
+	static const char *const trunc[] = {"truncate", "truncate-wait"};
+	for (int k = 0; k < 2; k++) {
+		struct result r = run("$B/torusrun --torus 2 --quiet --timeout 60 -- $T/mpi_fail %s", trunc[k]);
+		EXPECT(r.status == 1 && strstr(r.err, k ? "MPI_Wait" : "MPI_Recv") &&
+			       strstr(r.err, "a message of 400 bytes for a buffer of 40"),
+		       "%s: %d\n%.1000s", trunc[k], r.status, r.err);
+		result_free(&r);
+	}
 	struct result r = run("$B/torusrun --torus 4 --timeout 60 -- $T/mpi_fail abort");
 	EXPECT(r.status == 1 && strstr(r.err, "MPI_Abort: rank 1 aborts the job with code 5") &&
 		       !strstr(r.out, "rank 1 got past"),
@@ -254,7 +298,7 @@ int main(int argc, char **argv)
 {
 	if (job_util_init())
 		return 2;
-	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpi_check),
+	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpi_check), CUNIT_CASE(test_mpi_conform),
 						  CUNIT_CASE(test_mpi_failures), CUNIT_CASE(test_mpi_deadlocks),
 						  CUNIT_CASE(test_mpi_small_collectives),
 						  CUNIT_CASE(test_mpi_eager_promise)};

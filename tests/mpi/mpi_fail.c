@@ -14,6 +14,9 @@
  * (eager, 64 packets each), which rank 1 receives naming the source or
  * with MPI_ANY_SOURCE; on 3 ranks or more, rank 2 sends rank 1 a 1 MiB
  * message (a rendezvous) meanwhile. Checked byte for byte.
+ * "truncate" and "truncate-wait": rank 0 sends rank 1 100 ints (eager),
+ * which rank 1 receives into a buffer of 10 by MPI_Recv, or by MPI_Irecv
+ * and MPI_Wait: a fatal truncation, whose message gives both sizes.
  * "promise-other" (3 ranks): rank 0 streams rank 1 four messages of 16
  * KiB into receives posted ahead, while rank 1 receives four short ones
  * from rank 2 (each finished while rank 1 waits on rank 0's stream, a
@@ -40,6 +43,18 @@ int main(int argc, char **argv)
 		MPI_Recv(&x, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	if (!strcmp(what, "ssend-first"))
 		MPI_Ssend(&x, 1, MPI_INT, peer, 0, MPI_COMM_WORLD);
+	if (!strncmp(what, "truncate", 8) && size >= 2) {
+		int big[100] = {0}, small[10];
+		if (rank == 0)
+			MPI_Send(big, 100, MPI_INT, 1, 0, MPI_COMM_WORLD);
+		if (rank == 1 && !strcmp(what, "truncate")) {
+			MPI_Recv(small, 10, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		} else if (rank == 1) {
+			MPI_Request rq;
+			MPI_Irecv(small, 10, MPI_INT, 0, 0, MPI_COMM_WORLD, &rq);
+			MPI_Wait(&rq, MPI_STATUS_IGNORE);
+		}
+	}
 	if (!strcmp(what, "coll-mismatch")) {
 		static double big[1 << 16], out[1 << 16];
 		if (rank == 0)

@@ -1,0 +1,697 @@
+/*
+ * mpi_conform: the MPI standard's edge cases, call by call, for the MPI-1
+ * calls the front end has (README.md). An ordinary MPI program, built by
+ * torusmpicc and run by test_mpi on 1 to 16 ranks and on uneven core maps.
+ * Every check is an assertion that can fail; the program prints one line
+ * per failed check and, on rank 0, "conform: all passed: N checks" or
+ * "conform: F of N checks FAILED", and exits 1 if any failed.
+ *
+ * Sections (`mpi_conform [SECTION...]` runs some; none: all):
+ *   zero      zero counts with NULL and MPI_BOTTOM buffers, in every
+ *             point-to-point call and every collective;
+ *   inplace   MPI_IN_PLACE, and the arguments the standard says are
+ *             ignored given as garbage (negative counts, MPI_DATATYPE_NULL,
+ *             NULL): every collective, results checked;
+ *   persist   persistent and inactive requests: statuses of requests never
+ *             started, completed, or null, through every wait and test;
+ *   elements  MPI_Get_count and MPI_Get_elements on derived types, whole
+ *             and partly received;
+ *   probe     bursts of unexpected messages found by MPI_Probe and
+ *             MPI_Iprobe from any source and tag; probe then receive;
+ *             cancel;
+ *   errors    every error class, each from a call that must give it
+ *             (MPI_ERRORS_RETURN), and MPI_Error_class/_string on each.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size, checks, failed;
+
+#define CK(cond, ...)                                                                          \
+	do {                                                                                   \
+		checks++;                                                                      \
+		if (!(cond)) {                                                                 \
+			failed++;                                                              \
+			printf("rank %d: FAILED line %d: %s: ", rank, __LINE__, #cond);        \
+			printf(__VA_ARGS__);                                                   \
+			printf("\n");                                                          \
+			fflush(stdout);                                                        \
+		}                                                                              \
+	} while (0)
+
+static int count_of(const MPI_Status *st, MPI_Datatype t)
+{
+	int n = -99;
+	MPI_Get_count(st, t, &n);
+	return n;
+}
+
+/* ------------------------------------------------------------------ zero */
+
+static void zero_p2p(void)
+{
+	int to = (rank + 1) % size, from = (rank + size - 1) % size;
+	MPI_Status st;
+	int rc;
+	static char bsend_buf[4096];
+	/* blocking pairs: every rank sends to its successor and receives from
+	 * its predecessor, in an order that cannot deadlock (rank 0 receives
+	 * last) */
+	void *const bufs[2] = {NULL, MPI_BOTTOM};
+	for (int b = 0; b < 2; b++) {
+		for (int kind = 0; kind < 4; kind++) {
+			int tag = 10 + kind;
+			if (size == 1) {
+				/* to ourselves: nonblocking receive first */
+				MPI_Request r;
+				rc = MPI_Irecv(bufs[b], 0, MPI_INT, 0, tag, MPI_COMM_WORLD, &r);
+				CK(rc == MPI_SUCCESS, "Irecv of 0 from self: %d", rc);
+				rc = kind == 0 ? MPI_Send(bufs[b], 0, MPI_INT, 0, tag, MPI_COMM_WORLD)
+				     : kind == 1 ? MPI_Ssend(bufs[b], 0, MPI_INT, 0, tag, MPI_COMM_WORLD)
+				     : kind == 2 ? MPI_Rsend(bufs[b], 0, MPI_INT, 0, tag, MPI_COMM_WORLD)
+						 : (MPI_Buffer_attach(bsend_buf, sizeof(bsend_buf)),
+						    MPI_Bsend(bufs[b], 0, MPI_INT, 0, tag, MPI_COMM_WORLD));
+				CK(rc == MPI_SUCCESS, "send kind %d of 0 to self: %d", kind, rc);
+				rc = MPI_Wait(&r, &st);
+				CK(rc == MPI_SUCCESS && count_of(&st, MPI_INT) == 0 && st.MPI_SOURCE == 0 && st.MPI_TAG == tag,
+				   "wait for 0 from self: %d count %d", rc, count_of(&st, MPI_INT));
+				if (kind == 3) {
+					void *p;
+					int n;
+					MPI_Buffer_detach(&p, &n);
+				}
+				continue;
+			}
+			if (kind == 3)
+				MPI_Buffer_attach(bsend_buf, sizeof(bsend_buf));
+			if (kind == 2) {
+				/* ready send: the receive must be posted first */
+				MPI_Request r;
+				MPI_Irecv(bufs[b], 0, MPI_INT, from, tag, MPI_COMM_WORLD, &r);
+				MPI_Barrier(MPI_COMM_WORLD);
+				rc = MPI_Rsend(bufs[b], 0, MPI_INT, to, tag, MPI_COMM_WORLD);
+				CK(rc == MPI_SUCCESS, "Rsend of 0: %d", rc);
+				rc = MPI_Wait(&r, &st);
+				CK(rc == MPI_SUCCESS && count_of(&st, MPI_INT) == 0 && st.MPI_SOURCE == from,
+				   "Rsend's receive: %d", rc);
+				continue;
+			}
+			for (int turn = 0; turn < 2; turn++) {
+				if ((rank == 0) == (turn == 1)) {
+					rc = kind == 0 ? MPI_Send(bufs[b], 0, MPI_INT, to, tag, MPI_COMM_WORLD)
+					     : kind == 1 ? MPI_Ssend(bufs[b], 0, MPI_INT, to, tag, MPI_COMM_WORLD)
+							 : MPI_Bsend(bufs[b], 0, MPI_INT, to, tag, MPI_COMM_WORLD);
+					CK(rc == MPI_SUCCESS, "send kind %d of 0 (buffer %s): %d", kind, b ? "MPI_BOTTOM" : "NULL", rc);
+				} else {
+					memset(&st, 0x5a, sizeof(st));
+					rc = MPI_Recv(bufs[b], 0, MPI_INT, from, tag, MPI_COMM_WORLD, &st);
+					CK(rc == MPI_SUCCESS && count_of(&st, MPI_INT) == 0 && st.MPI_SOURCE == from &&
+						   st.MPI_TAG == tag && st.MPI_ERROR == MPI_SUCCESS,
+					   "Recv of 0 after send kind %d: %d, count %d source %d tag %d", kind, rc,
+					   count_of(&st, MPI_INT), st.MPI_SOURCE, st.MPI_TAG);
+				}
+			}
+			if (kind == 3) {
+				void *p;
+				int n;
+				MPI_Buffer_detach(&p, &n);
+			}
+		}
+		/* Sendrecv, Sendrecv_replace, and the nonblocking forms */
+		rc = MPI_Sendrecv(bufs[b], 0, MPI_INT, to, 20, bufs[b], 0, MPI_INT, from, 20, MPI_COMM_WORLD, &st);
+		CK(rc == MPI_SUCCESS && count_of(&st, MPI_INT) == 0 && st.MPI_SOURCE == from, "Sendrecv of 0: %d", rc);
+		rc = MPI_Sendrecv_replace(bufs[b], 0, MPI_INT, to, 21, from, 21, MPI_COMM_WORLD, &st);
+		CK(rc == MPI_SUCCESS && count_of(&st, MPI_INT) == 0, "Sendrecv_replace of 0: %d", rc);
+		MPI_Request r[5];
+		MPI_Buffer_attach(bsend_buf, sizeof(bsend_buf));
+		rc = MPI_Irecv(bufs[b], 0, MPI_DOUBLE, from, 22, MPI_COMM_WORLD, &r[0]);
+		rc |= MPI_Isend(bufs[b], 0, MPI_DOUBLE, to, 22, MPI_COMM_WORLD, &r[1]);
+		rc |= MPI_Irecv(bufs[b], 0, MPI_DOUBLE, from, 23, MPI_COMM_WORLD, &r[2]);
+		rc |= MPI_Issend(bufs[b], 0, MPI_DOUBLE, to, 23, MPI_COMM_WORLD, &r[3]);
+		rc |= MPI_Ibsend(bufs[b], 0, MPI_DOUBLE, to, 24, MPI_COMM_WORLD, &r[4]);
+		CK(rc == MPI_SUCCESS, "nonblocking calls of 0: %d", rc);
+		MPI_Status sts[5];
+		rc = MPI_Waitall(5, r, sts);
+		CK(rc == MPI_SUCCESS && count_of(&sts[0], MPI_DOUBLE) == 0 && count_of(&sts[2], MPI_DOUBLE) == 0 &&
+			   sts[0].MPI_TAG == 22 && sts[2].MPI_TAG == 23,
+		   "Waitall of 0-count requests: %d", rc);
+		rc = MPI_Recv(bufs[b], 0, MPI_DOUBLE, from, 24, MPI_COMM_WORLD, &st);
+		CK(rc == MPI_SUCCESS && count_of(&st, MPI_DOUBLE) == 0, "receive of the Ibsend of 0: %d", rc);
+		void *p;
+		int n;
+		MPI_Buffer_detach(&p, &n);
+		/* persistent */
+		MPI_Request pr[2];
+		rc = MPI_Recv_init(bufs[b], 0, MPI_INT, from, 25, MPI_COMM_WORLD, &pr[0]);
+		rc |= MPI_Send_init(bufs[b], 0, MPI_INT, to, 25, MPI_COMM_WORLD, &pr[1]);
+		for (int k = 0; k < 2; k++) {
+			rc |= MPI_Startall(2, pr);
+			rc |= MPI_Waitall(2, pr, sts);
+			CK(rc == MPI_SUCCESS && count_of(&sts[0], MPI_INT) == 0 && sts[0].MPI_SOURCE == from,
+			   "persistent 0-count round %d: %d", k, rc);
+		}
+		MPI_Request_free(&pr[0]);
+		MPI_Request_free(&pr[1]);
+	}
+	/* a zero-count message still matches and carries its envelope */
+	int v = 7;
+	if (size > 1) {
+		if (rank == 0) {
+			MPI_Send(NULL, 0, MPI_INT, 1, 30, MPI_COMM_WORLD);
+			MPI_Send(&v, 1, MPI_INT, 1, 31, MPI_COMM_WORLD);
+		} else if (rank == 1) {
+			int w = 0;
+			rc = MPI_Recv(NULL, 0, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+			CK(rc == MPI_SUCCESS && st.MPI_TAG == 30 && st.MPI_SOURCE == 0, "0 bytes from any: tag %d", st.MPI_TAG);
+			rc = MPI_Recv(&w, 1, MPI_INT, 0, 31, MPI_COMM_WORLD, &st);
+			CK(rc == MPI_SUCCESS && w == 7, "the message after it: %d", w);
+		}
+	}
+}
+
+static void zero_coll(void)
+{
+	int rc;
+	int *counts = calloc((size_t)size, sizeof(int)), *displs = calloc((size_t)size, sizeof(int));
+	MPI_Datatype *types = malloc((size_t)size * sizeof(MPI_Datatype));
+	for (int i = 0; i < size; i++)
+		types[i] = MPI_INT;
+	rc = MPI_Bcast(NULL, 0, MPI_INT, size - 1, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Bcast of 0: %d", rc);
+	rc = MPI_Reduce(NULL, NULL, 0, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Reduce of 0: %d", rc);
+	rc = MPI_Allreduce(NULL, NULL, 0, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Allreduce of 0: %d", rc);
+	rc = MPI_Gather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, 0, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Gather of 0: %d", rc);
+	rc = MPI_Scatter(NULL, 0, MPI_INT, NULL, 0, MPI_INT, size / 2, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Scatter of 0: %d", rc);
+	rc = MPI_Allgather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Allgather of 0: %d", rc);
+	rc = MPI_Alltoall(NULL, 0, MPI_INT, NULL, 0, MPI_INT, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Alltoall of 0: %d", rc);
+	rc = MPI_Gatherv(NULL, 0, MPI_INT, NULL, counts, displs, MPI_INT, 0, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Gatherv of 0: %d", rc);
+	rc = MPI_Scatterv(NULL, counts, displs, MPI_INT, NULL, 0, MPI_INT, 0, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Scatterv of 0: %d", rc);
+	rc = MPI_Allgatherv(NULL, 0, MPI_INT, NULL, counts, displs, MPI_INT, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Allgatherv of 0: %d", rc);
+	rc = MPI_Alltoallv(NULL, counts, displs, MPI_INT, NULL, counts, displs, MPI_INT, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Alltoallv of 0: %d", rc);
+	rc = MPI_Alltoallw(NULL, counts, displs, types, NULL, counts, displs, types, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Alltoallw of 0: %d", rc);
+	rc = MPI_Reduce_scatter(NULL, NULL, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Reduce_scatter of 0: %d", rc);
+	rc = MPI_Reduce_scatter_block(NULL, NULL, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Reduce_scatter_block of 0: %d", rc);
+	rc = MPI_Scan(NULL, NULL, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Scan of 0: %d", rc);
+	rc = MPI_Exscan(NULL, NULL, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS, "Exscan of 0: %d", rc);
+	/* a v-form where only some ranks send: rank r sends r % 2 ints */
+	int *all = malloc((size_t)size * sizeof(int)), mine = rank;
+	for (int i = 0; i < size; i++) {
+		counts[i] = i % 2;
+		displs[i] = i;
+		all[i] = -1;
+	}
+	rc = MPI_Allgatherv(rank % 2 ? &mine : NULL, rank % 2, MPI_INT, all, counts, displs, MPI_INT, MPI_COMM_WORLD);
+	int bad = 0;
+	for (int i = 0; i < size; i++)
+		bad += all[i] != (i % 2 ? i : -1);
+	CK(rc == MPI_SUCCESS && !bad, "Allgatherv with empty blocks: %d, %d wrong", rc, bad);
+	free(all);
+	free(counts);
+	free(displs);
+	free(types);
+}
+
+/* --------------------------------------------------------------- inplace */
+
+static void inplace(void)
+{
+	int rc, n = size, bad;
+	int *v = malloc((size_t)(4 * n + 4) * sizeof(int)), *counts = malloc((size_t)n * sizeof(int)),
+	    *displs = malloc((size_t)n * sizeof(int));
+	MPI_Datatype *types = malloc((size_t)n * sizeof(MPI_Datatype));
+	for (int i = 0; i < n; i++)
+		types[i] = MPI_INT;
+
+	/* Allgather: the send count and type ignored */
+	for (int i = 0; i < n; i++)
+		v[i] = i == rank ? 100 + rank : -1;
+	rc = MPI_Allgather(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, v, 1, MPI_INT, MPI_COMM_WORLD);
+	bad = 0;
+	for (int i = 0; i < n; i++)
+		bad += v[i] != 100 + i;
+	CK(rc == MPI_SUCCESS && !bad, "Allgather in place, send args ignored: %d, %d wrong", rc, bad);
+
+	/* Alltoall: likewise */
+	for (int i = 0; i < n; i++)
+		v[i] = 1000 * rank + i;
+	rc = MPI_Alltoall(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, v, 1, MPI_INT, MPI_COMM_WORLD);
+	bad = 0;
+	for (int i = 0; i < n; i++)
+		bad += v[i] != 1000 * i + rank;
+	CK(rc == MPI_SUCCESS && !bad, "Alltoall in place, send args ignored: %d, %d wrong", rc, bad);
+
+	for (int root = 0; root < n; root += n > 2 ? n - 1 : 1) {
+		/* Gather: at the root the send args ignored (in place); elsewhere
+		 * the receive args */
+		int x = 200 + rank;
+		for (int i = 0; i < n; i++)
+			v[i] = rank == root && i == root ? 200 + root : -1;
+		rc = rank == root ? MPI_Gather(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, v, 1, MPI_INT, root, MPI_COMM_WORLD)
+				  : MPI_Gather(&x, 1, MPI_INT, NULL, -5, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
+		bad = 0;
+		for (int i = 0; rank == root && i < n; i++)
+			bad += v[i] != 200 + i;
+		CK(rc == MPI_SUCCESS && !bad, "Gather to %d with ignored args: %d, %d wrong", root, rc, bad);
+
+		/* Scatter: at the root the receive args (in place); elsewhere the send args */
+		for (int i = 0; i < n; i++)
+			v[i] = rank == root ? 300 + i : -1;
+		x = -1;
+		rc = rank == root ? MPI_Scatter(v, 1, MPI_INT, MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD)
+				  : MPI_Scatter(NULL, -3, MPI_DATATYPE_NULL, &x, 1, MPI_INT, root, MPI_COMM_WORLD);
+		CK(rc == MPI_SUCCESS && (rank == root ? v[root] == 300 + root : x == 300 + rank),
+		   "Scatter from %d with ignored args: %d, got %d", root, rc, rank == root ? v[root] : x);
+
+		/* Gatherv and Scatterv: the same, with the count arrays ignored off the root */
+		for (int i = 0; i < n; i++) {
+			counts[i] = 1;
+			displs[i] = 2 * i;
+			v[2 * i] = rank == root && i == root ? 400 + root : -1;
+			v[2 * i + 1] = -7;
+		}
+		x = 400 + rank;
+		rc = rank == root ? MPI_Gatherv(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, v, counts, displs, MPI_INT, root,
+						MPI_COMM_WORLD)
+				  : MPI_Gatherv(&x, 1, MPI_INT, NULL, NULL, NULL, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
+		bad = 0;
+		for (int i = 0; rank == root && i < n; i++)
+			bad += v[2 * i] != 400 + i || v[2 * i + 1] != -7;
+		CK(rc == MPI_SUCCESS && !bad, "Gatherv to %d with ignored args: %d, %d wrong", root, rc, bad);
+		for (int i = 0; i < n; i++)
+			v[2 * i] = rank == root ? 500 + i : -1;
+		x = -1;
+		rc = rank == root ? MPI_Scatterv(v, counts, displs, MPI_INT, MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, root,
+						 MPI_COMM_WORLD)
+				  : MPI_Scatterv(NULL, NULL, NULL, MPI_DATATYPE_NULL, &x, 1, MPI_INT, root, MPI_COMM_WORLD);
+		CK(rc == MPI_SUCCESS && (rank == root ? v[2 * root] == 500 + root : x == 500 + rank),
+		   "Scatterv from %d with ignored args: %d", root, rc);
+
+		/* Reduce: off the root the receive buffer is ignored (NULL); at
+		 * the root in place */
+		x = rank + 1;
+		int r = rank == root ? rank + 1 : -1;
+		rc = rank == root ? MPI_Reduce(MPI_IN_PLACE, &r, 1, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD)
+				  : MPI_Reduce(&x, NULL, 1, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
+		CK(rc == MPI_SUCCESS && (rank != root || r == n * (n + 1) / 2), "Reduce to %d in place: %d, %d", root, rc, r);
+	}
+
+	/* Allgatherv in place: the send count and type ignored */
+	for (int i = 0; i < n; i++) {
+		counts[i] = 1 + i % 2;
+		displs[i] = 3 * i;
+		for (int k = 0; k < 3; k++)
+			v[3 * i + k] = i == rank && k < counts[i] ? 600 + i : -2;
+	}
+	rc = MPI_Allgatherv(MPI_IN_PLACE, -9, MPI_DATATYPE_NULL, v, counts, displs, MPI_INT, MPI_COMM_WORLD);
+	bad = 0;
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < 3; k++)
+			bad += v[3 * i + k] != (k < counts[i] ? 600 + i : -2);
+	CK(rc == MPI_SUCCESS && !bad, "Allgatherv in place: %d, %d wrong", rc, bad);
+
+	/* Alltoallv and Alltoallw in place: the send arrays may be NULL */
+	for (int i = 0; i < n; i++) {
+		counts[i] = 1;
+		displs[i] = i;
+		v[i] = 700 + 10 * rank + i;
+	}
+	rc = MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, v, counts, displs, MPI_INT, MPI_COMM_WORLD);
+	bad = 0;
+	for (int i = 0; i < n; i++)
+		bad += v[i] != 700 + 10 * i + rank;
+	CK(rc == MPI_SUCCESS && !bad, "Alltoallv in place, send args ignored: %d, %d wrong", rc, bad);
+	for (int i = 0; i < n; i++) {
+		displs[i] = i * (int)sizeof(int);
+		v[i] = 800 + 10 * rank + i;
+	}
+	rc = MPI_Alltoallw(MPI_IN_PLACE, NULL, NULL, NULL, v, counts, displs, types, MPI_COMM_WORLD);
+	bad = 0;
+	for (int i = 0; i < n; i++)
+		bad += v[i] != 800 + 10 * i + rank;
+	CK(rc == MPI_SUCCESS && !bad, "Alltoallw in place, send args ignored: %d, %d wrong", rc, bad);
+
+	/* the reductions in place */
+	int a = rank + 1;
+	rc = MPI_Allreduce(MPI_IN_PLACE, &a, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS && a == n * (n + 1) / 2, "Allreduce in place: %d", a);
+	for (int i = 0; i < n; i++)
+		v[i] = rank + i;
+	rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, v, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS && v[0] == n * (n - 1) / 2 + n * rank, "Reduce_scatter_block in place: %d", v[0]);
+	for (int i = 0; i < n; i++) {
+		counts[i] = 1;
+		v[i] = rank * i;
+	}
+	rc = MPI_Reduce_scatter(MPI_IN_PLACE, v, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS && v[0] == rank * n * (n - 1) / 2, "Reduce_scatter in place: %d", v[0]);
+	a = rank + 1;
+	rc = MPI_Scan(MPI_IN_PLACE, &a, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS && a == (rank + 1) * (rank + 2) / 2, "Scan in place: %d", a);
+	a = rank + 1;
+	rc = MPI_Exscan(MPI_IN_PLACE, &a, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS && (rank == 0 || a == rank * (rank + 1) / 2), "Exscan in place: %d", a);
+	free(v);
+	free(counts);
+	free(displs);
+	free(types);
+}
+
+/* --------------------------------------------------------------- persist */
+
+static int empty(const MPI_Status *st)
+{
+	return st->MPI_SOURCE == MPI_ANY_SOURCE && st->MPI_TAG == MPI_ANY_TAG && st->MPI_ERROR == MPI_SUCCESS &&
+	       count_of(st, MPI_BYTE) == 0;
+}
+
+static void persist(void)
+{
+	int to = (rank + 1) % size, from = (rank + size - 1) % size, x = rank, y = -1, rc, flag, idx;
+	MPI_Status st, sts[3];
+	MPI_Request r[3];
+	rc = MPI_Recv_init(&y, 1, MPI_INT, from, 40, MPI_COMM_WORLD, &r[0]);
+	rc |= MPI_Send_init(&x, 1, MPI_INT, to, 40, MPI_COMM_WORLD, &r[1]);
+	rc |= MPI_Ssend_init(&x, 1, MPI_INT, to, 41, MPI_COMM_WORLD, &r[2]);
+	CK(rc == MPI_SUCCESS, "persistent inits: %d", rc);
+	/* never started: every wait and test gives the empty status at once */
+	for (int k = 0; k < 3; k++) {
+		memset(&st, 0x5a, sizeof(st));
+		rc = MPI_Wait(&r[k], &st);
+		CK(rc == MPI_SUCCESS && empty(&st) && r[k] != MPI_REQUEST_NULL,
+		   "Wait on inactive request %d: %d, source %d tag %d error %d count %d", k, rc, st.MPI_SOURCE, st.MPI_TAG,
+		   st.MPI_ERROR, count_of(&st, MPI_BYTE));
+		memset(&st, 0x5a, sizeof(st));
+		flag = 0;
+		rc = MPI_Test(&r[k], &flag, &st);
+		CK(rc == MPI_SUCCESS && flag && empty(&st), "Test on inactive request %d: %d flag %d", k, rc, flag);
+	}
+	memset(sts, 0x5a, sizeof(sts));
+	rc = MPI_Waitall(3, r, sts);
+	CK(rc == MPI_SUCCESS && empty(&sts[0]) && empty(&sts[1]) && empty(&sts[2]), "Waitall on inactive requests: %d", rc);
+	flag = 0;
+	rc = MPI_Testall(3, r, &flag, sts);
+	CK(rc == MPI_SUCCESS && flag && empty(&sts[0]) && empty(&sts[2]), "Testall on inactive requests: %d flag %d", rc, flag);
+	memset(&st, 0x5a, sizeof(st));
+	rc = MPI_Waitany(3, r, &idx, &st);
+	CK(rc == MPI_SUCCESS && idx == MPI_UNDEFINED && empty(&st), "Waitany on inactive requests: %d index %d", rc, idx);
+	flag = 0;
+	rc = MPI_Testany(3, r, &idx, &flag, &st);
+	CK(rc == MPI_SUCCESS && flag && idx == MPI_UNDEFINED && empty(&st), "Testany on inactive requests: %d", rc);
+	int outc = -5, ind[3];
+	rc = MPI_Waitsome(3, r, &outc, ind, sts);
+	CK(rc == MPI_SUCCESS && outc == MPI_UNDEFINED, "Waitsome on inactive requests: %d outcount %d", rc, outc);
+	outc = -5;
+	rc = MPI_Testsome(3, r, &outc, ind, sts);
+	CK(rc == MPI_SUCCESS && outc == MPI_UNDEFINED, "Testsome on inactive requests: %d outcount %d", rc, outc);
+	/* started and completed, twice; then inactive again */
+	for (int round = 0; round < 2; round++) {
+		x = 10 * round + rank;
+		y = -1;
+		rc = MPI_Start(&r[0]);
+		rc |= MPI_Start(&r[1]);
+		rc |= MPI_Waitall(2, r, sts);
+		CK(rc == MPI_SUCCESS && y == 10 * round + from && sts[0].MPI_SOURCE == from && sts[0].MPI_TAG == 40 &&
+			   count_of(&sts[0], MPI_INT) == 1,
+		   "persistent round %d: %d, got %d", round, rc, y);
+		memset(&st, 0x5a, sizeof(st));
+		rc = MPI_Wait(&r[0], &st);
+		CK(rc == MPI_SUCCESS && empty(&st), "Wait on a completed persistent request: source %d tag %d",
+		   st.MPI_SOURCE, st.MPI_TAG);
+	}
+	/* null requests: the empty status too */
+	MPI_Request nul = MPI_REQUEST_NULL;
+	memset(&st, 0x5a, sizeof(st));
+	rc = MPI_Wait(&nul, &st);
+	CK(rc == MPI_SUCCESS && empty(&st), "Wait on MPI_REQUEST_NULL: source %d", st.MPI_SOURCE);
+	memset(&st, 0x5a, sizeof(st));
+	flag = 0;
+	rc = MPI_Test(&nul, &flag, &st);
+	CK(rc == MPI_SUCCESS && flag && empty(&st), "Test on MPI_REQUEST_NULL: flag %d source %d", flag, st.MPI_SOURCE);
+	MPI_Request nuls[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+	rc = MPI_Waitany(2, nuls, &idx, &st);
+	CK(rc == MPI_SUCCESS && idx == MPI_UNDEFINED && empty(&st), "Waitany on null requests: index %d", idx);
+	/* a receive from MPI_PROC_NULL: that source, any tag, no data (not the empty status) */
+	MPI_Request pn;
+	rc = MPI_Irecv(&y, 1, MPI_INT, MPI_PROC_NULL, 5, MPI_COMM_WORLD, &pn);
+	rc |= MPI_Wait(&pn, &st);
+	CK(rc == MPI_SUCCESS && st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && count_of(&st, MPI_INT) == 0,
+	   "receive from MPI_PROC_NULL: source %d tag %d", st.MPI_SOURCE, st.MPI_TAG);
+	/* a synchronous persistent send started and completed */
+	y = -1;
+	rc = MPI_Irecv(&y, 1, MPI_INT, from, 41, MPI_COMM_WORLD, &pn);
+	rc |= MPI_Start(&r[2]);
+	rc |= MPI_Wait(&r[2], &st);
+	rc |= MPI_Wait(&pn, &st);
+	CK(rc == MPI_SUCCESS && y == 10 + from, "persistent Ssend: %d got %d", rc, y);
+	for (int k = 0; k < 3; k++) {
+		rc = MPI_Request_free(&r[k]);
+		CK(rc == MPI_SUCCESS && r[k] == MPI_REQUEST_NULL, "Request_free of inactive request %d: %d", k, rc);
+	}
+}
+
+/* -------------------------------------------------------------- elements */
+
+static void elements(void)
+{
+	int to = (rank + 1) % size, from = (rank + size - 1) % size, rc, n, c;
+	MPI_Status st;
+	MPI_Request r;
+	/* {int, double}: 2 predefined elements, 12 data bytes, extent 16 */
+	MPI_Datatype s2;
+	int bl[2] = {1, 1};
+	MPI_Aint d[2] = {0, 8};
+	MPI_Datatype ty[2] = {MPI_INT, MPI_DOUBLE};
+	MPI_Type_create_struct(2, bl, d, ty, &s2);
+	MPI_Type_commit(&s2);
+	static struct {
+		int i;
+		double d;
+	} out[8], in[8];
+	memset(out, 0, sizeof(out));
+	/* k whole structs, then (if `more`) one more int: a prefix of the
+	 * receive's type signature, sent as that signature */
+	for (int k = 0; k <= 3; k++)
+		for (int more = 0; more < 2; more++) {
+			MPI_Datatype msg;
+			int mbl[2] = {k, more};
+			MPI_Aint md[2] = {0, (MPI_Aint)(k * sizeof(out[0]))};
+			MPI_Datatype mty[2] = {s2, MPI_INT};
+			MPI_Type_create_struct(2, mbl, md, mty, &msg);
+			MPI_Type_commit(&msg);
+			rc = MPI_Irecv(in, 8, s2, from, 50, MPI_COMM_WORLD, &r);
+			rc |= MPI_Send(out, 1, msg, to, 50, MPI_COMM_WORLD);
+			rc |= MPI_Wait(&r, &st);
+			MPI_Get_count(&st, s2, &c);
+			MPI_Get_elements(&st, s2, &n);
+			CK(rc == MPI_SUCCESS && c == (more ? MPI_UNDEFINED : k) && n == 2 * k + more,
+			   "%d structs {int, double} and %d int: count %d, elements %d", k, more, c, n);
+			MPI_Type_free(&msg);
+		}
+	/* doubles into a vector of 3 blocks of 2 doubles (6 elements) */
+	MPI_Datatype vec;
+	MPI_Type_vector(3, 2, 4, MPI_DOUBLE, &vec);
+	MPI_Type_commit(&vec);
+	double dout[24] = {0}, din[64];
+	static const int ms[] = {0, 1, 5, 6, 7, 12, 13};
+	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+		rc = MPI_Irecv(din, 4, vec, from, 51, MPI_COMM_WORLD, &r);
+		rc |= MPI_Send(dout, ms[i], MPI_DOUBLE, to, 51, MPI_COMM_WORLD);
+		rc |= MPI_Wait(&r, &st);
+		MPI_Get_count(&st, vec, &c);
+		MPI_Get_elements(&st, vec, &n);
+		CK(rc == MPI_SUCCESS && c == (ms[i] % 6 ? MPI_UNDEFINED : ms[i] / 6) && n == ms[i],
+		   "%d doubles into vectors: count %d, elements %d", ms[i], c, n);
+		MPI_Get_elements(&st, MPI_DOUBLE, &n);
+		CK(n == ms[i], "%d doubles, as doubles: %d", ms[i], n);
+	}
+	/* a zero-size type: count and elements 0 for an empty message */
+	MPI_Datatype none;
+	MPI_Type_contiguous(0, MPI_INT, &none);
+	MPI_Type_commit(&none);
+	rc = MPI_Irecv(din, 1, none, from, 52, MPI_COMM_WORLD, &r);
+	rc |= MPI_Send(din, 0, MPI_INT, to, 52, MPI_COMM_WORLD);
+	rc |= MPI_Wait(&r, &st);
+	MPI_Get_count(&st, none, &c);
+	MPI_Get_elements(&st, none, &n);
+	CK(rc == MPI_SUCCESS && c == 0 && n == 0, "an empty type: count %d, elements %d", c, n);
+	MPI_Type_free(&none);
+	MPI_Type_free(&s2);
+	MPI_Type_free(&vec);
+}
+
+/* ----------------------------------------------------------------- probe */
+
+static void probe(void)
+{
+	/* every rank sends every other rank a burst of messages of mixed sizes
+	 * (eager and rendezvous) before anyone receives; each is found by
+	 * probing from any source and tag, sized, and received */
+	const int per = size > 8 ? 24 : 60;
+	const int big = 8000; /* ints: past the eager limit */
+	int nreq = per * (size - 1), k = 0, bad = 0, rc;
+	MPI_Request *rq = malloc((size_t)(nreq + 1) * sizeof(MPI_Request));
+	int *sbuf = malloc((size_t)big * sizeof(int)), *rbuf = malloc((size_t)big * sizeof(int));
+	for (int i = 0; i < big; i++)
+		sbuf[i] = i;
+	for (int d = 0; d < size; d++)
+		for (int i = 0; d != rank && i < per; i++) {
+			int len = i % 10 == 9 ? big : (i * 7 + rank) % 300;
+			MPI_Isend(sbuf, len, MPI_INT, d, i, MPI_COMM_WORLD, &rq[k++]);
+		}
+	MPI_Barrier(MPI_COMM_WORLD);
+	for (int got = 0; got < nreq; got++) {
+		MPI_Status st;
+		int flag = 0, cnt = -1;
+		if (got % 2) {
+			rc = MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+		} else {
+			do
+				rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+			while (rc == MPI_SUCCESS && !flag);
+		}
+		MPI_Get_count(&st, MPI_INT, &cnt);
+		int want = st.MPI_TAG % 10 == 9 ? big : (st.MPI_TAG * 7 + st.MPI_SOURCE) % 300;
+		bad += rc != MPI_SUCCESS || cnt != want;
+		rc = MPI_Recv(rbuf, cnt, MPI_INT, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, &st);
+		bad += rc != MPI_SUCCESS || count_of(&st, MPI_INT) != want;
+		for (int i = 0; i < want && rc == MPI_SUCCESS; i++)
+			if (rbuf[i] != i) {
+				bad++;
+				break;
+			}
+	}
+	rc = MPI_Waitall(k, rq, MPI_STATUSES_IGNORE);
+	CK(rc == MPI_SUCCESS && !bad, "a burst of %d unexpected messages found by probes: %d wrong", nreq, bad);
+	/* nothing left: an Iprobe finds nothing */
+	int flag = 1;
+	MPI_Barrier(MPI_COMM_WORLD);
+	rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+	CK(rc == MPI_SUCCESS && !flag, "Iprobe after the burst found something");
+	/* MPI_PROC_NULL: found at once, with its status */
+	MPI_Status st;
+	rc = MPI_Probe(MPI_PROC_NULL, 3, MPI_COMM_WORLD, &st);
+	CK(rc == MPI_SUCCESS && st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && count_of(&st, MPI_INT) == 0,
+	   "Probe of MPI_PROC_NULL: source %d", st.MPI_SOURCE);
+	/* cancel: a receive nobody sends to is cancelled */
+	MPI_Request r;
+	int y;
+	rc = MPI_Irecv(&y, 1, MPI_INT, MPI_ANY_SOURCE, 9999, MPI_COMM_WORLD, &r);
+	rc |= MPI_Cancel(&r);
+	rc |= MPI_Wait(&r, &st);
+	int cancelled = 0;
+	MPI_Test_cancelled(&st, &cancelled);
+	CK(rc == MPI_SUCCESS && cancelled, "a cancelled receive: %d cancelled %d", rc, cancelled);
+	free(rq);
+	free(sbuf);
+	free(rbuf);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static void errors(void)
+{
+	int x = 0, y[4] = {0}, rc, cls;
+	MPI_Status st;
+	struct expect {
+		int rc, want;
+		const char *what;
+	} e[32];
+	int ne = 0;
+#define E(call, cls_) e[ne++] = (struct expect){(call), (cls_), #call}
+	E(MPI_Send(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+	E(MPI_Send(&x, -1, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_COUNT);
+	E(MPI_Send(&x, 1, (MPI_Datatype)12345, 0, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+	E(MPI_Send(&x, 1, MPI_INT, 0, -5, MPI_COMM_WORLD), MPI_ERR_TAG);
+	E(MPI_Send(&x, 1, MPI_INT, 0, 0, (MPI_Comm)4321), MPI_ERR_COMM);
+	E(MPI_Send(&x, 1, MPI_INT, size + 3, 0, MPI_COMM_WORLD), MPI_ERR_RANK);
+	E(MPI_Wait(NULL, &st), MPI_ERR_REQUEST);
+	E(MPI_Bcast(&x, 1, MPI_INT, size, MPI_COMM_WORLD), MPI_ERR_ROOT);
+	E(MPI_Group_size((MPI_Group)9999, &x), MPI_ERR_GROUP);
+	E(MPI_Allreduce(&x, y, 1, MPI_INT, (MPI_Op)7777, MPI_COMM_WORLD), MPI_ERR_OP);
+	E(MPI_Cartdim_get(MPI_COMM_WORLD, &x), MPI_ERR_TOPOLOGY);
+	int dims[2] = {size + 1, 0}; /* does not divide size */
+	E(MPI_Dims_create(size, 2, dims), MPI_ERR_DIMS);
+	E(MPI_Get_count(NULL, MPI_INT, &x), MPI_ERR_ARG);
+	/* truncation: a message of 4 ints into a buffer of 1 */
+	int to = (rank + 1) % size, from = (rank + size - 1) % size;
+	MPI_Request r;
+	int four[4] = {1, 2, 3, 4};
+	MPI_Irecv(&x, 1, MPI_INT, from, 60, MPI_COMM_WORLD, &r);
+	MPI_Send(four, 4, MPI_INT, to, 60, MPI_COMM_WORLD);
+	E(MPI_Wait(&r, &st), MPI_ERR_TRUNCATE);
+	/* in a Waitall: MPI_ERR_IN_STATUS, the request's own class in its status */
+	MPI_Request rr[2];
+	MPI_Status sts[2];
+	MPI_Irecv(&x, 1, MPI_INT, from, 61, MPI_COMM_WORLD, &rr[0]);
+	MPI_Isend(four, 4, MPI_INT, to, 61, MPI_COMM_WORLD, &rr[1]);
+	E(MPI_Waitall(2, rr, sts), MPI_ERR_IN_STATUS);
+	CK(sts[0].MPI_ERROR == MPI_ERR_TRUNCATE, "Waitall's status of the truncated receive: %d", sts[0].MPI_ERROR);
+#undef E
+	for (int i = 0; i < ne; i++) {
+		cls = -1;
+		MPI_Error_class(e[i].rc, &cls);
+		CK(cls == e[i].want, "%s gave class %d (code %d), not %d", e[i].what, cls, e[i].rc, e[i].want);
+	}
+	/* every class has a class (itself) and a string */
+	for (int c = MPI_SUCCESS; c < MPI_ERR_LASTCODE; c++) {
+		char s[MPI_MAX_ERROR_STRING];
+		int len = -1;
+		cls = -1;
+		rc = MPI_Error_class(c, &cls);
+		CK(rc == MPI_SUCCESS && cls == c, "Error_class of class %d: %d", c, cls);
+		rc = MPI_Error_string(c, s, &len);
+		CK(rc == MPI_SUCCESS && len > 0 && len < MPI_MAX_ERROR_STRING && (int)strlen(s) == len,
+		   "Error_string of class %d: length %d", c, len);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	/* a call that fails is a failed check, and the run goes on */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} sections[] = {{"zero", zero_p2p},   {"zero", zero_coll},     {"inplace", inplace}, {"persist", persist},
+			{"elements", elements}, {"probe", probe}, {"errors", errors}};
+	for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
+		int want = argc < 2;
+		for (int a = 1; a < argc; a++)
+			want |= !strcmp(argv[a], sections[s].name);
+		if (!want)
+			continue;
+		sections[s].fn();
+		MPI_Barrier(MPI_COMM_WORLD);
+	}
+	int all[2] = {checks, failed}, sum[2];
+	MPI_Reduce(all, sum, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+	if (rank == 0) {
+		if (sum[1])
+			printf("conform: %d of %d checks FAILED\n", sum[1], sum[0]);
+		else
+			printf("conform: all passed: %d checks on %d ranks\n", sum[0], size);
+	}
+	MPI_Finalize();
+	return failed ? 1 : 0;
+}
