@@ -13,6 +13,7 @@
  */
 #include "mpi_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,13 +82,97 @@ static int op_ok(const char *fn, MPI_Comm comm, MPI_Op op, MPI_Datatype t)
 	return MPI_SUCCESS;
 }
 
+/* ------------------------------------------------ mismatched calls */
+
+static const char *const kind_names[MPI_CK_COUNT] = {
+	[MPI_CK_BARRIER] = "MPI_Barrier",
+	[MPI_CK_BCAST] = "MPI_Bcast",
+	[MPI_CK_REDUCE] = "MPI_Reduce",
+	[MPI_CK_ALLREDUCE] = "MPI_Allreduce",
+	[MPI_CK_GATHER] = "MPI_Gather",
+	[MPI_CK_GATHERV] = "MPI_Gatherv",
+	[MPI_CK_SCATTER] = "MPI_Scatter",
+	[MPI_CK_SCATTERV] = "MPI_Scatterv",
+	[MPI_CK_ALLGATHER] = "MPI_Allgather",
+	[MPI_CK_ALLGATHERV] = "MPI_Allgatherv",
+	[MPI_CK_ALLTOALL] = "MPI_Alltoall",
+	[MPI_CK_ALLTOALLV] = "MPI_Alltoallv",
+	[MPI_CK_ALLTOALLW] = "MPI_Alltoallw",
+	[MPI_CK_REDUCE_SCATTER] = "MPI_Reduce_scatter",
+	[MPI_CK_REDUCE_SCATTER_BLOCK] = "MPI_Reduce_scatter_block",
+	[MPI_CK_SCAN] = "MPI_Scan",
+	[MPI_CK_EXSCAN] = "MPI_Exscan",
+};
+
+const char *mpi_coll_name(uint32_t sig)
+{
+	uint32_t k = sig >> MPI_SIG_KIND_SHIFT;
+	return k && k < MPI_CK_COUNT ? kind_names[k] : "a collective";
+}
+
+/*
+ * The outermost collective call on a communicator numbers it and sets the
+ * signature its messages carry; the calls it makes inside (an allgather's
+ * gather, say) keep it. What goes in is what every rank of a correct
+ * program gives alike: the kind, a predefined operation (a user one only
+ * as "a user operation": its handle is each rank's own), the root, the
+ * size, and the call's number.
+ */
+uint32_t mpi_coll_enter(MPI_Comm comm, enum mpi_coll_kind kind, MPI_Op op, int root, uint64_t bytes)
+{
+	if (mpi_g.coll_depth++)
+		return mpi_g.coll_depth;
+	struct mpi_comm *cm = mpi_g.state == 1 ? mpi_comm_of(comm) : NULL;
+	if (!cm) {
+		mpi_g.coll_sig = 0; /* (the call refuses the communicator) */
+		return mpi_g.coll_depth;
+	}
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+	uint64_t parts[] = {mpi_user_op(op) ? 0xffffu : (uint64_t)(uint32_t)op, (uint64_t)(uint32_t)root, bytes, cm->coll_seq++};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		h = (h ^ parts[i]) * 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	mpi_g.coll_sig = (uint32_t)kind << MPI_SIG_KIND_SHIFT | ((uint32_t)h & ((1u << MPI_SIG_KIND_SHIFT) - 1));
+	return mpi_g.coll_depth;
+}
+
+void mpi_coll_leave(uint32_t *depth)
+{
+	(void)depth;
+	if (!--mpi_g.coll_depth)
+		mpi_g.coll_sig = 0;
+}
+
+/* count elements of t: their data bytes (0 for a bad count or type: the
+ * call refuses them) */
+static uint64_t data_bytes(int count, MPI_Datatype t)
+{
+	struct mpi_type_info ti;
+	return count > 0 && !mpi_type_info(t, 0, &ti) ? (uint64_t)count * ti.size : 0;
+}
+
 static int coll_rc(MPI_Comm comm, const char *fn, int rc)
 {
+	if (rc == -EPROTO)
+		return mpi_error(comm, MPI_ERR_OTHER, fn,
+				 "the ranks' calls do not match (another collective, count, datatype or operation elsewhere)");
 	return rc ? mpi_error(comm, MPI_ERR_INTERN, fn, "the torus collective failed: %s", dma_strerror(rc)) : 0;
 }
 
 static int p2p_rc(MPI_Comm comm, const char *fn, int rc)
 {
+	if (rc == MPI_ERR_OTHER && mpi_g.bad_sig) {
+		uint32_t theirs = mpi_g.bad_sig, mine = mpi_g.bad_mine;
+		mpi_g.bad_sig = 0;
+		if (theirs >> MPI_SIG_KIND_SHIFT != mine >> MPI_SIG_KIND_SHIFT)
+			return mpi_error(comm, rc, fn, "mismatched collective calls: rank %d sent this rank a message of %s",
+					 mpi_g.bad_src, mpi_coll_name(theirs));
+		return mpi_error(comm, rc, fn,
+				 "mismatched collective calls: rank %d is in %s with another operation, root or size, or "
+				 "in another call of it (the ranks' collective calls differ in number or order)",
+				 mpi_g.bad_src, mpi_coll_name(theirs));
+	}
 	return rc ? mpi_error(comm, rc, fn, "a message of the collective failed") : 0;
 }
 
@@ -216,6 +301,7 @@ static int reduce_torus(const void *src, void *recvbuf, int count, int esize, en
 
 int MPI_Barrier(MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_BARRIER, 0, 0, 0);
 	int size = 0;
 	CHECK(mpi_comm_check(comm, "MPI_Barrier", &size));
 	if (size == 1)
@@ -592,6 +678,7 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_BCAST, 0, root, data_bytes(count, datatype));
 	if (derived_type(datatype))
 		return bcast_derived(buffer, count, datatype, root, comm);
 	int size = 0;
@@ -642,6 +729,7 @@ static int reduce(void *acc, int count, MPI_Datatype t, MPI_Op op, int root, MPI
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
 	       MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_REDUCE, op, root, data_bytes(count, datatype));
 	if (derived_type(datatype)) {
 		struct red_pack p;
 		int size = 0;
@@ -754,6 +842,7 @@ static int allreduce_rd(void *buf, int count, MPI_Datatype t, MPI_Op op, MPI_Com
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_ALLREDUCE, op, 0, data_bytes(count, datatype));
 	if (derived_type(datatype)) {
 		struct red_pack p;
 		CHECK(red_derived("MPI_Allreduce", comm, datatype, op, sendbuf, count, recvbuf, count, 1, &p));
@@ -819,6 +908,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 		sendcount = recvcount;
 		sendtype = recvtype;
 	}
+	MPI_COLL_CALL(comm, MPI_CK_GATHER, 0, root, data_bytes(sendcount, sendtype));
 	if (derived_type(sendtype) || derived_type(recvtype))
 		return blocks_derived(BK_GATHER, "MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
 				      root, comm);
@@ -859,6 +949,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 		recvcount = sendcount;
 		recvtype = sendtype;
 	}
+	MPI_COLL_CALL(comm, MPI_CK_SCATTER, 0, root, data_bytes(recvcount, recvtype));
 	if (derived_type(sendtype) || derived_type(recvtype))
 		return blocks_derived(BK_SCATTER, "MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
 				      root, comm);
@@ -894,6 +985,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		sendcount = recvcount; /* (ignored) */
 		sendtype = recvtype;
 	}
+	MPI_COLL_CALL(comm, MPI_CK_ALLGATHER, 0, 0, data_bytes(recvcount, recvtype));
 	if (derived_type(sendtype) || derived_type(recvtype))
 		return blocks_derived(BK_ALLGATHER, "MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
 				      recvtype, 0, comm);
@@ -932,6 +1024,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 		sendcount = recvcount; /* (ignored) */
 		sendtype = recvtype;
 	}
+	MPI_COLL_CALL(comm, MPI_CK_ALLTOALL, 0, 0, data_bytes(recvcount, recvtype));
 	if (derived_type(sendtype) || derived_type(recvtype))
 		return blocks_derived(BK_ALLTOALL, "MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount,
 				      recvtype, 0, comm);
@@ -972,6 +1065,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
 		  void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_ALLTOALLV, 0, 0, 0);
 	if (sendbuf == MPI_IN_PLACE) {
 		sendcounts = recvcounts; /* (ignored) */
 		sdispls = rdispls;
@@ -1048,6 +1142,7 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
 		  void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
 		  MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_ALLTOALLW, 0, 0, 0);
 	const char *fn = "MPI_Alltoallw";
 	int size = 0;
 	CHECK(mpi_comm_check(comm, fn, &size));
@@ -1112,6 +1207,7 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
 			     MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_REDUCE_SCATTER_BLOCK, op, 0, data_bytes(recvcount, datatype));
 	if (derived_type(datatype)) {
 		struct red_pack p;
 		int size = 0;
@@ -1211,6 +1307,7 @@ static int reduce_scatter_derived(const void *sendbuf, void *recvbuf, const int 
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
 		       MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_REDUCE_SCATTER, op, 0, 0);
 	if (derived_type(datatype))
 		return reduce_scatter_derived(sendbuf, recvbuf, recvcounts, datatype, op, comm);
 	int size = 0;
@@ -1259,6 +1356,7 @@ static int vcounts_ok(const char *fn, MPI_Comm comm, const int counts[], const i
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_GATHERV, 0, root, 0);
 	int r_ = rank_in(comm);
 	if (r_ >= 0 && r_ != root) {
 		recvbuf = NULL; /* (ignored) */
@@ -1293,6 +1391,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
 		 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_SCATTERV, 0, root, 0);
 	int r_ = rank_in(comm);
 	if (r_ >= 0 && r_ != root) {
 		sendbuf = NULL; /* (ignored) */
@@ -1327,6 +1426,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		   const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_ALLGATHERV, 0, 0, 0);
 	if (sendbuf == MPI_IN_PLACE) {
 		sendcount = 0; /* (ignored) */
 		sendtype = recvtype;
@@ -1430,6 +1530,7 @@ static int scan_derived(const char *fn, const void *sendbuf, void *recvbuf, int 
 
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_SCAN, op, 0, data_bytes(count, datatype));
 	if (derived_type(datatype))
 		return scan_derived("MPI_Scan", sendbuf, recvbuf, count, datatype, op, comm, 0);
 	return scan("MPI_Scan", sendbuf, recvbuf, count, datatype, op, comm, 0);
@@ -1437,6 +1538,7 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
 
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+	MPI_COLL_CALL(comm, MPI_CK_EXSCAN, op, 0, data_bytes(count, datatype));
 	if (derived_type(datatype))
 		return scan_derived("MPI_Exscan", sendbuf, recvbuf, count, datatype, op, comm, 1);
 	return scan("MPI_Exscan", sendbuf, recvbuf, count, datatype, op, comm, 1);

@@ -584,6 +584,25 @@ int MPI_Finalize(void)
 		if (rc >= 0 && !done)
 			rc = mpi_progress(1);
 	}
+	/* every message of a collective call was taken by a receive of the
+	 * same call (mpi_coll_sig), or the ranks' calls did not match: a
+	 * broadcast where another rank reduced, say, leaves both sides' messages
+	 * untaken, which no call saw */
+	int64_t left = (int64_t)(mpi_g.coll_sent - mpi_g.coll_taken), all = 0;
+	struct mpi_comm *wc = mpi_comm_of(MPI_COMM_WORLD);
+	MPI_Errhandler eh = wc->eh;
+	wc->eh = MPI_ERRORS_RETURN;
+	int mis = rc < 0 ? MPI_SUCCESS : MPI_Allreduce(&left, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+	wc->eh = eh;
+	if (mis || all) {
+		int e = all ? mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Finalize",
+					"mismatched collective calls: %lld message(s) of collective calls were never received "
+					"(another collective, root or order on some rank)",
+					(long long)all)
+			    : mpi_error(MPI_COMM_WORLD, mis, "MPI_Finalize", "the check of the collective calls failed");
+		if (e)
+			return e;
+	}
 	/* what others still send us must find us here: every rank stops together */
 	rc = dma_barrier_team(c, mpi_comm_of(MPI_COMM_WORLD)->members, (size_t)mpi_g.size) || rc < 0;
 	for (int k = 1; k < MPI_MAX_COMMS; k++)
@@ -844,6 +863,26 @@ static uint32_t ctx_of(MPI_Comm comm)
 	return cm ? cm->ctx : UINT32_MAX; /* freed: matches nothing */
 }
 
+/*
+ * A short message's header has 32 bits for its tag: a collective's (-1 to
+ * -255) goes with its signature, as -(sig << 8 | -tag).
+ */
+static int32_t wire_tag(const struct mpi_env *e)
+{
+	if (e->tag >= 0 || e->tag < -255)
+		return e->tag;
+	return -(int32_t)((e->sig & ((1u << MPI_SIG_BITS) - 1)) << 8 | (uint32_t)-e->tag);
+}
+
+static void wire_untag(struct mpi_env *e)
+{
+	if (e->tag >= 0 || e->tag == MPI_ANY_TAG)
+		return;
+	uint32_t w = (uint32_t)-(int64_t)e->tag;
+	e->tag = -(int32_t)(w & 0xffu);
+	e->sig = w >> 8;
+}
+
 /* (MPI_ANY_TAG takes user tags only: the collectives' own are negative) */
 static int matches(const struct mpi_env *e, MPI_Comm comm, int src, int tag)
 {
@@ -860,6 +899,14 @@ static void complete(struct torus_mpi_request *r, const struct mpi_env *e, uint6
 	r->st.MPI_ERROR = e->len > r->cap ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
 	r->st.cancelled_ = 0;
 	r->msg_len = e->len;
+	mpi_g.coll_taken += e->sig != 0;
+	if (e->tag < 0 && r->sig && e->sig && e->sig != r->sig) {
+		/* a message of another collective call than this rank's */
+		r->st.MPI_ERROR = MPI_ERR_OTHER;
+		mpi_g.bad_sig = e->sig;
+		mpi_g.bad_mine = r->sig;
+		mpi_g.bad_src = e->src;
+	}
 	r->done = 1;
 }
 
@@ -1022,7 +1069,8 @@ static int on_packet(emu_core_t *c, const struct dma_recv_info *info, const void
 		if (info->len < sizeof(h) || !info->last || info->offset)
 			return -EPROTO;
 		memcpy(&h, payload, sizeof(h));
-		struct mpi_env e = {h.tag, h.ctx, h.src, info->len - sizeof(h)};
+		struct mpi_env e = {h.tag, h.ctx, h.src, 0, info->len - sizeof(h)};
+		wire_untag(&e);
 		if (info->key) {
 			/* sent in any order: one sender's come in order */
 			if (info->key != cur->any_got + 1)
@@ -1385,7 +1433,8 @@ static int post_send_tagged(const void *buf, uint64_t bytes, int dest, int tag, 
 {
 	emu_core_t *c = mpi_g.c;
 	struct mpi_comm *cm = mpi_comm_of(comm);
-	r->env = (struct mpi_env){tag, cm->ctx, cm->rank, bytes};
+	r->env = (struct mpi_env){tag, cm->ctx, cm->rank, tag < 0 ? mpi_g.coll_sig : 0, bytes};
+	mpi_g.coll_sent += r->env.sig != 0;
 	uint32_t node = node_of(comm, dest);
 	struct dma_desc d;
 	uint32_t region = DMA_NO_COUNTER;
@@ -1453,7 +1502,7 @@ static int eager_post(uint32_t node, const struct mpi_env *e, const void *buf, u
 	mpi_g.sends_out = 1;
 	if (is_short) {
 		/* one packet: envelope and data together (a copy of at most a packet) */
-		struct mpi_short h = {e->tag, (uint16_t)e->comm, (uint16_t)e->src};
+		struct mpi_short h = {wire_tag(e), (uint16_t)e->comm, (uint16_t)e->src};
 		memcpy(hdr, &h, sizeof(h));
 		if (bytes)
 			memmove(hdr + sizeof(h), buf, bytes); /* (buf may be in hdr: MPI_Bsend) */
@@ -1503,6 +1552,7 @@ static int post_recv(void *buf, uint64_t cap, int src, int tag, MPI_Comm comm, s
 	r->src = src;
 	r->tag = tag;
 	r->comm = comm;
+	r->sig = tag < 0 ? mpi_g.coll_sig : 0;
 	r->any = src >= 0 && any_order(tag, cap); /* (not MPI_ANY_SOURCE, nor MPI_PROC_NULL) */
 	r->any_key = 0;
 	/* the first unexpected message that fits, in arrival order */
@@ -2331,7 +2381,7 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 	char *chunk = (char *)mpi_g.bsend_buf + mpi_g.bsend_used, *data = chunk + sizeof(struct mpi_env);
 	mpi_g.bsend_used += need;
 	struct mpi_comm *cm = mpi_comm_of(comm);
-	struct mpi_env e = {tag, cm->ctx, cm->rank, bytes};
+	struct mpi_env e = {tag, cm->ctx, cm->rank, tag < 0 ? mpi_g.coll_sig : 0, bytes};
 	/* packed into the chunk, after the room for its envelope (a short
 	 * one is then copied whole to the chunk's start by eager_post) */
 	mpi_pack(buf, count, datatype, data);

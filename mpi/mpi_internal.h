@@ -17,8 +17,23 @@ struct mpi_env {
 	int32_t tag;
 	uint32_t comm;
 	int32_t src;    /* the sender's rank in comm */
+	uint32_t sig;   /* a collective's message: its call's signature (mpi_coll_sig), else 0 */
 	uint64_t len;   /* data bytes that follow */
 };
+/*
+ * A collective's signature: its kind (enum mpi_coll_kind) in the top bits,
+ * a hash of its operation, root, size and number on the communicator
+ * below; never 0. A receive posted inside a collective takes only
+ * messages of the same signature: another is a mismatched call
+ * (MPI_ERR_OTHER, the two calls named). 23 bits: a short message's header
+ * carries it beside its tag (mpi_core.c, wire_tag).
+ */
+enum mpi_coll_kind { MPI_CK_BARRIER = 1, MPI_CK_BCAST, MPI_CK_REDUCE, MPI_CK_ALLREDUCE, MPI_CK_GATHER, MPI_CK_GATHERV,
+		     MPI_CK_SCATTER, MPI_CK_SCATTERV, MPI_CK_ALLGATHER, MPI_CK_ALLGATHERV, MPI_CK_ALLTOALL,
+		     MPI_CK_ALLTOALLV, MPI_CK_ALLTOALLW, MPI_CK_REDUCE_SCATTER, MPI_CK_REDUCE_SCATTER_BLOCK,
+		     MPI_CK_SCAN, MPI_CK_EXSCAN, MPI_CK_COUNT };
+#define MPI_SIG_BITS 23u
+#define MPI_SIG_KIND_SHIFT 18u
 
 /* A message that arrived before its receive was posted (or is arriving). */
 struct mpi_msg {
@@ -74,6 +89,7 @@ struct torus_mpi_request {
 	char shortbuf[240];              /* send: a short message, envelope and data */
 	void *buf;                       /* receive */
 	uint64_t cap;
+	uint32_t sig;                    /* receive posted in a collective: its signature, else 0 */
 	uint64_t msg_len;                /* receive: the matched message's bytes (a truncation's error) */
 	int src, tag;
 	MPI_Comm comm;
@@ -131,6 +147,7 @@ struct mpi_comm {
 	coll_team_t *nteam;
 	uint32_t ncores;
 	MPI_Errhandler eh;
+	uint32_t coll_seq;               /* collective calls made on it */
 	/* its topology (mpi_topo.c): MPI_CART (tdims: tn dims, then tn
 	 * periods), MPI_GRAPH (tn nodes' index, then tnb edges), or 0 */
 	int topo, tn, tnb;
@@ -214,6 +231,14 @@ struct mpi_state {
 	 * k + 2's before every helper has come back for k + 1 */
 	struct mpi_help help[2];
 	uint64_t help_seq;
+	/* the collective call under way (its signature; depth: calls inside
+	 * it, which keep it), and the last mismatch a receive found */
+	uint32_t coll_sig, coll_depth;
+	uint32_t bad_sig, bad_mine;
+	int bad_src;
+	/* collectives' messages (a signature) sent, and taken by a receive:
+	 * equal over the job at MPI_Finalize, or some call did not match */
+	uint64_t coll_sent, coll_taken;
 };
 extern struct mpi_state mpi_g;
 
@@ -271,6 +296,16 @@ int mpi_help(enum mpi_help_cmd cmd, const struct mpi_help *job);
 void mpi_take(struct mpi_msg *m);
 /* Blocking point-to-point for the collectives, any tag (theirs are < 0):
  * MPI_SUCCESS or an MPI error code, no handler called. */
+/* A collective call starts (kind, its operation or 0, root or 0, the data
+ * bytes every rank gives alike or 0): the returned depth goes to
+ * mpi_coll_leave when it returns (MPI_COLL_CALL does both). */
+uint32_t mpi_coll_enter(MPI_Comm comm, enum mpi_coll_kind kind, MPI_Op op, int root, uint64_t bytes);
+void mpi_coll_leave(uint32_t *depth);
+#define MPI_COLL_CALL(comm, kind, op, root, bytes)                                                                \
+	__attribute__((cleanup(mpi_coll_leave))) uint32_t mpi_coll_depth_ = mpi_coll_enter(comm, kind, op, root, bytes); \
+	(void)mpi_coll_depth_
+/* The call a signature names ("MPI_Bcast"). */
+const char *mpi_coll_name(uint32_t sig);
 int mpi_send_raw(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm);
 int mpi_recv_raw(void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm);
 /* The same, not blocking: r (the caller's, alive until mpi_wait_raw

@@ -149,6 +149,21 @@ static void test_mpi_conform(void)
 static void test_mpi_failures(void)
 {
 	build("mpi_fail.c", "mpi_fail", "");
+	/* mismatched collective calls are an error, not a silent success: in
+	 * the call when a message of one is taken by the other, else at
+	 * MPI_Finalize (messages nobody took) */
+	for (int n = 2; n <= 3; n++) {
+		struct result r = run("$B/torusrun --torus %d --quiet --timeout 60 -- $T/mpi_fail ops-mismatch", n);
+		EXPECT(r.status == 1 && strstr(r.err, "MPI_Allreduce: mismatched collective calls: rank ") &&
+			       strstr(r.err, "is in MPI_Allreduce with another operation") && !strstr(r.out, "allreduce gave"),
+		       "allreduce with other operations, %d ranks: %d\n%.1000s\n%.500s", n, r.status, r.err, r.out);
+		result_free(&r);
+		r = run("$B/torusrun --torus %d --quiet --timeout 60 -- $T/mpi_fail bcast-reduce", n);
+		EXPECT(r.status == 1 && strstr(r.err, "MPI_Finalize: mismatched collective calls: ") &&
+			       strstr(r.err, "were never received"),
+		       "bcast against reduce, %d ranks: %d\n%.1000s", n, r.status, r.err);
+		result_free(&r);
+	}
 	/* a truncation names the message's size and the buffer's */
 	static const char *const trunc[] = {"truncate", "truncate-wait"};
 	for (int k = 0; k < 2; k++) {

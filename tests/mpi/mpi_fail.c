@@ -14,6 +14,11 @@
  * (eager, 64 packets each), which rank 1 receives naming the source or
  * with MPI_ANY_SOURCE; on 3 ranks or more, rank 2 sends rank 1 a 1 MiB
  * message (a rendezvous) meanwhile. Checked byte for byte.
+ * "ops-mismatch": the ranks allreduce 8 bytes, rank 0 with MPI_SUM and the
+ * others with MPI_MAX; "bcast-reduce": rank 0 broadcasts 8 bytes from
+ * itself while the others reduce to it (every rank only sends): both are
+ * mismatched collective calls, an error ("ops-mismatch" in the call,
+ * "bcast-reduce" at MPI_Finalize), not a silent success.
  * "truncate" and "truncate-wait": rank 0 sends rank 1 100 ints (eager),
  * which rank 1 receives into a buffer of 10 by MPI_Recv, or by MPI_Irecv
  * and MPI_Wait: a fatal truncation, whose message gives both sizes.
@@ -43,6 +48,19 @@ int main(int argc, char **argv)
 		MPI_Recv(&x, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	if (!strcmp(what, "ssend-first"))
 		MPI_Ssend(&x, 1, MPI_INT, peer, 0, MPI_COMM_WORLD);
+	if (!strcmp(what, "ops-mismatch")) {
+		double v = rank + 1, out = 0;
+		MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, rank ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
+		printf("mpi-fail: rank %d allreduce gave %g\n", rank, out);
+	}
+	if (!strcmp(what, "bcast-reduce")) {
+		double v = rank + 1, out = 0;
+		if (rank == 0)
+			MPI_Bcast(&v, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+		else
+			MPI_Reduce(&v, &out, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+		printf("mpi-fail: rank %d past the mismatched calls\n", rank);
+	}
 	if (!strncmp(what, "truncate", 8) && size >= 2) {
 		int big[100] = {0}, small[10];
 		if (rank == 0)
