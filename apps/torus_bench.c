@@ -170,8 +170,10 @@ static void usage(FILE *f)
 		"  COLLECTIVE            allreduce | allgather | reduce_scatter | alltoall\n"
 		"  --algo NAME           an algorithm of the collective's catalogue (below); default:\n"
 		"                        $TORUS_COLL_<COLLECTIVE>, else the first one that fits\n"
-		"  --sizes A:B | A       n in bytes, doubling from A to B (suffixes K, M, G = 2^10,\n"
-		"                        2^20, 2^30; KiB, MiB, GiB, B also); default 1K:1M\n"
+		"  --sizes A:B | A       n in bytes, doubling from A to B, 1 to 1T (suffixes K, M, G,\n"
+		"                        T = 2^10, 2^20, 2^30, 2^40; KiB, MiB, GiB, TiB, B also);\n"
+		"                        default 1K:1M; a run whose buffers the host's memory cannot\n"
+		"                        hold is refused before it starts\n"
 		"  --dtype D             int32 | int64 | float | double (default double)\n"
 		"  --op O                sum | prod | min | max | band | bor (default sum; band and\n"
 		"                        bor need an integer dtype; allgather ignores it)\n"
@@ -254,6 +256,8 @@ static int parse_size(const char *s, uint64_t *out)
 		shift = 20;
 	else if (!strcmp(end, "G") || !strcmp(end, "GiB"))
 		shift = 30;
+	else if (!strcmp(end, "T") || !strcmp(end, "TiB"))
+		shift = 40;
 	else if (*end && strcmp(end, "B"))
 		return -1;
 	if (errno || v > (MAX_BYTES >> shift))
@@ -631,6 +635,29 @@ static int v_most(uint32_t me, uint32_t p, uint64_t *smax, uint64_t *rmax)
 	return 0;
 }
 
+/*
+ * The bytes the run's buffers take over the job at its largest size:
+ * members (nodes, or cores with --members cores) times a member's send
+ * and receive buffers (alltoallv: v_send and v_recv, a member's most, in
+ * elements). alltoall --no-check never touches its send buffer, which
+ * then takes no memory.
+ */
+static uint64_t run_bytes(uint32_t members, uint64_t nmax, uint64_t v_send, uint64_t v_recv)
+{
+	uint64_t s = nmax, r = nmax;
+	if (opt.kind == COLL_ALLGATHER)
+		s = nmax / members;
+	else if (opt.kind == COLL_REDUCE_SCATTER)
+		r = nmax / members;
+	else if (opt.kind == COLL_ALLTOALL && !opt.check)
+		s = 0;
+	else if (opt.kind == COLL_ALLTOALLV) {
+		s = v_send * coll_dtype_size(opt.dtype);
+		r = v_recv * coll_dtype_size(opt.dtype);
+	}
+	return (s + r) * members;
+}
+
 /* The link-load bound of sending every message of the pattern straight to
  * its owner by dimension-order routes: the busiest link direction's wire
  * bytes over the bandwidth, in ps. */
@@ -719,7 +746,13 @@ static int job_check(emu_core_t *c, char *msg, size_t len, uint32_t *k)
 		hi = h > hi ? h : hi;
 	}
 	if (!opt.k && lo != hi) {
-		snprintf(msg, len, "nodes have %u to %u cores: give --cores-per-node K <= %u", lo, hi, lo);
+		if (opt.kind == COLL_ALLTOALL || opt.kind == COLL_ALLTOALLV)
+			snprintf(msg, len,
+				 "nodes have %u to %u cores: give --members cores (every core a member) or "
+				 "--cores-per-node K <= %u",
+				 lo, hi, lo);
+		else
+			snprintf(msg, len, "nodes have %u to %u cores: give --cores-per-node K <= %u", lo, hi, lo);
 		return -1;
 	}
 	if (opt.k > lo) {
@@ -1064,6 +1097,34 @@ static int bench_core(emu_core_t *c, void *arg)
 		all[g] = g;
 	ref_init(&ref, p);
 	torus_shape_format(emu_shape(c), shape, sizeof(shape));
+
+	/* the buffers against the host's memory, before anything is allocated
+	 * (node 0 looks, and every core leaves alike) */
+	uint32_t too_big = 0;
+	if (lead) {
+		uint64_t vs = 0, vr = 0, avail = emu_host_mem_available();
+		if (opt.kind == COLL_ALLTOALLV && v_most(0, mp, &vs, &vr))
+			vs = vr = 0;
+		uint64_t need = run_bytes(mp, nmax, vs, vr);
+		if (avail && need > avail) {
+			fprintf(stderr,
+				PROG ": the run's buffers need about %.1f GiB (%u %s, %llu bytes at the largest size) but "
+				     "the host has %.1f GiB available: give smaller --sizes\n",
+				need / 1073741824.0, mp, cm ? "cores" : "nodes", (unsigned long long)nmax,
+				avail / 1073741824.0);
+			too_big = 1;
+		}
+	}
+	if (agree(c, all, too_big, &too_big)) {
+		free(all);
+		return 1;
+	}
+	if (too_big) {
+		if (ci == 0)
+			atomic_store(&exit_status, 2);
+		free(all);
+		return 0;
+	}
 
 	/* set-up: the node team, and the node's buffers (core 0) */
 	if (member) {

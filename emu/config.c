@@ -818,7 +818,7 @@ static uint64_t read_u64_file(const char *path)
 	return v;
 }
 
-static uint64_t mem_available(void)
+uint64_t emu_host_mem_available(void)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
 	char line[256];
@@ -836,6 +836,48 @@ static uint64_t mem_available(void)
  * at about 1 MiB on Debian 12; stacks touch little). */
 #define NODE_PROCESS_BYTES (1536u * 1024u)
 #define CORE_THREAD_BYTES (96u * 1024u)
+
+/* Address space a process maps besides the job memory: its program,
+ * libraries, heap and thread stacks (a core's and the engine's, 8 MiB each
+ * by default, reserved whole), generously. */
+#define PROCESS_MAPPINGS ((uint64_t)512 << 20)
+
+/*
+ * A job's links and FIFOs do not fit in `room` bytes: which parameter to
+ * lower, in hint. Of fifo_slots, rx_slots and inj_slots, the one whose
+ * smallest value saves the most, with the largest power of two at which
+ * the job fits, if one does; else that none alone is enough.
+ */
+static void mem_hint(const struct emu_job_config *cfg, uint64_t room, char *hint, size_t len)
+{
+	static const char *const names[3] = {"fifo_slots", "rx_slots", "inj_slots"};
+	struct torus_params p = cfg->params;
+	uint32_t *field[3] = {&p.fifo_slots, &p.rx_slots, &p.inj_slots};
+	uint64_t best_saved = 0;
+	int best = 0;
+	for (int i = 0; i < 3; i++) {
+		uint32_t keep = *field[i];
+		*field[i] = 1;
+		uint64_t saved = emu_shm_layout(&cfg->shape, &cfg->params, cfg->cores, NULL, NULL) -
+				 emu_shm_layout(&cfg->shape, &p, cfg->cores, NULL, NULL);
+		*field[i] = keep;
+		if (saved > best_saved) {
+			best_saved = saved;
+			best = i;
+		}
+	}
+	uint32_t now = *field[best], v = now;
+	while (v > 1) {
+		v /= 2;
+		*field[best] = v;
+		if (emu_shm_layout(&cfg->shape, &p, cfg->cores, NULL, NULL) <= room) {
+			snprintf(hint, len, "--param %s=%u (now %u) would fit", names[best], v, now);
+			return;
+		}
+	}
+	snprintf(hint, len, "%s (now %u) takes the most, but no value of it alone fits: fewer nodes or cores",
+		 names[best], now);
+}
 
 int emu_config_check_limits(const struct emu_job_config *cfg, char *err, size_t errlen)
 {
@@ -859,14 +901,22 @@ int emu_config_check_limits(const struct emu_job_config *cfg, char *err, size_t 
 		return -E2BIG;
 	}
 	uint64_t shm = emu_shm_layout(&cfg->shape, &cfg->params, cfg->cores, NULL, NULL);
-	uint64_t need = shm + n * NODE_PROCESS_BYTES + cores * CORE_THREAD_BYTES;
-	uint64_t avail = mem_available();
+	uint64_t fixed = n * NODE_PROCESS_BYTES + cores * CORE_THREAD_BYTES, need = shm + fixed;
+	uint64_t avail = emu_host_mem_available();
 	if (avail && need > avail) {
+		char hint[160];
+		mem_hint(cfg, avail > fixed ? avail - fixed : 0, hint, sizeof(hint));
+		snprintf(err, errlen, "job needs about %.1f GiB of memory (links and FIFOs %.1f GiB) but %.1f GiB is available; %s",
+			 need / 1073741824.0, shm / 1073741824.0, avail / 1073741824.0, hint);
+		return -E2BIG;
+	}
+	/* each process maps the whole job memory: ulimit -v must allow it */
+	struct rlimit as;
+	if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && shm + PROCESS_MAPPINGS > as.rlim_cur) {
 		snprintf(err, errlen,
-			 "job needs about %.1f GiB of memory (links %.1f GiB) but %.1f GiB is available; smaller link "
-			 "FIFOs need less (--param fifo_slots=%u, now %u)",
-			 need / 1073741824.0, shm / 1073741824.0, avail / 1073741824.0,
-			 cfg->params.fifo_slots > 8 ? cfg->params.fifo_slots / 4 : 1, cfg->params.fifo_slots);
+			 "each process maps the job's %.1f GiB of links and FIFOs, but its address space is limited to "
+			 "%.1f GiB (ulimit -v)",
+			 shm / 1073741824.0, (double)as.rlim_cur / 1073741824.0);
 		return -E2BIG;
 	}
 	return 0;

@@ -453,6 +453,11 @@ struct emu_job_config {
 int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *err, size_t errlen);
 void emu_config_free(struct emu_job_config *cfg);
 /* Does the job fit this machine (threads, processes, memory)? */
+/* Open an output file of torusrun's (what: "trace", "report") for writing,
+ * created or truncated, without blocking on a FIFO that nobody reads
+ * (refused, as a FIFO is at all if offsets: the trace writes at offsets).
+ * The descriptor, or -errno with err set. */
+int emu_open_output(const char *path, const char *what, int offsets, char *err, size_t errlen);
 int emu_config_check_limits(const struct emu_job_config *cfg, char *err, size_t errlen);
 
 /* What one source (the command line, or a --config file) sets besides the

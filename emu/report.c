@@ -3,7 +3,10 @@
 #include "emu_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void json_string(FILE *f, const char *s)
 {
@@ -53,18 +56,50 @@ static void link_json(void *arg, uint32_t node, uint32_t dim, uint32_t dir, cons
 	o->first = 0;
 }
 
+int emu_open_output(const char *path, const char *what, int offsets, char *err, size_t errlen)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0644);
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENXIO)
+			snprintf(err, errlen, "cannot write %s %s: it is a FIFO that no process reads", what, path);
+		else
+			snprintf(err, errlen, "cannot write %s %s: %s", what, path, strerror(e));
+		return -e;
+	}
+	struct stat st;
+	if (offsets && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+		close(fd);
+		snprintf(err, errlen, "cannot write %s %s: it is a FIFO, and a %s is written at offsets (give a file)", what,
+			 path, what);
+		return -ESPIPE;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		int e = errno;
+		close(fd);
+		snprintf(err, errlen, "cannot write %s %s: %s", what, path, strerror(e));
+		return -e;
+	}
+	return fd;
+}
+
 int emu_report_write(const char *path, const struct emu_job_config *cfg, const struct emu_shm *m,
 		     const char *status, double wall_s, char *err, size_t errlen)
 {
 	const struct torus_shape *s = &m->hdr->shape;
-	FILE *f = fopen(path, "w");
 	char shape[64];
 	torus_vt_t vt = 0;
 	struct torus_link_counters tot = {0};
-
+	int fd = emu_open_output(path, "report", 0, err, errlen);
+	if (fd < 0)
+		return fd;
+	FILE *f = fdopen(fd, "w");
 	if (!f) {
-		snprintf(err, errlen, "cannot write report %s: %s", path, strerror(errno));
-		return -errno;
+		int e = errno;
+		close(fd);
+		snprintf(err, errlen, "cannot write report %s: %s", path, strerror(e));
+		return -e;
 	}
 	for (uint32_t r = 0; r < s->nnodes; r++) {
 		struct emu_node_shm *n = emu_shm_node(m, r);

@@ -582,17 +582,13 @@ done:;
 			const struct torus_link_set *ls = &cfg->links[k];
 			struct torus_params lp;
 			struct torus_link_counters lc;
-			char name[8];
-			uint32_t c[TORUS_MAX_DIMS];
+			char name[8], cs[64];
 			torus_link_params(&cfg->params, ls, &lp);
 			torus_link_read(emu_shm_link_out(&j.shm, ls->node, ls->link >> 1, ls->link & 1), &lc);
-			torus_rank_to_coords(&cfg->shape, ls->node, c);
-			fprintf(stderr, "torusrun: link of node %u (", ls->node);
-			for (uint32_t d = 0; d < cfg->shape.ndims; d++)
-				fprintf(stderr, d ? ".%u" : "%u", c[d]);
-			fprintf(stderr, ") %s: link_bw %.3f MB/s, hop_latency %.3f ns (--link; the machine's %.3f MB/s, %.3f ns): "
+			coords_text(&cfg->shape, ls->node, cs, sizeof(cs));
+			fprintf(stderr, "torusrun: link of node %u (%s) %s: link_bw %.3f MB/s, hop_latency %.3f ns (--link; the machine's %.3f MB/s, %.3f ns): "
 					"%llu packets, busy %.3f us\n",
-				torus_link_name(ls->link, name), lp.link_bw / 1e6, lp.hop_latency_ps / 1e3, cfg->params.link_bw / 1e6,
+				ls->node, cs, torus_link_name(ls->link, name), lp.link_bw / 1e6, lp.hop_latency_ps / 1e3, cfg->params.link_bw / 1e6,
 				cfg->params.hop_latency_ps / 1e3, (unsigned long long)lc.packets, lc.busy_ps / 1e6);
 		}
 		fprintf(stderr, "torusrun: %s: torus %s, %u nodes, emulated time %.3f us, wall time %.3f s",

@@ -256,11 +256,9 @@ int emu_trace_create(const struct emu_job_config *cfg, struct emu_shm *m, int *f
 
 	*fd_out = -1;
 	/* inherited by the nodes (no O_CLOEXEC); they write at offsets they claim */
-	int fd = open(cfg->trace_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create trace %s: %s", cfg->trace_path, strerror(errno));
-		return -errno;
-	}
+	int fd = emu_open_output(cfg->trace_path, "trace", 1, err, errlen);
+	if (fd < 0)
+		return fd;
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, TORUS_TRACE_MAGIC, 8);
 	h.version = TORUS_TRACE_VERSION;
@@ -336,7 +334,7 @@ int emu_trace_finish(const struct emu_job_config *cfg, struct emu_shm *m, int fd
 		     torus_vt_t vt, int quiet, char *err, size_t errlen)
 {
 	const struct torus_shape *s = &m->hdr->shape;
-	uint64_t links = 0, records = 0, bytes = 0, waits = 0;
+	uint64_t links = 0, records = 0, waits = 0;
 	uint32_t flushed = 0;
 	int rc = 0;
 
@@ -345,7 +343,6 @@ int emu_trace_finish(const struct emu_job_config *cfg, struct emu_shm *m, int fd
 		struct emu_node_shm *n = emu_shm_node(m, r);
 		int32_t st = atomic_load(&n->trace_status);
 		records += atomic_load(&n->trace_records);
-		bytes += atomic_load(&n->trace_bytes);
 		waits += atomic_load(&n->trace_waits);
 		if (st == 1)
 			flushed++;
@@ -379,9 +376,15 @@ int emu_trace_finish(const struct emu_job_config *cfg, struct emu_shm *m, int fd
 		snprintf(err, errlen, "cannot write trace %s: %s", cfg->trace_path, strerror(-wrc));
 		rc = wrc;
 	}
-	if (!quiet && !rc)
+	/* the file's size: every chunk written, a node's unflushed ones too */
+	double mb = (double)(atomic_load(&m->hdr->trace_off) + nbytes) / 1e6;
+	if (!quiet && !rc && flushed == s->nnodes)
 		fprintf(stderr, "torusrun: trace %s: %llu records, %.1f MB, %u of %u nodes flushed, %llu waits for the disk\n",
-			cfg->trace_path, (unsigned long long)records, (double)(bytes + nbytes + sizeof(struct torus_trace_header)) / 1e6,
-			flushed, s->nnodes, (unsigned long long)waits);
+			cfg->trace_path, (unsigned long long)records, mb, flushed, s->nnodes, (unsigned long long)waits);
+	else if (!quiet && !rc)
+		fprintf(stderr,
+			"torusrun: trace %s: %.1f MB; %u of %u nodes flushed their last records (%llu records); the others "
+			"stopped before that, and what they wrote until then is in the file (torus-trace reads it)\n",
+			cfg->trace_path, mb, flushed, s->nnodes, (unsigned long long)records);
 	return rc;
 }

@@ -8,7 +8,8 @@
  *  - a failed set returns -EINVAL with a message and changes nothing;
  *  - a successful set changes exactly the named field, to a value within
  *    [min, max] that the decimal text and its exact-case unit give;
- *  - a value the rules accept (decimal, known unit, in range) is accepted;
+ *  - a value the rules accept (decimal, known unit, in range; for the
+ *    FIFOs' slot counts, a power of two) is accepted;
  *  - the value printed back in its base unit parses to the same struct;
  *  - torus_params_check passes only parameters the machine can use, and
  *    the JSON lines of torus_params_json parse back to the same struct.
@@ -152,6 +153,9 @@ static int oracle(const struct spec *s, const char *v, uint64_t *want)
 
 static const char *base_unit(enum kind k) { return k == BW ? "B/s" : k == TIME ? "ps" : ""; }
 
+/* fifo_slots, inj_slots, rx_slots: powers of two */
+static int slots(const struct spec *s) { return strstr(s->name, "_slots") != NULL; }
+
 static void check_set(struct torus_params *p, const char *line)
 {
 	struct torus_params before = *p;
@@ -167,6 +171,8 @@ static void check_set(struct torus_params *p, const char *line)
 			s = &specs[i];
 	uint64_t want = 0;
 	int verdict = s ? oracle(s, eq + 1, &want) : 0;
+	if (verdict == 1 && slots(s) && (want & (want - 1)))
+		verdict = 0; /* a slot count must be a power of two */
 	if (rc) {
 		if (rc != -EINVAL || !err[0] || memcmp(p, &before, sizeof(before)))
 			abort(); /* a failure must say why and change nothing */
@@ -177,7 +183,7 @@ static void check_set(struct torus_params *p, const char *line)
 	if (!s || verdict == 0)
 		abort(); /* accepted a name or value the rules refuse */
 	uint64_t got = field(p, s);
-	if (got < s->min || got > s->max || (verdict == 1 && got != want))
+	if (got < s->min || got > s->max || (verdict == 1 && got != want) || (slots(s) && (got & (got - 1))))
 		abort();
 	struct torus_params other = *p;
 	memcpy((char *)&other + s->off, (char *)&before + s->off, s->is64 ? 8 : 4);

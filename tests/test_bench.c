@@ -540,6 +540,30 @@ static void bad_input(const char *args, const char *says)
 	result_free(&r);
 }
 
+/*
+ * Sizes up to 1T are accepted, and a run whose buffers the host cannot
+ * hold is refused before anything is allocated (it once filled 3 GB in 5 s
+ * before the kernel stopped it); with uneven nodes, the error names
+ * --members cores.
+ */
+static void test_sizes_and_memory(void)
+{
+	struct result r = run("$B/torusrun --torus 2x2x2 --quiet --timeout 60 -- $B/torus-bench allreduce --sizes 1T");
+	EXPECT(r.status != 0 && r.out[0] == '\0' && count_lines(r.err, "torus-bench:") == 1 &&
+		       strstr(r.err, "the run's buffers need about 16384.0 GiB (8 nodes, 1099511627776 bytes") &&
+		       strstr(r.err, "give smaller --sizes") && strstr(r.err, "exited with status 2"),
+	       "1T allreduce: %d\n%.1000s", r.status, r.err);
+	result_free(&r);
+	r = run("$B/torusrun --torus 2x2 --quiet --timeout 60 -- $B/torus-bench alltoall --no-check --sizes 64G");
+	EXPECT(r.status != 0 && strstr(r.err, "the run's buffers need about 256.0 GiB (4 nodes"),
+	       "alltoall --no-check counts the receive buffers only: %d\n%.1000s", r.status, r.err);
+	result_free(&r);
+	r = run("$B/torusrun --torus 3 --cores-map 1,3,2 --quiet --timeout 60 -- $B/torus-bench alltoall --sizes 1K");
+	EXPECT(r.status != 0 && strstr(r.err, "nodes have 1 to 3 cores: give --members cores"),
+	       "uneven nodes: %d\n%.1000s", r.status, r.err);
+	result_free(&r);
+}
+
 static void test_bad_collective(void) { bad_input("allfoo --sizes 1K", "unknown collective 'allfoo'"); }
 static void test_bad_sizes(void) { bad_input("allreduce --sizes 0", "bad --sizes '0'"); }
 static void test_bad_dtype(void) { bad_input("allreduce --dtype foo", "unknown --dtype 'foo'"); }
@@ -638,7 +662,7 @@ int main(void)
 		CUNIT_CASE(test_default_algo), CUNIT_CASE(test_warmup_reps), CUNIT_CASE(test_table),
 		CUNIT_CASE(test_multiplexed_repeatable), CUNIT_CASE(test_alltoall_json), CUNIT_CASE(test_alltoall_no_check), CUNIT_CASE(test_alltoall_explain),
 		CUNIT_CASE(test_alltoall_uneven_members), CUNIT_CASE(test_alltoall_tiny_fifos),
-		CUNIT_CASE(test_alltoallv_patterns), CUNIT_CASE(test_alltoallv_smaller_size_sends_more), CUNIT_CASE(test_alltoallv_inplace_memory)};
+		CUNIT_CASE(test_alltoallv_patterns), CUNIT_CASE(test_alltoallv_smaller_size_sends_more), CUNIT_CASE(test_sizes_and_memory), CUNIT_CASE(test_alltoallv_inplace_memory)};
 	static const struct cunit_case errors[] = {
 		CUNIT_CASE(test_bad_collective), CUNIT_CASE(test_bad_sizes), CUNIT_CASE(test_bad_dtype),
 		CUNIT_CASE(test_bad_op_for_dtype), CUNIT_CASE(test_bad_algo), CUNIT_CASE(test_empty_algo_env), CUNIT_CASE(test_too_small),

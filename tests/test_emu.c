@@ -1294,7 +1294,8 @@ static void test_config_bad(void)
 		{{"torusrun", "--torus", "2x2", "--cores-map", "", "--", "/bin/true", NULL}, "cores-map"},
 		{{"torusrun", "--torus", "2x2", "--param", "nosuch=1", "--", "/bin/true", NULL}, "nosuch"},
 		{{"torusrun", "--torus", "2x2", "--param", "link_bw", "--", "/bin/true", NULL}, "link_bw"},
-		{{"torusrun", "--torus", "2x2", "--param", "fifo_slots=3", "--", "/bin/true", NULL}, "fifo_slots"},
+		{{"torusrun", "--torus", "2x2", "--param", "fifo_slots=3", "--", "/bin/true", NULL}, "fifo_slots: 3 is not a power of two"},
+		{{"torusrun", "--torus", "2x2", "--param", "inj_slots=48", "--", "/bin/true", NULL}, "inj_slots: 48 is not a power of two"},
 		{{"torusrun", "--torus", "2x2", "--timeout", "-1", "--", "/bin/true", NULL}, "timeout"},
 		{{"torusrun", "--torus", "2x2", "--timeout", "abc", "--", "/bin/true", NULL}, "abc"},
 		{{"torusrun", "--torus", "2x2", "--timeout", "1e7", "--", "/bin/true", NULL}, "timeout"},
@@ -1542,6 +1543,9 @@ static void test_config_read_buf(void)
 		const char *want; /* in the message; NULL: accepted */
 	} cases[] = {
 		{"torus = 2\n\n\nfifo_slots = 3x\n", 0, "cfg:4:"},
+		/* a slot count that is not a power of two: refused at its line */
+		{"torus = 2\nfifo_slots = 3\n", 0, "cfg:2: parameter fifo_slots: 3 is not a power of two"},
+		{"rx_slots = 96\n", 0, "cfg:1: parameter rx_slots: 96 is not a power of two"},
 		{"torus = 2\nfifo_slots = 8\n#\nfifo_slots = 16\n", 0, "cfg:4: key 'fifo_slots' set twice (lines 2 and 4)"},
 		{"cores = 2\ncores-map = 1,,2\n", 0, "cfg:2:"},
 		{"a\0b\n", 4, "cfg:1: NUL"},

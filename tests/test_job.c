@@ -625,6 +625,45 @@ static void test_bad_input_issue12(void)
 	check_bad("--torus 2 --param fifo_slots=0x10 " STARTS, "fifo_slots");
 	check_bad("--torus 2 --param hop_latency=50NS " STARTS, "hop_latency");
 	check_bad("--torus 2 --timeout 0x10 " STARTS, "timeout");
+	/* a slot count that is not a power of two names itself, in a config
+	 * file with the file and line */
+	check_bad("--torus 2 --param rx_slots=100 " STARTS, "rx_slots: 100 is not a power of two");
+	write_tmp("slots.cfg", "torus = 2\nfifo_slots = 3\n");
+	check_bad("--config $T/slots.cfg " STARTS, "slots.cfg:2: parameter fifo_slots: 3 is not a power of two");
+	/* too large for the host: the hint names the parameter that makes it
+	 * large (rx_slots here, not fifo_slots), with a value that fits */
+	check_bad("--torus 16x16x16 --cores 4 --param rx_slots=65536 " STARTS, "--param rx_slots=");
+	struct result r = run("$B/torusrun --torus 16x16x16 --cores 4 --param rx_slots=65536 " STARTS);
+	CU_ASSERT(r.status == 2 && strstr(r.err, "(now 65536) would fit") && !strstr(r.err, "fifo_slots"));
+	result_free(&r);
+	/* too large for the address space each process may map (ulimit -v):
+	 * refused up front, not at mmap */
+	r = run("(ulimit -v 1048576; $B/torusrun --torus 4x4x4 --param fifo_slots=8192 " STARTS ")");
+	CU_ASSERT(r.status == 2 && strstr(r.err, "its address space is limited") && strstr(r.err, "(ulimit -v)"));
+	result_free(&r);
+}
+
+/* Outputs that are FIFOs: one nobody reads is refused at once, not waited
+ * on for ever; a trace, written at offsets, refuses any FIFO. */
+static void test_fifo_outputs(void)
+{
+	struct result r = run("rm -f $T/f && mkfifo $T/f && timeout 60 $B/torusrun --quiet --torus 2 --trace $T/f "
+			      "-- $B/torus-hello");
+	CU_ASSERT(r.status == 2 && strstr(r.err, "cannot write trace") && strstr(r.err, "a FIFO that no process reads"));
+	result_free(&r);
+	r = run("rm -f $T/f && mkfifo $T/f && (cat $T/f >/dev/null &) && sleep 0.2 && timeout 60 $B/torusrun --quiet "
+		"--torus 2 --trace $T/f -- $B/torus-hello");
+	CU_ASSERT(r.status == 2 && strstr(r.err, "a trace is written at offsets"));
+	result_free(&r);
+	r = run("rm -f $T/f && mkfifo $T/f && timeout 60 $B/torusrun --quiet --torus 2 --report $T/f -- $B/torus-hello");
+	CU_ASSERT(r.status != 0 && r.status != 124 && strstr(r.err, "cannot write report") &&
+		  strstr(r.err, "a FIFO that no process reads"));
+	result_free(&r);
+	/* a reader gets the report */
+	r = run("rm -f $T/f && mkfifo $T/f && (cat $T/f > $T/f.out &) && sleep 0.2 && timeout 60 $B/torusrun --quiet "
+		"--torus 2 --report $T/f -- $B/torus-hello && sleep 0.2 && cat $T/f.out");
+	CU_ASSERT(r.status == 0 && strstr(r.out, "\"links\""));
+	result_free(&r);
 }
 
 static void test_config_file(void)
@@ -719,6 +758,10 @@ static void test_per_link(void)
 	/* the summary names them */
 	CU_ASSERT_PTR_NOT_NULL(strstr(b.err, "link of node 0 (0) +x: link_bw 100.000 MB/s, hop_latency 1000.000 ns"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(b.err, "link of node 1 (1) -x: link_bw 100.000 MB/s"));
+	/* coordinates as everywhere else in torusrun's messages: (x,y) */
+	struct result g = run("$B/torusrun --torus 2x2 --link 1.1:+y:link_bw=100MB/s -- $B/torus-hello");
+	CU_ASSERT(g.status == 0 && strstr(g.err, "link of node 3 (1,1) +y: link_bw 100.000 MB/s"));
+	result_free(&g);
 	/* the report gives every link's settings and marks these two */
 	char path[512];
 	snprintf(path, sizeof(path), "%s/link.json", tmpdir);
@@ -842,7 +885,7 @@ int main(int argc, char **argv)
 		CUNIT_CASE(test_hang_detector), CUNIT_CASE(test_fault_early_exit), CUNIT_CASE(test_hang_verdicts),
 		CUNIT_CASE(test_hang_stopped_node), CUNIT_CASE(test_progress_lines),
 		CUNIT_CASE(test_starved_not_hung), CUNIT_CASE(test_launcher_killed), CUNIT_CASE(test_bad_input),
-		CUNIT_CASE(test_bad_input_issue12)};
+		CUNIT_CASE(test_bad_input_issue12), CUNIT_CASE(test_fifo_outputs)};
 	static const struct cunit_case large[] = {CUNIT_CASE(test_large_stress)};
 	static const struct cunit_suite all[] = {
 		{"job.hello", hello, CUNIT_COUNT(hello)},

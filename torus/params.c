@@ -213,6 +213,12 @@ static int parse_value(const struct param_desc *d, const char *text, uint64_t *o
 	return 0;
 }
 
+/* The FIFOs' slot counts: powers of two (ring indices wrap by a mask). */
+static int pow2_only(const char *name)
+{
+	return !strcmp(name, "fifo_slots") || !strcmp(name, "inj_slots") || !strcmp(name, "rx_slots");
+}
+
 int torus_params_set(struct torus_params *p, const char *assignment, char *err, size_t errlen)
 {
 	if (!p || !assignment) {
@@ -231,6 +237,11 @@ int torus_params_set(struct torus_params *p, const char *assignment, char *err, 
 			int rc = parse_value(&params[i], eq + 1, &v, err, errlen);
 			if (rc)
 				return rc;
+			if (pow2_only(params[i].name) && (v & (v - 1))) {
+				snprintf(err, errlen, "parameter %s: %llu is not a power of two (1, 2, 4, ... %llu)",
+					 params[i].name, (unsigned long long)v, (unsigned long long)params[i].max);
+				return -EINVAL;
+			}
 			put(p, &params[i], v);
 			return 0;
 		}
@@ -257,7 +268,8 @@ int torus_params_check(const struct torus_params *p, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (!is_pow2(p->fifo_slots) || !is_pow2(p->inj_slots) || !is_pow2(p->rx_slots)) {
-		snprintf(err, errlen, "fifo_slots, inj_slots and rx_slots must be powers of two");
+		snprintf(err, errlen, "fifo_slots (%u), inj_slots (%u) and rx_slots (%u) must be powers of two",
+			 p->fifo_slots, p->inj_slots, p->rx_slots);
 		return -EINVAL;
 	}
 	if (p->link_bw == 0) {

@@ -60,6 +60,10 @@ uint32_t emu_core_total(const emu_core_t *c);
 /* (node, core) of a global core rank; -EINVAL if out of range. */
 int emu_core_locate(const emu_core_t *c, uint32_t global, uint32_t *node, uint32_t *core);
 const struct torus_params *emu_params(const emu_core_t *c);
+/* The host's memory available to new allocations (MemAvailable of
+ * /proc/meminfo), in bytes; 0 if unknown. For programs that check what a
+ * run needs before they allocate it. */
+uint64_t emu_host_mem_available(void);
 
 /* Virtual clock of the calling core. */
 torus_vt_t emu_core_now(const emu_core_t *c);
