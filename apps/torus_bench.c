@@ -804,6 +804,21 @@ static const char *algo_used(int *deflt, char *env, size_t len)
 	return al[0].name;
 }
 
+/* " (the team does not meet the algorithm's restrictions: ...)", from the
+ * catalogue */
+static const char *restrictions_of(const char *algo)
+{
+	static _Thread_local char why[320];
+	size_t n;
+	const struct coll_algorithm *al = coll_catalogue(opt.kind, &n);
+	snprintf(why, sizeof(why), " (the team does not meet the algorithm's restrictions)");
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(al[i].name, algo))
+			snprintf(why, sizeof(why), " (the team does not meet the algorithm's restrictions: %s)",
+				 al[i].restrictions);
+	return why;
+}
+
 /* Is algo an in-place algorithm run without --inplace, or the reverse? */
 static int inplace_mismatch(const char *algo)
 {
@@ -1308,7 +1323,7 @@ static int bench_core(emu_core_t *c, void *arg)
 							  "without)"
 						: err == -ENOTSUP && opt.inplace && !strcmp(algo, "bitonic")
 							? " (bitonic needs every member's total alike: case1..case4 give that)"
-						: err == -ENOTSUP ? " (the team does not meet the algorithm's restrictions)"
+						: err == -ENOTSUP ? restrictions_of(algo)
 								  : "");
 			}
 			if (ci == 0)

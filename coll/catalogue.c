@@ -77,13 +77,13 @@ static const struct coll_algorithm allreduce[] = {
 /* The default is coll_alltoall_default's rule, not the first entry. */
 #define A2A_P1 "messages received per member + 2 <= dma_counters"
 static const struct coll_algorithm alltoall[] = {
-	{"direct", COLL_ALLTOALL, run_a2a_direct, "team size + 1 <= dma_counters", 0, fits_a2a_direct,
+	{"direct", COLL_ALLTOALL, run_a2a_direct, "none", 0, fits_a2a_direct,
 	 "baseline: every member posts its p-1 puts at once, shifted by its rank (001, naive)"},
-	{"factor", COLL_ALLTOALL, run_a2a_factor, "team size + 1 <= dma_counters", 0, fits_a2a_factor,
+	{"factor", COLL_ALLTOALL, run_a2a_factor, "dma_counters >= 6 (fewer than p + 2: reused batch after batch)", 0, fits_a2a_factor,
 	 "1-factor rounds: u with (i-u) mod p (p rounds for odd p, p-1 for even) (001; 000 Lemma 1)"},
-	{"xor", COLL_ALLTOALL, run_a2a_xor, "team size a power of two; team size + 1 <= dma_counters", 0, fits_a2a_xor,
+	{"xor", COLL_ALLTOALL, run_a2a_xor, "team size a power of two; dma_counters >= 6", 0, fits_a2a_xor,
 	 "pairwise exchange u with u XOR i, p-1 rounds (001)"},
-	{"ring", COLL_ALLTOALL, run_a2a_ring, "team size <= 256 (scratch ~p^2/4 blocks); team size + 1 <= dma_counters", 0,
+	{"ring", COLL_ALLTOALL, run_a2a_ring, "team size <= 256 (scratch ~p^2/4 blocks); dma_counters >= 6", 0,
 	 fits_a2a_ring, "store and forward around the ring, both directions, p/2 rounds (001, Ring)"},
 	{"mesh2d", COLL_ALLTOALL, run_a2a_mesh2d, "rows and columns of at most 64 members; rows + columns <= dma_counters", 0, fits_a2a_mesh2d,
 	 "row phase, regroup, column phase on the most square r x c grid of members (001, Mesh)"},
@@ -92,7 +92,7 @@ static const struct coll_algorithm alltoall[] = {
 	{"torus", COLL_ALLTOALL, run_a2a_torus,
 	 "a team of every node in node order, one member per node; rings of at most 64; sum of (ring size - 1) + 2 <= dma_counters", 0,
 	 fits_a2a_torus, "one phase per torus dimension along its rings, both directions, regroup in between"},
-	{"hierarchical_factor", COLL_ALLTOALL, run_a2a_hier, "team size + 1 <= dma_counters", 0, fits_a2a_hier,
+	{"hierarchical_factor", COLL_ALLTOALL, run_a2a_hier, "dma_counters >= 6", 0, fits_a2a_hier,
 	 "ClusteredAllToAll: phases by node size, 1-factor rounds of nodes, one inter-node pair per node and step (000, Fig. 2)"},
 };
 

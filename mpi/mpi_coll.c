@@ -245,19 +245,19 @@ static int bcast_torus(void *buf, uint64_t bytes, int root, MPI_Comm comm, int s
 	char *v = all == bytes ? buf : malloc(all), *mine = malloc(b);
 	int rc = v && mine ? 0 : MPI_ERR_INTERN;
 	if (!rc && v != buf && me == root) {
-		memcpy(v, buf, bytes);
+		mpi_copy(v, buf, bytes);
 		memset(v + bytes, 0, all - bytes);
 	}
 	if (!rc)
 		rc = mpi_scatter_torus(v, v + (uint64_t)me * b, b, root, TAG_BCAST, comm);
 	if (!rc) {
-		memcpy(mine, v + (uint64_t)me * b, b);
+		mpi_copy(mine, v + (uint64_t)me * b, b);
 		rc = coll_rc(comm, "MPI_Bcast",
 			     multicore(comm, bytes) ? node_coll(comm, MPI_HELP_ALLGATHER, mine, v, (size_t)(b / 4), COLL_INT32, COLL_SUM)
 						    : coll_allgather(mpi_comm_of(comm)->team, mine, v, (size_t)(b / 4), COLL_INT32, NULL));
 	}
 	if (!rc && v != buf && me != root)
-		memcpy(buf, v, bytes);
+		mpi_copy(buf, v, bytes);
 	if (v != buf)
 		free(v);
 	free(mine);
@@ -281,17 +281,17 @@ static int reduce_torus(const void *src, void *recvbuf, int count, int esize, en
 	char *out = me != root ? NULL : all == bytes ? recvbuf : malloc(all);
 	int rc = in && part && (me != root || out) ? 0 : MPI_ERR_INTERN;
 	if (!rc) {
-		memcpy(in, src, bytes);
+		mpi_copy(in, src, bytes);
 		rc = coll_rc(comm, "MPI_Reduce",
 			     multicore(comm, bytes) ? node_coll(comm, MPI_HELP_REDUCE_SCATTER, in, part, (size_t)per, dt, cop)
 						    : coll_reduce_scatter(mpi_comm_of(comm)->team, in, part, (size_t)per, dt, cop, NULL));
 	}
 	if (!rc && me == root)
-		memcpy(out + (uint64_t)root * b, part, b);
+		mpi_copy(out + (uint64_t)root * b, part, b);
 	if (!rc)
 		rc = p2p_rc(comm, "MPI_Reduce", mpi_gather_torus(part, out, b, root, TAG_REDUCE, comm));
 	if (!rc && me == root && out != recvbuf)
-		memcpy(recvbuf, out, bytes);
+		mpi_copy(recvbuf, out, bytes);
 	if (out != recvbuf)
 		free(out);
 	free(in);
@@ -716,7 +716,7 @@ static int reduce(void *acc, int count, MPI_Datatype t, MPI_Op op, int root, MPI
 				bad = mpi_combine(t, op, tmp, acc, (size_t)count);
 			} else {
 				bad = mpi_combine(t, op, acc, tmp, (size_t)count); /* acc's ranks come first */
-				memcpy(acc, tmp, bytes);
+				mpi_copy(acc, tmp, bytes);
 			}
 			rc = bad ? MPI_ERR_INTERN : 0;
 			charge_reduce(bytes);
@@ -767,7 +767,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	if (!acc)
 		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Reduce", "out of memory");
 	if (acc != src && bytes)
-		memmove(acc, src, bytes);
+		mpi_copy(acc, src, bytes);
 	int rc = reduce(acc, count, datatype, op, at, comm, size);
 	if (!rc && at != root && me == at)
 		rc = mpi_send_raw(acc, bytes, root, TAG_REDUCE, comm);
@@ -806,7 +806,7 @@ static int allreduce_rd(void *buf, int count, MPI_Datatype t, MPI_Op op, MPI_Com
 			rc = mpi_combine(t, op, tmp, buf, (size_t)count) ? MPI_ERR_INTERN : 0;                \
 		} else {                                                                                      \
 			rc = mpi_combine(t, op, buf, tmp, (size_t)count) ? MPI_ERR_INTERN : 0;                \
-			memcpy(buf, tmp, bytes);                                                              \
+			mpi_copy(buf, tmp, bytes);                                                              \
 		}                                                                                             \
 		charge_reduce(bytes);                                                                         \
 	} while (0)
@@ -856,7 +856,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Allreduce", "NULL buffer");
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
 	if (sendbuf != MPI_IN_PLACE && bytes)
-		memmove(recvbuf, sendbuf, bytes);
+		mpi_copy(recvbuf, sendbuf, bytes);
 	/* TORUS_COLL_ALLREDUCE: recursive_doubling, or a catalogue algorithm
 	 * (a name that is neither is an error on any communicator); unset, by
 	 * the size */
@@ -928,7 +928,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 	if (rb && !recvbuf)
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Gather", "NULL receive buffer at the root");
 	if (sendbuf != MPI_IN_PLACE && sb)
-		memmove((char *)recvbuf + (uint64_t)root * rb, sendbuf, sb < rb ? sb : rb);
+		mpi_copy((char *)recvbuf + (uint64_t)root * rb, sendbuf, sb < rb ? sb : rb);
 	if (torus)
 		return p2p_rc(comm, "MPI_Gather", mpi_gather_torus(NULL, recvbuf, rb, root, TAG_GATHER, comm));
 	for (int i = 0; i < size; i++)
@@ -974,7 +974,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 		if (i != root)
 			CHECK(p2p_rc(comm, "MPI_Scatter", mpi_send_raw((const char *)sendbuf + (uint64_t)i * sb, sb, i, TAG_SCATTER, comm)));
 	if (recvbuf != MPI_IN_PLACE && rb)
-		memmove(recvbuf, (const char *)sendbuf + (uint64_t)root * sb, sb < rb ? sb : rb);
+		mpi_copy(recvbuf, (const char *)sendbuf + (uint64_t)root * sb, sb < rb ? sb : rb);
 	return MPI_SUCCESS;
 }
 
@@ -997,7 +997,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Allgather", "NULL receive buffer");
 	if (size == 1 || !rb) {
 		if (sendbuf != MPI_IN_PLACE && rb)
-			memmove(recvbuf, sendbuf, rb);
+			mpi_copy(recvbuf, sendbuf, rb);
 		return MPI_SUCCESS;
 	}
 	if (rb % 4 == 0) {
@@ -1005,7 +1005,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		void *mine = malloc(rb);
 		if (!mine)
 			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Allgather", "out of memory");
-		memcpy(mine, sendbuf == MPI_IN_PLACE ? (char *)recvbuf + (uint64_t)me * rb : sendbuf, rb);
+		mpi_copy(mine, sendbuf == MPI_IN_PLACE ? (char *)recvbuf + (uint64_t)me * rb : sendbuf, rb);
 		int rc = multicore(comm, rb * (uint64_t)size)
 				 ? node_coll(comm, MPI_HELP_ALLGATHER, mine, recvbuf, (size_t)(rb / 4), COLL_INT32, COLL_SUM)
 				 : coll_allgather(mpi_comm_of(comm)->team, mine, recvbuf, (size_t)(rb / 4), COLL_INT32, NULL);
@@ -1039,18 +1039,18 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 	if (sendbuf == MPI_IN_PLACE && all) {
 		if (!(copy = malloc(all)))
 			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Alltoall", "out of memory");
-		memcpy(copy, recvbuf, all);
+		mpi_copy(copy, recvbuf, all);
 		src = copy;
 	}
 	int rc = 0;
 	if (!all) {
 	} else if (size == 1) {
-		memmove(recvbuf, src, rb);
+		mpi_copy(recvbuf, src, rb);
 	} else if (rb % 4 == 0) {
 		rc = coll_rc(comm, "MPI_Alltoall", coll_alltoall(mpi_comm_of(comm)->team, src, recvbuf, (size_t)(rb / 4), COLL_INT32, NULL));
 	} else {
 		/* pairwise: round k with me + k and me - k */
-		memmove((char *)recvbuf + (uint64_t)me * rb, (const char *)src + (uint64_t)me * rb, rb);
+		mpi_copy((char *)recvbuf + (uint64_t)me * rb, (const char *)src + (uint64_t)me * rb, rb);
 		for (int k = 1; k < size && !rc; k++) {
 			int to = (me + k) % size, from = (me - k + size) % size;
 			rc = p2p_rc(comm, "MPI_Alltoall",
@@ -1097,7 +1097,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 	if (inplace && extent) {
 		if (!(copy = malloc(extent)))
 			return mpi_error(comm, MPI_ERR_INTERN, "MPI_Alltoallv", "out of memory");
-		memcpy(copy, recvbuf, extent);
+		mpi_copy(copy, recvbuf, extent);
 		src = copy;
 	}
 	int rc = 0;
@@ -1126,7 +1126,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 			char *r = (char *)recvbuf + (uint64_t)rdispls[from] * (uint64_t)rs;
 			uint64_t sb = (uint64_t)sendcounts[to] * (uint64_t)ss, rb = (uint64_t)recvcounts[from] * (uint64_t)rs;
 			if (!k)
-				memmove(r, s, sb < rb ? sb : rb);
+				mpi_copy(r, s, sb < rb ? sb : rb);
 			else
 				rc = p2p_rc(comm, "MPI_Alltoallv", mpi_sendrecv_raw(s, sb, to, r, rb, from, TAG_ALLTOALL, comm));
 		}
@@ -1238,7 +1238,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 		int rc = multicore(comm, all) ? node_coll(comm, MPI_HELP_REDUCE_SCATTER, src, tmp, (size_t)recvcount, dt, cop)
 					      : coll_reduce_scatter(mpi_comm_of(comm)->team, src, tmp, (size_t)recvcount, dt, cop, NULL);
 		if (!rc)
-			memcpy(recvbuf, tmp, rb);
+			mpi_copy(recvbuf, tmp, rb);
 		free(tmp);
 		return coll_rc(comm, "MPI_Reduce_scatter_block", rc);
 	}
@@ -1246,10 +1246,10 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 	void *acc = malloc(all);
 	if (!acc)
 		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Reduce_scatter_block", "out of memory");
-	memcpy(acc, src, all);
+	mpi_copy(acc, src, all);
 	int rc = reduce(acc, recvcount * size, datatype, op, 0, comm, size);
 	if (!rc && me == 0)
-		memmove(recvbuf, acc, rb);
+		mpi_copy(recvbuf, acc, rb);
 	for (int i = 1; i < size && !rc; i++)
 		rc = me == 0 ? mpi_send_raw((char *)acc + (uint64_t)i * rb, rb, i, TAG_SCATTER, comm)
 		     : i == me ? mpi_recv_raw(recvbuf, rb, 0, TAG_SCATTER, comm)
@@ -1324,13 +1324,13 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 	void *acc = malloc(total * es + 1);
 	if (!acc)
 		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Reduce_scatter", "out of memory");
-	memcpy(acc, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, total * es);
+	mpi_copy(acc, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, total * es);
 	int rc = reduce(acc, (int)total, datatype, op, 0, comm, size);
 	uint64_t at = 0;
 	for (int i = 0; i < size && !rc; i++) {
 		uint64_t n = (uint64_t)recvcounts[i] * es;
 		if (me == 0 && i == 0)
-			memmove(recvbuf, acc, n);
+			mpi_copy(recvbuf, acc, n);
 		else if (me == 0)
 			rc = mpi_send_raw((char *)acc + at, n, i, TAG_SCATTER, comm);
 		else if (i == me)
@@ -1379,7 +1379,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 	CHECK(vcounts_ok("MPI_Gatherv", comm, recvcounts, displs, size));
 	char *at = (char *)recvbuf + (uint64_t)displs[root] * rs;
 	if (sendbuf != MPI_IN_PLACE && sb)
-		memmove(at, sendbuf, sb < (uint64_t)recvcounts[root] * rs ? sb : (uint64_t)recvcounts[root] * rs);
+		mpi_copy(at, sendbuf, sb < (uint64_t)recvcounts[root] * rs ? sb : (uint64_t)recvcounts[root] * rs);
 	for (int i = 0; i < size; i++)
 		if (i != root)
 			CHECK(p2p_rc(comm, "MPI_Gatherv",
@@ -1419,7 +1419,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 						  (uint64_t)sendcounts[i] * ss, i, TAG_SCATTER, comm)));
 	uint64_t mine = (uint64_t)sendcounts[root] * ss;
 	if (recvbuf != MPI_IN_PLACE && mine)
-		memmove(recvbuf, (const char *)sendbuf + (uint64_t)displs[root] * ss, mine < rb ? mine : rb);
+		mpi_copy(recvbuf, (const char *)sendbuf + (uint64_t)displs[root] * ss, mine < rb ? mine : rb);
 	return MPI_SUCCESS;
 }
 
@@ -1444,7 +1444,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 	if (sendbuf != MPI_IN_PLACE) {
 		uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
 		if (sb)
-			memmove(mine, sendbuf, sb < mb ? sb : mb);
+			mpi_copy(mine, sendbuf, sb < mb ? sb : mb);
 	}
 	/* my block to me + k, the block of me - k into its place (gaps untouched) */
 	for (int k = 1; k < size; k++) {
@@ -1474,7 +1474,7 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 		free(acc);
 		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
 	}
-	memcpy(mine, x, bytes);
+	mpi_copy(mine, x, bytes);
 	int rc = 0;
 	/* acc: the reduction over ranks 0 .. me - 1 (rank 0: none) */
 	if (me > 0)
@@ -1485,7 +1485,7 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 		if (!next) {
 			rc = MPI_ERR_INTERN;
 		} else {
-			memcpy(next, mine, bytes);
+			mpi_copy(next, mine, bytes);
 			if (me > 0) {
 				rc = mpi_combine(t, op, acc, next, (size_t)count) ? MPI_ERR_INTERN : 0;
 				charge_reduce(bytes);
@@ -1498,14 +1498,14 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 	if (!rc) {
 		if (exclusive) {
 			if (me > 0)
-				memcpy(recvbuf, acc, bytes);
+				mpi_copy(recvbuf, acc, bytes);
 		} else {
 			if (me > 0) {
 				rc = mpi_combine(t, op, acc, mine, (size_t)count) ? MPI_ERR_INTERN : 0;
 				charge_reduce(bytes);
 			}
 			if (!rc)
-				memcpy(recvbuf, mine, bytes);
+				mpi_copy(recvbuf, mine, bytes);
 		}
 	}
 	free(mine);

@@ -9,6 +9,8 @@
 #include "torus/trace.h"
 
 #include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
 
 #define TORUS_MPI_DISPATCH 200u /* memory-FIFO dispatch id of MPI messages (coll/ uses 250) */
 
@@ -248,6 +250,13 @@ static inline struct mpi_comm *mpi_comm_of(MPI_Comm c)
 }
 
 int mpi_type_size(MPI_Datatype t); /* a predefined type's, else 0 */
+/* n bytes from s to d, which may overlap; nothing (and either may be NULL,
+ * as a zero-count buffer may) when n is 0 */
+static inline void mpi_copy(void *d, const void *s, size_t n)
+{
+	if (n)
+		memmove(d, s, n);
+}
 /* Derived datatypes (mpi_type.c): handles from MPI_TYPE0 on. */
 #define MPI_TYPE0 1000
 #define MPI_MAX_TYPES 1024

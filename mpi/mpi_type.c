@@ -85,7 +85,8 @@ void mpi_pack(const void *buf, int count, MPI_Datatype t, void *out)
 	const struct mpi_dtype *d = derived(t);
 	char *o = out;
 	if (!d) {
-		memcpy(o, buf, (size_t)count * (size_t)mpi_type_size(t));
+		if (count > 0) /* (buf may be NULL for nothing) */
+			memcpy(o, buf, (size_t)count * (size_t)mpi_type_size(t));
 		return;
 	}
 	for (int i = 0; i < count; i++)
@@ -101,7 +102,8 @@ void mpi_unpack(const void *in, uint64_t bytes, void *buf, int count, MPI_Dataty
 	const char *p = in;
 	if (!d) {
 		uint64_t n = (uint64_t)count * (uint64_t)mpi_type_size(t);
-		memcpy(buf, p, bytes < n ? bytes : n);
+		if (bytes && n) /* (buf may be NULL for nothing) */
+			memcpy(buf, p, bytes < n ? bytes : n);
 		return;
 	}
 	for (int i = 0; i < count && bytes; i++)

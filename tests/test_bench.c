@@ -156,6 +156,62 @@ static void test_alltoall_json(void)
 	}
 }
 
+/*
+ * Every all-to-all algorithm on a team with more members than a member has
+ * DMA counters: a counter per message received (factor, xor, ring and
+ * hierarchical_factor take p - 1) is a design limit, not the machine's.
+ * Those algorithms reuse their counters batch after batch. Every
+ * algorithm on 4x4x4 with the default 64 counters; those and direct on
+ * 3x3x2 with 8 counters (batches of 5 messages) and 2x2x2 with 6 (3).
+ */
+static const char *const every_a2a[] = {"direct", "factor", "xor",   "ring",
+				       "mesh2d", "bruck",  "torus", "hierarchical_factor", NULL};
+/* the ones that need a counter per message received, and direct */
+static const char *const batched_a2a[] = {"direct", "factor", "xor", "ring", "hierarchical_factor", NULL};
+
+static void alltoall_every_algorithm(const char *const *algos, const char *torus, const char *extra, const char *sizes,
+				     int nrows)
+{
+	for (size_t a = 0; algos[a]; a++) {
+		int p = 1;
+		for (const char *c = torus; *c;) {
+			p *= atoi(c);
+			c = strchr(c, 'x') ? strchr(c, 'x') + 1 : c + strlen(c);
+		}
+		if (!strcmp(algos[a], "xor") && (p & (p - 1)))
+			continue; /* xor: p a power of two (refused by name: test_alltoall_xor_on_six) */
+		struct result r = run("$B/torusrun --torus %s %s --quiet --timeout 600 -- $B/torus-bench alltoall --algo %s "
+				      "--sizes %s --json",
+				      torus, extra, algos[a], sizes);
+		if (!strcmp(algos[a], "ring") && p > 256) {
+			EXPECT(r.status != 0 && strstr(r.err, "restrictions: team size <= 256"), "ring on %s: status %d\n%.1000s", torus,
+			       r.status, r.err);
+			result_free(&r);
+			continue;
+		}
+		struct row w[4];
+		int n = parse_rows(r.out, w, 4), ok = r.status == 0 && n == nrows;
+		for (int i = 0; ok && i < n; i++)
+			ok = w[i].checked == 1 && w[i].ratio >= 1.0;
+		EXPECT(ok, "%s on %s %s: status %d, %d rows\n%.1000s\n%.1000s", algos[a], torus, extra, r.status, n, r.out,
+		       r.err);
+		result_free(&r);
+	}
+}
+
+static void test_alltoall_every_algorithm_4x4x4(void) { alltoall_every_algorithm(every_a2a, "4x4x4", "", "64K", 1); }
+static void test_alltoall_every_algorithm_few_counters(void)
+{
+	alltoall_every_algorithm(batched_a2a, "3x3x2", "--param dma_counters=8", "1K:2K", 2);
+	alltoall_every_algorithm(batched_a2a, "2x2x2", "--param dma_counters=6", "1K", 1);
+}
+/* on 8x8x8 (512 members), but ring: at most 256 members (its scratch and
+ * plan grow as p^2), refused by name */
+static void test_alltoall_every_algorithm_8x8x8(void)
+{
+	alltoall_every_algorithm(every_a2a, "8x8x8", "", "4K", 1);
+}
+
 /* alltoall --no-check leaves the buffers unfilled (the send buffers take
  * no memory): under --exact the same emulated time and link loads as a
  * checked run, every byte still moved. */
@@ -652,7 +708,7 @@ static void test_help(void)
 	result_free(&r);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	if (job_util_init())
 		return 2;
@@ -662,7 +718,10 @@ int main(void)
 		CUNIT_CASE(test_default_algo), CUNIT_CASE(test_warmup_reps), CUNIT_CASE(test_table),
 		CUNIT_CASE(test_multiplexed_repeatable), CUNIT_CASE(test_alltoall_json), CUNIT_CASE(test_alltoall_no_check), CUNIT_CASE(test_alltoall_explain),
 		CUNIT_CASE(test_alltoall_uneven_members), CUNIT_CASE(test_alltoall_tiny_fifos),
-		CUNIT_CASE(test_alltoallv_patterns), CUNIT_CASE(test_alltoallv_smaller_size_sends_more), CUNIT_CASE(test_sizes_and_memory), CUNIT_CASE(test_alltoallv_inplace_memory)};
+		CUNIT_CASE(test_alltoallv_patterns), CUNIT_CASE(test_alltoallv_smaller_size_sends_more), CUNIT_CASE(test_sizes_and_memory), CUNIT_CASE(test_alltoallv_inplace_memory),
+		CUNIT_CASE(test_alltoall_every_algorithm_4x4x4), CUNIT_CASE(test_alltoall_every_algorithm_few_counters)};
+	/* 512 nodes: the ctest entry bench-large (label stress) */
+	static const struct cunit_case large[] = {CUNIT_CASE(test_alltoall_every_algorithm_8x8x8)};
 	static const struct cunit_case errors[] = {
 		CUNIT_CASE(test_bad_collective), CUNIT_CASE(test_bad_sizes), CUNIT_CASE(test_bad_dtype),
 		CUNIT_CASE(test_bad_op_for_dtype), CUNIT_CASE(test_bad_algo), CUNIT_CASE(test_empty_algo_env), CUNIT_CASE(test_too_small),
@@ -671,8 +730,9 @@ int main(void)
 		CUNIT_CASE(test_help), CUNIT_CASE(test_alltoall_wrong_result_caught), CUNIT_CASE(test_alltoall_bad_options),
 		CUNIT_CASE(test_alltoall_xor_on_six), CUNIT_CASE(test_alltoallv_bad_pattern)};
 	static const struct cunit_suite all[] = {{"bench.runs", runs, CUNIT_COUNT(runs)},
-						 {"bench.errors", errors, CUNIT_COUNT(errors)}};
-	int rc = cunit_main(all, CUNIT_COUNT(all));
+						 {"bench.errors", errors, CUNIT_COUNT(errors)},
+						 {"bench.large", large, CUNIT_COUNT(large)}};
+	int rc = cunit_main_only(all, CUNIT_COUNT(all), (const char *const *)argv + 1, argc > 1 ? (size_t)(argc - 1) : 0);
 	job_util_cleanup();
 	return rc;
 }

@@ -11,7 +11,8 @@
 static void geom_of(const coll_team_t *t, struct a2a_geom *g)
 {
 	const struct torus_shape *s = emu_shape(t->core);
-	*g = (struct a2a_geom){t->size, t->node, s, t->size == s->nnodes, torus_params_payload(emu_params(t->core))};
+	*g = (struct a2a_geom){t->size, t->node, s, t->size == s->nnodes, torus_params_payload(emu_params(t->core)),
+			       emu_params(t->core)->dma_counters};
 	for (uint32_t i = 0; g->node_order && i < t->size; i++)
 		g->node_order = t->node[i] == i;
 }
@@ -28,8 +29,9 @@ int coll_alltoall_fits_named(const coll_team_t *t, const char *name)
 	if (!al->fits(&g, &msgs, &why))
 		return 0;
 	/* a counter per message received, the injection counter and the
-	 * address exchange's */
-	return msgs + 2 <= emu_params(t->core)->dma_counters;
+	 * address exchange's; or, for an algorithm that reuses them batch
+	 * after batch, a few (a2a_exec.c) */
+	return msgs + 2 <= emu_params(t->core)->dma_counters || (al->reuse && emu_params(t->core)->dma_counters >= 6);
 }
 
 int coll_alltoall_run_named(const struct coll_args *a, const char *name)
@@ -63,7 +65,7 @@ const char *coll_alltoall_default(const struct torus_shape *s, const uint32_t *m
 {
 	if (!s || !member_node || !p)
 		return "direct";
-	struct a2a_geom g = {p, member_node, s, p == s->nnodes, 240};
+	struct a2a_geom g = {p, member_node, s, p == s->nnodes, 240, dma_counters ? dma_counters : 64};
 	for (uint32_t i = 0; g.node_order && i < p; i++)
 		g.node_order = member_node[i] == i;
 	return coll_alltoall_default_rule(&g, block_bytes, dma_counters ? dma_counters : 64);

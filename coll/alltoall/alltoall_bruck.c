@@ -72,4 +72,4 @@ static int build(struct coll_plan *pl, const struct a2a_geom *g)
 	return 0;
 }
 
-const struct a2a_algo a2a_bruck_algo = {"bruck", TORUS_ALGO_BRUCK, fits, build};
+const struct a2a_algo a2a_bruck_algo = {"bruck", TORUS_ALGO_BRUCK, fits, build, 0};

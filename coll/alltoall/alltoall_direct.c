@@ -81,4 +81,4 @@ static int build(struct coll_plan *pl, const struct a2a_geom *g)
 	return 0;
 }
 
-const struct a2a_algo a2a_direct_algo = {"direct", TORUS_ALGO_DIRECT, fits, build};
+const struct a2a_algo a2a_direct_algo = {"direct", TORUS_ALGO_DIRECT, fits, build, 0};

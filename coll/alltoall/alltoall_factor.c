@@ -16,7 +16,8 @@
  * Cost (m bytes per block): (p-1)(alpha + m beta) for even p, p(alpha + m
  * beta) for odd p, one message each way per round; on the torus a round's
  * pairs are h hops apart and share links.
- * Counters: p - 1 reception counters (one per partner): p + 1 <= dma_counters.
+ * Counters: p - 1 reception counters (one per partner); a member with fewer
+ * reuses them batch after batch (a2a_exec.c, a2a.h: reuse).
  */
 #include "../common/a2a.h"
 
@@ -60,4 +61,4 @@ static int build(struct coll_plan *pl, const struct a2a_geom *g)
 	return 0;
 }
 
-const struct a2a_algo a2a_factor_algo = {"factor", TORUS_ALGO_FACTOR, fits, build};
+const struct a2a_algo a2a_factor_algo = {"factor", TORUS_ALGO_FACTOR, fits, build, 1};

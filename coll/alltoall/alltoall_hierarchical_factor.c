@@ -45,7 +45,8 @@
  *
  * Cost: every step moves one block per member; a node's members take turns
  * on its inter-node port, so a step costs alpha + m beta on the node pairs'
- * routes. Counters: p - 1 + 2 <= dma_counters.
+ * routes. Counters: p - 1, reused batch after batch by a member with fewer
+ * (a2a_exec.c, a2a.h: reuse).
  */
 #include "../common/a2a.h"
 
@@ -165,4 +166,4 @@ out:
 	return rc;
 }
 
-const struct a2a_algo a2a_hier_algo = {"hierarchical_factor", TORUS_ALGO_HIER_FACTOR, fits, build};
+const struct a2a_algo a2a_hier_algo = {"hierarchical_factor", TORUS_ALGO_HIER_FACTOR, fits, build, 1};

@@ -59,4 +59,4 @@ static int build(struct coll_plan *pl, const struct a2a_geom *g)
 	return a2a_grid_build(pl, 2, dims);
 }
 
-const struct a2a_algo a2a_mesh2d_algo = {"mesh2d", TORUS_ALGO_MESH2D, fits, build};
+const struct a2a_algo a2a_mesh2d_algo = {"mesh2d", TORUS_ALGO_MESH2D, fits, build, 0};

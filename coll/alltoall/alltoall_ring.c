@@ -20,7 +20,8 @@
  * (p-1) m h / 2N of direct.
  * Memory: every message lands in fresh scratch (h+(h+ + 1) + h-(h- + 1))/2
  * blocks per member: about p^2/4 blocks, so this is for small teams.
- * Counters: p - 1 (two messages a round): p + 1 <= dma_counters.
+ * Counters: p - 1 (two messages a round); a member with fewer reuses them
+ * batch after batch (a2a_exec.c, a2a.h: reuse).
  */
 #include "../common/a2a.h"
 
@@ -67,4 +68,4 @@ static int build(struct coll_plan *pl, const struct a2a_geom *g)
 	return 0;
 }
 
-const struct a2a_algo a2a_ring_algo = {"ring", TORUS_ALGO_RING, fits, build};
+const struct a2a_algo a2a_ring_algo = {"ring", TORUS_ALGO_RING, fits, build, 1};

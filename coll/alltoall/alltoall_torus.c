@@ -45,4 +45,4 @@ static int build(struct coll_plan *pl, const struct a2a_geom *g)
 	return a2a_grid_build(pl, g->shape->ndims, g->shape->dims);
 }
 
-const struct a2a_algo a2a_torus_algo = {"torus", TORUS_ALGO_TORUS, fits, build};
+const struct a2a_algo a2a_torus_algo = {"torus", TORUS_ALGO_TORUS, fits, build, 0};

@@ -12,7 +12,8 @@
  * Cost (m bytes per block): (p-1)(alpha + m beta). On a torus whose sizes
  * are powers of two, u XOR i differs from u in the coordinates of the bits
  * of i, so low rounds are near neighbours and high rounds cross the torus.
- * Restrictions: p a power of two; p + 1 <= dma_counters.
+ * Restrictions: p a power of two. Counters: p - 1, reused batch after batch
+ * by a member with fewer (a2a_exec.c, a2a.h: reuse).
  */
 #include "../common/a2a.h"
 
@@ -44,4 +45,4 @@ static int build(struct coll_plan *pl, const struct a2a_geom *g)
 	return 0;
 }
 
-const struct a2a_algo a2a_xor_algo = {"xor", TORUS_ALGO_XOR, fits, build};
+const struct a2a_algo a2a_xor_algo = {"xor", TORUS_ALGO_XOR, fits, build, 1};

@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct a2a_algo a2_algo = {"a2", TORUS_ALGO_OTHER, NULL, NULL};
+static const struct a2a_algo a2_algo = {"a2", TORUS_ALGO_OTHER, NULL, NULL, 0};
 
 /* Slice k of e elements among p: its first element and its length. */
 static inline uint64_t s_off(uint64_t e, uint32_t k, uint32_t p) { return e * k / p; }

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct a2a_algo a3_algo = {"a3", TORUS_ALGO_OTHER, NULL, NULL};
+static const struct a2a_algo a3_algo = {"a3", TORUS_ALGO_OTHER, NULL, NULL, 0};
 
 static uint32_t isqrt(uint32_t p)
 {

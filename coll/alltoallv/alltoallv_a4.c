@@ -51,7 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct a2a_algo a4_algo = {"a4", TORUS_ALGO_OTHER, NULL, NULL};
+static const struct a2a_algo a4_algo = {"a4", TORUS_ALGO_OTHER, NULL, NULL, 0};
 
 /* The array: C columns, R rows, r members in the last one; 0 if none fits. */
 static int grid(uint32_t p, uint32_t *C, uint32_t *R, uint32_t *r)
@@ -499,8 +499,8 @@ static void self_bytes(const int64_t *M, uint32_t p, uint32_t me, uint64_t *n)
 	a4_free(&g);
 }
 
-static const struct a2a_algo a4b_algo = {"a4_blocking", TORUS_ALGO_OTHER, NULL, NULL};
-static const struct a2a_algo a4d_algo = {"a4_dual", TORUS_ALGO_OTHER, NULL, NULL};
+static const struct a2a_algo a4b_algo = {"a4_blocking", TORUS_ALGO_OTHER, NULL, NULL, 0};
+static const struct a2a_algo a4d_algo = {"a4_dual", TORUS_ALGO_OTHER, NULL, NULL, 0};
 
 const struct coll_v_algo coll_v_a4 = {&a4_algo, build, self_bytes, 4};
 const struct coll_v_algo coll_v_a4b = {&a4b_algo, build_blocking, self_bytes, 4};

@@ -85,6 +85,20 @@ struct coll_plan {
 	 * member had received before the last barrier (the wait is immediate;
 	 * it is the ordering ThreadSanitizer and the code can see) */
 	int stage_sync;
+	/*
+	 * Counter batches, for a member that receives more messages than it
+	 * has counters (kmax, set before building; 0: no batches): the steps
+	 * split into batches, bstart[b] the first step of batch b, so that
+	 * every member receives at most kmax messages in a batch. A message's
+	 * counter is then its slot modulo kmax (a member's slots in a batch are
+	 * consecutive), and the members re-arm and meet between batches.
+	 * unbatchable: a step alone holds more, or messages came out of step
+	 * order. bn, bgen, sn, sstep: per member, the work of the split.
+	 */
+	uint32_t kmax, nbatch, bcap, bcur;
+	uint32_t *bstart;
+	int unbatchable;
+	uint32_t *bn, *bgen, *sn, *sstep;
 };
 
 #define A2A_NOWHERE UINT32_MAX
@@ -97,6 +111,7 @@ struct a2a_geom {
 	const struct torus_shape *shape;
 	int node_order;                 /* member i is node i, one per node, every node */
 	uint32_t payload;               /* payload bytes of a full packet */
+	uint32_t counters;              /* a member's DMA counters (dma_counters); 0: no limit */
 };
 
 struct a2a_algo {
@@ -106,6 +121,10 @@ struct a2a_algo {
 	 * messages a member receives (*msgs: the counters it needs) */
 	int (*fits)(const struct a2a_geom *g, uint32_t *msgs, const char **why);
 	int (*build)(struct coll_plan *pl, const struct a2a_geom *g);
+	/* 1: its plans receive a few messages per member and step, made in
+	 * step order, so a member with fewer counters than messages reuses
+	 * them batch after batch (a2a_exec.c): it fits any team */
+	int reuse;
 };
 
 /* ---------------------------------------------------------------- builders */

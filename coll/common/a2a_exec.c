@@ -5,7 +5,12 @@
  * Set-up: register the recv buffer and the member's scratch, allocate one
  * reception counter per message it will receive (armed with that message's
  * bytes, so a wait names exactly the message it waits for, whatever the
- * order the others run in) and an injection counter; tell the address of
+ * order the others run in) and an injection counter; a member that
+ * receives more messages than it has counters (a plan with counter
+ * batches, a2a.h) takes kmax of them for every batch: a message's counter
+ * is its slot modulo kmax, armed for the first batch at set-up, and for
+ * each later one once the member has waited for every message of the one
+ * before, before the team meets (coll_agree) and anyone sends into it; tell the address of
  * both buffers and the first counter to every member that puts into it,
  * learn those of the members it puts into (coll_exchange_many), and agree,
  * so that a member called differently, or whose set-up failed, makes every
@@ -33,6 +38,8 @@ struct exec {
 	const struct coll_plan *pl;
 	uint8_t *buf[3];
 	uint32_t rregion, tregion, k0, inj, nslots;
+	uint32_t kmod;      /* counter batches: a slot's counter is slot % kmod; 0: none */
+	uint32_t batch;     /* the batch the member is in */
 	int have_r, have_t, have_k, have_inj, have_inj2;
 	uint32_t inj2; /* stage_sync 2: the odd phases' injection counter */
 	int32_t *addr_of;   /* member -> index in x (its address), -1 */
@@ -85,6 +92,31 @@ static void do_copies(struct exec *e, size_t *ci, uint32_t step, int post)
 /* Skip copies of step `step` (and post) that are not ours: the cursor
  * moves over every member's; only ours are done. */
 
+/* A received message's counter. */
+static uint32_t counter_of(const struct exec *e, uint32_t slot) { return e->kmod ? slot % e->kmod : slot; }
+
+/* The steps of batch b: [first, end). */
+static void batch_steps(const struct coll_plan *pl, uint32_t b, uint32_t *first, uint32_t *end)
+{
+	*first = pl->nbatch ? pl->bstart[b] : 0;
+	*end = pl->nbatch && b + 1 < pl->nbatch ? pl->bstart[b + 1] : pl->nsteps;
+}
+
+/* Arm the counters of the messages the member receives in batch b (all of
+ * them without batches). */
+static int arm(struct exec *e, uint32_t b)
+{
+	const struct coll_plan *pl = e->pl;
+	uint32_t first = 0, end = pl->nsteps;
+	if (e->kmod)
+		batch_steps(pl, b, &first, &end);
+	int rc = 0;
+	for (size_t i = 0; !rc && i < pl->nputs; i++)
+		if (pl->puts[i].dst == e->t->rank && pl->puts[i].step >= first && pl->puts[i].step < end)
+			rc = dma_counter_add(e->t->core, e->k0 + counter_of(e, pl->puts[i].slot), (int64_t)pl->puts[i].len);
+	return rc;
+}
+
 static int setup(struct exec *e, uint64_t check)
 {
 	coll_team_t *t = e->t;
@@ -93,8 +125,16 @@ static int setup(struct exec *e, uint64_t check)
 	uint32_t me = t->rank, p = t->size;
 	int rc = 0;
 	e->nslots = pl->nslots[me];
-	if (e->nslots + 2 > emu_params(c)->dma_counters)
+	/* counter batches where some member has more messages than counters
+	 * (every member decides alike: the plan is everyone's) */
+	uint32_t have = emu_params(c)->dma_counters, aside = 2 + (pl->stage_sync == 2);
+	uint32_t spare = have > aside ? have - aside : 0;
+	if (a2a_plan_slots_max(pl) > spare && pl->kmax && pl->kmax <= spare && !pl->unbatchable && pl->nbatch) {
+		e->kmod = pl->kmax;
+		e->nslots = e->nslots < pl->kmax ? e->nslots : pl->kmax;
+	} else if (e->nslots > spare) {
 		rc = DMA_ERR_NOSPACE;
+	}
 	/* who puts into us, whom we put into */
 	uint8_t *from = calloc(p, 1), *to = calloc(p, 1);
 	e->addr_of = malloc(p * sizeof(int32_t));
@@ -129,9 +169,8 @@ static int setup(struct exec *e, uint64_t check)
 	}
 	if (!rc && e->nslots && !(rc = dma_counter_alloc_n(c, e->nslots, &e->k0)))
 		e->have_k = 1;
-	for (size_t i = 0; !rc && i < pl->nputs; i++)
-		if (pl->puts[i].dst == me)
-			rc = dma_counter_add(c, e->k0 + pl->puts[i].slot, (int64_t)pl->puts[i].len);
+	if (!rc)
+		rc = arm(e, 0);
 	if (!rc && !(rc = dma_counter_alloc(c, &e->inj)))
 		e->have_inj = 1;
 	if (!rc && pl->stage_sync == 2 && !(rc = dma_counter_alloc(c, &e->inj2)))
@@ -240,6 +279,14 @@ int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, vo
 		/* (two send areas: the puts of the phase before last, from the
 		 * area this one packs into, left long ago; the wait says so) */
 		uint32_t inj = pl->stage_sync == 2 && S->phase % 2 ? e.inj2 : e.inj;
+		if (e.kmod && e.batch + 1 < pl->nbatch && st == pl->bstart[e.batch + 1]) {
+			/* a new counter batch: every message of the last one is in
+			 * (waited for in its steps); arm the counters for this one,
+			 * then meet, so that nobody sends into them before */
+			e.batch++;
+			if ((rc = arm(&e, e.batch)) || (rc = coll_agree(t, 0)))
+				break;
+		}
 		if (sync && (rc = dma_counter_wait(c, inj)))
 			break;
 		do_copies(&e, &ci, st, 0);
@@ -255,7 +302,7 @@ int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, vo
 			if ((rc = dma_counter_add(c, inj, (int64_t)x->len)))
 				break;
 			dma_desc_put(&d, t->node[x->dst], e.buf[x->sbuf] + x->soff, x->len, region, x->doff,
-				     to->counter0 + x->slot, inj);
+				     to->counter0 + counter_of(&e, x->slot), inj);
 			d.tag = TORUS_TAG(t->tag_coll, pl->algo->tag, 0, S->phase, st);
 			if ((rc = dma_injfifo_post(coll_fifo_to(&e.fs, t->node[x->dst]), &d, DMA_POST_WAIT)))
 				dma_counter_add(c, inj, -(int64_t)x->len); /* it never left */
@@ -264,7 +311,7 @@ int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, vo
 		}
 		for (; !rc && wi < pl->nputs && pl->puts[wi].step == st; wi++)
 			if (pl->puts[wi].dst == me)
-				rc = wait_slot(&e, e.k0 + pl->puts[wi].slot);
+				rc = wait_slot(&e, e.k0 + counter_of(&e, pl->puts[wi].slot));
 		/* skip what an error left of the step's copies */
 		while (ci < pl->ncopies && pl->copies[ci].step == st && !pl->copies[ci].post)
 			ci++;

@@ -49,19 +49,92 @@ static void put_in(struct coll_plan *pl, uint32_t step, uint32_t src, uint32_t d
 	pl->nputs++;
 }
 
+/*
+ * dst's next slot, for a message of step st; and the counter batches
+ * (struct coll_plan, kmax): a step where some member would receive more
+ * than kmax messages of the batch since its start begins the next batch.
+ * Per member, its count in the current batch (bn, valid when bgen is the
+ * batch) and in the latest step it received in (sn, of step sstep), so
+ * that a new batch starts with the counts of its first step made so far.
+ */
+static uint32_t new_slot(struct coll_plan *pl, uint32_t st, uint32_t dst)
+{
+	if (!pl->kmax || pl->unbatchable || pl->oom)
+		return pl->nslots[dst]++;
+	if (!pl->bn) {
+		pl->bn = calloc(pl->p, sizeof(uint32_t));
+		pl->bgen = calloc(pl->p, sizeof(uint32_t));
+		pl->sn = calloc(pl->p, sizeof(uint32_t));
+		pl->sstep = malloc(pl->p * sizeof(uint32_t));
+		pl->bstart = malloc(16 * sizeof(uint32_t));
+		if (!pl->bn || !pl->bgen || !pl->sn || !pl->sstep || !pl->bstart) {
+			pl->oom = 1;
+			return pl->nslots[dst]++;
+		}
+		memset(pl->sstep, 0xff, pl->p * sizeof(uint32_t));
+		pl->bstart[0] = 0;
+		pl->nbatch = 1;
+		pl->bcap = 16;
+	}
+	if (st < pl->bcur)
+		pl->unbatchable = 1; /* out of step order */
+	pl->bcur = st;
+	uint32_t b = pl->nbatch - 1;
+	if (pl->bgen[dst] != b) {
+		pl->bgen[dst] = b;
+		pl->bn[dst] = pl->sstep[dst] == pl->bstart[b] ? pl->sn[dst] : 0;
+	}
+	if (pl->sstep[dst] != st) {
+		pl->sstep[dst] = st;
+		pl->sn[dst] = 0;
+	}
+	if (pl->bn[dst] + 1 > pl->kmax) {
+		if (pl->bstart[b] == st) {
+			pl->unbatchable = 1; /* one step alone receives more */
+			return pl->nslots[dst]++;
+		}
+		if (pl->nbatch == pl->bcap) {
+			uint32_t *nb = realloc(pl->bstart, 2 * (size_t)pl->bcap * sizeof(uint32_t));
+			if (!nb) {
+				pl->oom = 1;
+				return pl->nslots[dst]++;
+			}
+			pl->bstart = nb;
+			pl->bcap *= 2;
+		}
+		pl->bstart[pl->nbatch++] = st;
+		pl->bgen[dst] = b + 1;
+		pl->bn[dst] = pl->sn[dst];
+	}
+	pl->bn[dst]++;
+	pl->sn[dst]++;
+	return pl->nslots[dst]++;
+}
+
+/* dst's slots in the current batch */
+static uint32_t batch_count(const struct coll_plan *pl, uint32_t dst)
+{
+	uint32_t b = pl->nbatch - 1;
+	if (pl->bgen[dst] == b)
+		return pl->bn[dst];
+	return pl->sstep[dst] == pl->bstart[b] ? pl->sn[dst] : 0;
+}
+
 void a2a_put(struct coll_plan *pl, uint32_t step, uint32_t src, uint32_t dst, enum a2a_buf sbuf, uint64_t soff,
 	     enum a2a_buf dbuf, uint64_t doff, uint64_t len, uint32_t nblocks)
 {
 	if (!len)
 		return; /* an empty message is not sent (its counter is armed with 0 anyway) */
-	put_in(pl, step, src, dst, pl->nslots[dst]++, sbuf, soff, dbuf, doff, len, nblocks);
+	put_in(pl, step, src, dst, new_slot(pl, step, dst), sbuf, soff, dbuf, doff, len, nblocks);
 }
 
 uint32_t a2a_put_part(struct coll_plan *pl, uint32_t step, uint32_t src, uint32_t dst, uint32_t slot,
 		      enum a2a_buf sbuf, uint64_t soff, enum a2a_buf dbuf, uint64_t doff, uint64_t len)
 {
 	if (slot == UINT32_MAX)
-		slot = pl->nslots[dst]++;
+		slot = new_slot(pl, step, dst);
+	else if (pl->bn && slot + batch_count(pl, dst) < pl->nslots[dst])
+		pl->unbatchable = 1; /* a part of a message of an earlier batch */
 	if (len)
 		put_in(pl, step, src, dst, slot, sbuf, soff, dbuf, doff, len, 0);
 	return slot;
@@ -298,6 +371,11 @@ void coll_plan_free(coll_plan_t *pl)
 	free(pl->copies);
 	free(pl->tmp_bytes);
 	free(pl->nslots);
+	free(pl->bstart);
+	free(pl->bn);
+	free(pl->bgen);
+	free(pl->sn);
+	free(pl->sstep);
 	mv_free(pl);
 	free(pl);
 }
@@ -371,6 +449,9 @@ int a2a_plan_build(const struct a2a_algo *al, const struct a2a_geom *g, uint64_t
 	if (!pl)
 		return -ENOMEM;
 	pl->algo = al;
+	/* counter batches if a member may receive more messages than it has
+	 * counters for (the injection and exchange counters kept aside) */
+	pl->kmax = al->reuse && g->counters > 3 ? g->counters - 3 : 0;
 	int rc = al->build(pl, g);
 	if (!rc)
 		rc = a2a_plan_done(pl);
@@ -408,7 +489,7 @@ int coll_alltoall_plan(const char *algo, const struct torus_shape *s, const stru
 	for (uint32_t i = 0; i < p; i++)
 		if (member_node[i] >= s->nnodes)
 			return -EINVAL;
-	struct a2a_geom g = {p, member_node, s, p == s->nnodes, torus_params_payload(prm)};
+	struct a2a_geom g = {p, member_node, s, p == s->nnodes, torus_params_payload(prm), prm->dma_counters};
 	for (uint32_t i = 0; g.node_order && i < p; i++)
 		g.node_order = member_node[i] == i;
 	if (!algo)
