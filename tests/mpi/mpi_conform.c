@@ -19,6 +19,12 @@
  *   probe     bursts of unexpected messages found by MPI_Probe and
  *             MPI_Iprobe from any source and tag; probe then receive;
  *             cancel;
+ *   comm      communicators, groups and grids at their edges: a split with
+ *             MPI_UNDEFINED, reversed keys, compare, a duplicate's own
+ *             messages, empty groups and non-members, Comm_create and a grid
+ *             outside which ranks get MPI_COMM_NULL, shifts off an open edge,
+ *             MPI_PROC_NULL both ways, a freed active send, packing nothing,
+ *             an empty type, the environment's attributes and clocks;
  *   errors    every error class, each from a call that must give it
  *             (MPI_ERRORS_RETURN), and MPI_Error_class/_string on each.
  */
@@ -604,6 +610,135 @@ static void probe(void)
 	free(rbuf);
 }
 
+/* ------------------------------------------------------------------ comm */
+
+static void comm(void)
+{
+	int rc, r2, s2, res;
+	/* split: MPI_UNDEFINED gives MPI_COMM_NULL; keys in reverse order */
+	MPI_Comm half = MPI_COMM_WORLD;
+	rc = MPI_Comm_split(MPI_COMM_WORLD, rank % 2 ? MPI_UNDEFINED : 0, rank, &half);
+	CK(rc == MPI_SUCCESS && (rank % 2 ? half == MPI_COMM_NULL : half != MPI_COMM_NULL),
+	   "split with MPI_UNDEFINED: %d, comm %d", rc, (int)half);
+	if (half != MPI_COMM_NULL) {
+		MPI_Comm_size(half, &s2);
+		MPI_Comm_rank(half, &r2);
+		CK(s2 == (size + 1) / 2 && r2 == rank / 2, "the even ranks' split: size %d rank %d", s2, r2);
+		rc = MPI_Comm_free(&half);
+		CK(rc == MPI_SUCCESS && half == MPI_COMM_NULL, "Comm_free: %d", rc);
+	}
+	MPI_Comm rev;
+	rc = MPI_Comm_split(MPI_COMM_WORLD, 7, size - rank, &rev);
+	MPI_Comm_rank(rev, &r2);
+	CK(rc == MPI_SUCCESS && r2 == size - 1 - rank, "split by reversed keys: rank %d", r2);
+	/* compare */
+	MPI_Comm dup;
+	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+	MPI_Comm_compare(MPI_COMM_WORLD, MPI_COMM_WORLD, &res);
+	CK(res == MPI_IDENT, "compare world, world: %d", res);
+	MPI_Comm_compare(MPI_COMM_WORLD, dup, &res);
+	CK(res == MPI_CONGRUENT, "compare world, dup: %d", res);
+	MPI_Comm_compare(MPI_COMM_WORLD, rev, &res);
+	CK(res == (size > 1 ? MPI_SIMILAR : MPI_CONGRUENT), "compare world, reversed: %d", res);
+	/* a message on the duplicate is not taken by a receive on the world */
+	int x = rank, y = -1, flag = 1;
+	MPI_Request rq;
+	MPI_Irecv(&y, 1, MPI_INT, MPI_ANY_SOURCE, 3, dup, &rq);
+	MPI_Send(&x, 1, MPI_INT, (rank + 1) % size, 3, dup);
+	MPI_Wait(&rq, MPI_STATUS_IGNORE);
+	MPI_Barrier(MPI_COMM_WORLD);
+	MPI_Iprobe(MPI_ANY_SOURCE, 3, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+	CK(y == (rank + size - 1) % size && !flag, "message on a duplicate: got %d, world sees one: %d", y, flag);
+	MPI_Comm_free(&dup);
+	MPI_Comm_free(&rev);
+	/* groups: empty, non-members, translations */
+	MPI_Group world, g0, none, ex;
+	MPI_Comm_group(MPI_COMM_WORLD, &world);
+	rc = MPI_Group_incl(world, 0, NULL, &none);
+	int n = -1;
+	MPI_Group_size(none, &n);
+	CK(rc == MPI_SUCCESS && n == 0, "Group_incl of none: %d, size %d", rc, n);
+	MPI_Group_compare(none, MPI_GROUP_EMPTY, &res);
+	CK(res == MPI_IDENT, "an empty group against MPI_GROUP_EMPTY: %d", res);
+	int zero = 0;
+	MPI_Group_incl(world, 1, &zero, &g0);
+	MPI_Group_rank(g0, &r2);
+	CK(r2 == (rank == 0 ? 0 : MPI_UNDEFINED), "Group_rank in {0}: %d", r2);
+	int in[2] = {MPI_PROC_NULL, 0}, out[2] = {-5, -5};
+	rc = MPI_Group_translate_ranks(world, 2, in, g0, out);
+	CK(rc == MPI_SUCCESS && out[0] == MPI_PROC_NULL && out[1] == 0, "translate_ranks: %d %d", out[0], out[1]);
+	rc = MPI_Group_excl(world, 1, &zero, &ex);
+	MPI_Group_size(ex, &n);
+	CK(rc == MPI_SUCCESS && n == size - 1, "Group_excl of rank 0: size %d", n);
+	/* Comm_create: outside the group, MPI_COMM_NULL */
+	MPI_Comm c0;
+	rc = MPI_Comm_create(MPI_COMM_WORLD, g0, &c0);
+	CK(rc == MPI_SUCCESS && (rank == 0 ? c0 != MPI_COMM_NULL : c0 == MPI_COMM_NULL), "Comm_create of {0}: %d",
+	   (int)c0);
+	if (c0 != MPI_COMM_NULL)
+		MPI_Comm_free(&c0);
+	MPI_Group_free(&g0);
+	MPI_Group_free(&ex);
+	MPI_Group_free(&world);
+	if (none != MPI_GROUP_EMPTY)
+		MPI_Group_free(&none);
+	/* a grid of fewer ranks than the world: the others get MPI_COMM_NULL;
+	 * a shift past an open edge is MPI_PROC_NULL */
+	int dims[1] = {size > 1 ? size - 1 : 1}, periods[1] = {0};
+	MPI_Comm cart;
+	rc = MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
+	CK(rc == MPI_SUCCESS && (rank < dims[0] ? cart != MPI_COMM_NULL : cart == MPI_COMM_NULL), "Cart_create of %d: %d",
+	   dims[0], (int)cart);
+	if (cart != MPI_COMM_NULL) {
+		int src, dst;
+		MPI_Cart_shift(cart, 0, 1, &src, &dst);
+		CK(src == (rank ? rank - 1 : MPI_PROC_NULL) && dst == (rank + 1 < dims[0] ? rank + 1 : MPI_PROC_NULL),
+		   "Cart_shift at rank %d: %d %d", rank, src, dst);
+		MPI_Comm_free(&cart);
+	}
+	/* MPI_PROC_NULL both ways */
+	MPI_Status st;
+	rc = MPI_Sendrecv(&x, 1, MPI_INT, MPI_PROC_NULL, 1, &y, 1, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD, &st);
+	CK(rc == MPI_SUCCESS && st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && count_of(&st, MPI_INT) == 0,
+	   "Sendrecv with MPI_PROC_NULL: source %d", st.MPI_SOURCE);
+	/* a freed active send still goes */
+	if (size > 1) {
+		if (rank == 0) {
+			MPI_Isend(&x, 1, MPI_INT, 1, 4, MPI_COMM_WORLD, &rq);
+			rc = MPI_Request_free(&rq);
+			CK(rc == MPI_SUCCESS && rq == MPI_REQUEST_NULL, "Request_free of an active send: %d", rc);
+		} else if (rank == 1) {
+			y = -1;
+			MPI_Recv(&y, 1, MPI_INT, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			CK(y == 0, "the freed send's message: %d", y);
+		}
+	}
+	/* packing nothing; an empty type */
+	int ps = -1, pos = 0;
+	char pbuf[16];
+	rc = MPI_Pack_size(0, MPI_DOUBLE, MPI_COMM_WORLD, &ps);
+	CK(rc == MPI_SUCCESS && ps == 0, "Pack_size of 0: %d", ps);
+	rc = MPI_Pack(NULL, 0, MPI_DOUBLE, pbuf, sizeof(pbuf), &pos, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS && pos == 0, "Pack of 0: position %d", pos);
+	MPI_Datatype e0;
+	MPI_Aint lb = -1, ext = -1;
+	rc = MPI_Type_contiguous(0, MPI_INT, &e0);
+	MPI_Type_commit(&e0);
+	MPI_Type_size(e0, &n);
+	MPI_Type_get_extent(e0, &lb, &ext);
+	CK(rc == MPI_SUCCESS && n == 0 && ext == 0, "an empty type: size %d extent %ld", n, (long)ext);
+	MPI_Type_free(&e0);
+	/* the environment */
+	int *ub = NULL, found = 0, init = 0, fin = 1;
+	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
+	CK(found && ub && *ub >= 32767, "MPI_TAG_UB: found %d, %d", found, ub ? *ub : -1);
+	MPI_Initialized(&init);
+	MPI_Finalized(&fin);
+	CK(init == 1 && fin == 0, "Initialized %d, Finalized %d", init, fin);
+	double t0 = MPI_Wtime(), t1 = MPI_Wtime();
+	CK(MPI_Wtick() > 0 && t1 >= t0, "Wtick %g, Wtime %g then %g", MPI_Wtick(), t0, t1);
+}
+
 /* ---------------------------------------------------------------- errors */
 
 static void errors(void)
@@ -674,7 +809,7 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} sections[] = {{"zero", zero_p2p},   {"zero", zero_coll},     {"inplace", inplace}, {"persist", persist},
-			{"elements", elements}, {"probe", probe}, {"errors", errors}};
+			{"elements", elements}, {"probe", probe}, {"comm", comm}, {"errors", errors}};
 	for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
 		int want = argc < 2;
 		for (int a = 1; a < argc; a++)
