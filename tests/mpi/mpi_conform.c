@@ -25,6 +25,12 @@
  *             outside which ranks get MPI_COMM_NULL, shifts off an open edge,
  *             MPI_PROC_NULL both ways, a freed active send, packing nothing,
  *             an empty type, the environment's attributes and clocks;
+ *   misc      graph and Cartesian topologies (a graph of fewer ranks, a
+ *             wrapped coordinate, a sub-grid keeping nothing), a user error
+ *             handler, the predefined attributes, names and version, Pack
+ *             and Unpack (and a buffer too small), the attached buffer
+ *             (twice, detached, none), a user operation that does not
+ *             commute, Reduce_local;
  *   errors    every error class, each from a call that must give it
  *             (MPI_ERRORS_RETURN), and MPI_Error_class/_string on each.
  */
@@ -739,6 +745,177 @@ static void comm(void)
 	CK(MPI_Wtick() > 0 && t1 >= t0, "Wtick %g, Wtime %g then %g", MPI_Wtick(), t0, t1);
 }
 
+/* ------------------------------------------------------------------ misc */
+
+static int handler_calls, handler_code;
+static void record_error(MPI_Comm *c, int *code, ...)
+{
+	(void)c;
+	handler_calls++;
+	handler_code = *code;
+}
+
+/* Affine maps x -> a x + b as (a, b) pairs (MPI_2INT), composed: in (the
+ * lower ranks') first, then inout. Associative, and not commutative. */
+static void noncommutative(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+	(void)t;
+	int *l = in, *r = inout;
+	for (int i = 0; i < *len; i++) {
+		int a = r[2 * i] * l[2 * i], b = r[2 * i] * l[2 * i + 1] + r[2 * i + 1];
+		r[2 * i] = a;
+		r[2 * i + 1] = b;
+	}
+}
+
+static void misc(void)
+{
+	int rc, st, n, x = rank;
+	/* topologies: none, a ring as a graph, a grid; a graph of fewer nodes */
+	MPI_Topo_test(MPI_COMM_WORLD, &st);
+	CK(st == MPI_UNDEFINED, "Topo_test of the world: %d", st);
+	int gn = size > 1 ? size - 1 : 1;
+	int *index = malloc((size_t)gn * sizeof(int)), *edges = malloc(2 * (size_t)gn * sizeof(int));
+	for (int i = 0, e = 0; i < gn; i++) {
+		/* a path 0 - 1 - ... - gn-1 */
+		if (i > 0)
+			edges[e++] = i - 1;
+		if (i + 1 < gn)
+			edges[e++] = i + 1;
+		index[i] = e;
+	}
+	MPI_Comm g;
+	rc = MPI_Graph_create(MPI_COMM_WORLD, gn, index, edges, 0, &g);
+	CK(rc == MPI_SUCCESS && (rank < gn ? g != MPI_COMM_NULL : g == MPI_COMM_NULL), "Graph_create of %d: %d", gn,
+	   (int)g);
+	if (g != MPI_COMM_NULL) {
+		int cnt = -1, nb[2] = {-1, -1};
+		MPI_Topo_test(g, &st);
+		MPI_Graph_neighbors_count(g, rank, &cnt);
+		MPI_Graph_neighbors(g, rank, 2, nb);
+		int want = (rank > 0) + (rank + 1 < gn);
+		CK(st == MPI_GRAPH && cnt == want && (want == 0 || nb[0] == (rank > 0 ? rank - 1 : rank + 1)),
+		   "a path as a graph at %d: topo %d, %d neighbours (%d, %d)", rank, st, cnt, nb[0], nb[1]);
+		MPI_Comm_free(&g);
+	}
+	free(index);
+	free(edges);
+	int dims[2] = {0, 0}, periods[2] = {1, 0};
+	MPI_Dims_create(size, 2, dims);
+	CK(dims[0] * dims[1] == size && dims[0] >= dims[1], "Dims_create(%d, 2): %d x %d", size, dims[0], dims[1]);
+	int d3[3] = {0, 0, 0};
+	MPI_Dims_create(1, 3, d3);
+	CK(d3[0] == 1 && d3[1] == 1 && d3[2] == 1, "Dims_create(1, 3): %d %d %d", d3[0], d3[1], d3[2]);
+	MPI_Comm cart;
+	rc = MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart);
+	if (rc == MPI_SUCCESS && cart != MPI_COMM_NULL) {
+		int c[2], r2 = -1, wrapped[2];
+		MPI_Topo_test(cart, &st);
+		MPI_Cart_coords(cart, rank, 2, c);
+		MPI_Cart_rank(cart, c, &r2);
+		CK(st == MPI_CART && r2 == rank, "Cart coords and rank: topo %d, %d -> (%d,%d) -> %d", st, rank, c[0], c[1], r2);
+		/* a coordinate past the periodic dimension wraps */
+		wrapped[0] = c[0] + dims[0];
+		wrapped[1] = c[1];
+		rc = MPI_Cart_rank(cart, wrapped, &r2);
+		CK(rc == MPI_SUCCESS && r2 == rank, "Cart_rank wraps a periodic coordinate: %d", r2);
+		/* keeping no dimension: a communicator of one rank */
+		int keep[2] = {0, 0};
+		MPI_Comm sub;
+		rc = MPI_Cart_sub(cart, keep, &sub);
+		MPI_Comm_size(sub, &n);
+		CK(rc == MPI_SUCCESS && n == 1, "Cart_sub keeping nothing: size %d", n);
+		MPI_Comm_free(&sub);
+		MPI_Comm_free(&cart);
+	} else {
+		CK(0, "Cart_create %d x %d: %d", dims[0], dims[1], rc);
+	}
+	/* a user error handler gets the error's code; the call returns it */
+	MPI_Errhandler eh, got;
+	MPI_Comm dup;
+	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+	MPI_Comm_create_errhandler(record_error, &eh);
+	MPI_Comm_set_errhandler(dup, eh);
+	MPI_Comm_get_errhandler(dup, &got);
+	handler_calls = 0;
+	rc = MPI_Send(&x, 1, MPI_INT, size + 5, 0, dup);
+	int cls = -1;
+	MPI_Error_class(handler_code, &cls);
+	CK(got == eh && handler_calls == 1 && cls == MPI_ERR_RANK && rc == handler_code,
+	   "a user error handler: called %d times, class %d, returned %d", handler_calls, cls, rc);
+	MPI_Errhandler_free(&eh);
+	CK(eh == MPI_ERRHANDLER_NULL, "Errhandler_free: %d", (int)eh);
+	MPI_Comm_free(&dup);
+	/* the predefined attributes, names and version */
+	int *v = NULL, found = 0;
+	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_HOST, &v, &found);
+	CK(found && v && (*v == MPI_PROC_NULL || (*v >= 0 && *v < size)), "MPI_HOST: found %d", found);
+	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_IO, &v, &found);
+	CK(found && v && (*v == MPI_ANY_SOURCE || *v == MPI_PROC_NULL || (*v >= 0 && *v < size)), "MPI_IO: found %d", found);
+	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &v, &found);
+	CK(found && v && (*v == 0 || *v == 1), "MPI_WTIME_IS_GLOBAL: found %d", found);
+	char name[MPI_MAX_OBJECT_NAME], pname[MPI_MAX_PROCESSOR_NAME];
+	int len = -1, ver = -1, sub = -1;
+	MPI_Comm_get_name(MPI_COMM_WORLD, name, &len);
+	CK(!strcmp(name, "MPI_COMM_WORLD") && len == 14, "the world's name: %s (%d)", name, len);
+	MPI_Type_get_name(MPI_INT, name, &len);
+	CK(!strcmp(name, "MPI_INT"), "MPI_INT's name: %s", name);
+	MPI_Get_processor_name(pname, &len);
+	CK(len > 0 && len < MPI_MAX_PROCESSOR_NAME && (int)strlen(pname) == len, "processor name length %d", len);
+	MPI_Get_version(&ver, &sub);
+	CK(ver == MPI_VERSION && sub >= 0, "version %d.%d", ver, sub);
+	/* Pack and Unpack: positions, sizes, and a buffer too small */
+	int ints[3] = {rank, 7, -1}, ints2[3];
+	double dbl[2] = {0.5, -2.25}, dbl2[2];
+	char pk[256];
+	int pos = 0, s1 = 0, s2 = 0;
+	MPI_Pack_size(3, MPI_INT, MPI_COMM_WORLD, &s1);
+	MPI_Pack_size(2, MPI_DOUBLE, MPI_COMM_WORLD, &s2);
+	rc = MPI_Pack(ints, 3, MPI_INT, pk, sizeof(pk), &pos, MPI_COMM_WORLD);
+	rc |= MPI_Pack(dbl, 2, MPI_DOUBLE, pk, sizeof(pk), &pos, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS && pos <= s1 + s2 && pos >= 28, "Pack: %d, position %d, sizes %d + %d", rc, pos, s1, s2);
+	int end = pos;
+	pos = 0;
+	rc = MPI_Unpack(pk, end, &pos, ints2, 3, MPI_INT, MPI_COMM_WORLD);
+	rc |= MPI_Unpack(pk, end, &pos, dbl2, 2, MPI_DOUBLE, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS && pos == end && !memcmp(ints, ints2, sizeof(ints)) && !memcmp(dbl, dbl2, sizeof(dbl)),
+	   "Unpack: %d, position %d of %d", rc, pos, end);
+	pos = 0;
+	rc = MPI_Pack(ints, 3, MPI_INT, pk, 8, &pos, MPI_COMM_WORLD);
+	CK(rc != MPI_SUCCESS && pos == 0, "Pack into 8 bytes: %d, position %d", rc, pos);
+	/* the attached buffer: twice is an error; detach gives it back; a
+	 * buffered send with none attached is an error */
+	static char bb[1024];
+	void *back = NULL;
+	int bsize = -1;
+	rc = MPI_Buffer_attach(bb, sizeof(bb));
+	int rc2 = MPI_Buffer_attach(bb, sizeof(bb));
+	MPI_Buffer_detach(&back, &bsize);
+	CK(rc == MPI_SUCCESS && rc2 != MPI_SUCCESS && back == bb && bsize == (int)sizeof(bb),
+	   "attach, attach again (%d), detach: %p %d", rc2, back, bsize);
+	rc = MPI_Bsend(&x, 1, MPI_INT, rank, 9, MPI_COMM_WORLD);
+	MPI_Error_class(rc, &cls);
+	CK(cls == MPI_ERR_BUFFER, "Bsend without a buffer: class %d", cls);
+	/* a user operation that does not commute, in rank order */
+	MPI_Op op;
+	int commute = -1;
+	MPI_Op_create(noncommutative, 0, &op);
+	MPI_Op_commutative(op, &commute);
+	int mine[2] = {1 + rank % 2, rank}, all[2] = {0, 0}, want[2] = {1, 0};
+	for (int r = 0; r < size; r++) { /* the maps of ranks 0, 1, ... applied in that order */
+		want[1] = (1 + r % 2) * want[1] + r;
+		want[0] *= 1 + r % 2;
+	}
+	rc = MPI_Allreduce(mine, all, 1, MPI_2INT, op, MPI_COMM_WORLD);
+	CK(rc == MPI_SUCCESS && commute == 0 && all[0] == want[0] && all[1] == want[1],
+	   "a non-commutative allreduce: (%d, %d), want (%d, %d) (commute %d)", all[0], all[1], want[0], want[1], commute);
+	int loc[4] = {2, 1, 3, 5}; /* x -> 2x + 1, then x -> 3x + 5: x -> 6x + 8 */
+	rc = MPI_Reduce_local(&loc[0], &loc[2], 1, MPI_2INT, op);
+	CK(rc == MPI_SUCCESS && loc[2] == 6 && loc[3] == 8, "Reduce_local with a user operation: (%d, %d)", loc[2], loc[3]);
+	MPI_Op_free(&op);
+	CK(op == MPI_OP_NULL, "Op_free: %d", (int)op);
+}
+
 /* ---------------------------------------------------------------- errors */
 
 static void errors(void)
@@ -809,7 +986,7 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} sections[] = {{"zero", zero_p2p},   {"zero", zero_coll},     {"inplace", inplace}, {"persist", persist},
-			{"elements", elements}, {"probe", probe}, {"comm", comm}, {"errors", errors}};
+			{"elements", elements}, {"probe", probe}, {"comm", comm}, {"misc", misc}, {"errors", errors}};
 	for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
 		int want = argc < 2;
 		for (int a = 1; a < argc; a++)
