@@ -914,6 +914,79 @@ static void misc(void)
 	CK(rc == MPI_SUCCESS && loc[2] == 6 && loc[3] == 8, "Reduce_local with a user operation: (%d, %d)", loc[2], loc[3]);
 	MPI_Op_free(&op);
 	CK(op == MPI_OP_NULL, "Op_free: %d", (int)op);
+
+	/* the rest of the calls README lists, at an edge each */
+	int prov = -1;
+	MPI_Query_thread(&prov);
+	CK(prov >= MPI_THREAD_SINGLE && prov <= MPI_THREAD_MULTIPLE, "Query_thread: %d", prov);
+	int one_dim[1] = {size > 1 ? size - 1 : 1}, nop[1] = {0}, mapped = -2;
+	MPI_Cart_map(MPI_COMM_WORLD, 1, one_dim, nop, &mapped);
+	CK(rank < one_dim[0] ? mapped >= 0 && mapped < one_dim[0] : mapped == MPI_UNDEFINED, "Cart_map: %d", mapped);
+	int gidx[1] = {0}, gedges[1] = {0}, gi[1] = {-1}, ge[1] = {-1};
+	MPI_Graph_map(MPI_COMM_WORLD, 1, gidx, gedges, &mapped);
+	CK(rank < 1 ? mapped == 0 : mapped == MPI_UNDEFINED, "Graph_map of one node: %d", mapped);
+	rc = MPI_Graph_create(MPI_COMM_WORLD, 1, gidx, gedges, 0, &g);
+	if (g != MPI_COMM_NULL) {
+		rc |= MPI_Graph_get(g, 1, 1, gi, ge);
+		CK(rc == MPI_SUCCESS && gi[0] == 0, "Graph_get of a node without edges: %d, index %d", rc, gi[0]);
+		MPI_Comm_free(&g);
+	}
+	MPI_Errhandler eh2;
+	rc = MPI_Errhandler_create(record_error, &eh2);
+	CK(rc == MPI_SUCCESS && eh2 != MPI_ERRHANDLER_NULL, "Errhandler_create: %d", rc);
+	MPI_Errhandler_free(&eh2);
+	MPI_Group wg, odd;
+	int range[1][3] = {{0, size - 1, 2}};
+	MPI_Comm_group(MPI_COMM_WORLD, &wg);
+	rc = MPI_Group_range_excl(wg, 1, range, &odd);
+	MPI_Group_size(odd, &n);
+	CK(rc == MPI_SUCCESS && n == size / 2, "Group_range_excl of the even ranks: size %d", n);
+	if (odd != MPI_GROUP_EMPTY)
+		MPI_Group_free(&odd);
+	MPI_Group_free(&wg);
+	/* a ready send of nothing to a receive posted before */
+	MPI_Request rr, rs;
+	int to = (rank + 1) % size, from = (rank + size - 1) % size, y = -1;
+	MPI_Irecv(&y, 1, MPI_INT, from, 11, MPI_COMM_WORLD, &rr);
+	MPI_Barrier(MPI_COMM_WORLD);
+	rc = MPI_Irsend(&x, 1, MPI_INT, to, 11, MPI_COMM_WORLD, &rs);
+	rc |= MPI_Wait(&rs, MPI_STATUS_IGNORE);
+	rc |= MPI_Wait(&rr, MPI_STATUS_IGNORE);
+	CK(rc == MPI_SUCCESS && y == from, "Irsend: %d, got %d", rc, y);
+	/* hvector, hindexed and hindexed_block: sizes, extents, and the
+	 * bytes they pick out */
+	MPI_Datatype hv, hi, hb;
+	int blens[2] = {1, 2};
+	MPI_Aint hdisp[2] = {0, 12}, bdisp[2] = {4, 16}, lb, ext;
+	MPI_Type_hvector(2, 1, 8, MPI_INT, &hv);
+	MPI_Type_hindexed(2, blens, hdisp, MPI_INT, &hi);
+	MPI_Type_create_hindexed_block(2, 1, bdisp, MPI_INT, &hb);
+	MPI_Type_commit(&hv);
+	MPI_Type_commit(&hi);
+	MPI_Type_commit(&hb);
+	int sz[3];
+	MPI_Type_size(hv, &sz[0]);
+	MPI_Type_size(hi, &sz[1]);
+	MPI_Type_size(hb, &sz[2]);
+	MPI_Type_get_extent(hi, &lb, &ext);
+	CK(sz[0] == 8 && sz[1] == 12 && sz[2] == 8 && lb == 0 && ext == 20, "h-types: sizes %d %d %d, hindexed extent %ld", sz[0],
+	   sz[1], sz[2], (long)ext);
+	int src[8] = {10, 11, 12, 13, 14, 15, 16, 17}, pick[3] = {0, 0, 0};
+	pos = 0;
+	MPI_Pack(src, 1, hi, pk, sizeof(pk), &pos, MPI_COMM_WORLD);
+	memcpy(pick, pk, sizeof(pick));
+	CK(pos == 12 && pick[0] == 10 && pick[1] == 13 && pick[2] == 14, "hindexed picks %d %d %d", pick[0], pick[1], pick[2]);
+	pos = 0;
+	MPI_Pack(src, 1, hb, pk, sizeof(pk), &pos, MPI_COMM_WORLD);
+	memcpy(pick, pk, 2 * sizeof(int));
+	CK(pos == 8 && pick[0] == 11 && pick[1] == 14, "hindexed_block picks %d %d", pick[0], pick[1]);
+	pos = 0;
+	MPI_Pack(src, 1, hv, pk, sizeof(pk), &pos, MPI_COMM_WORLD);
+	memcpy(pick, pk, 2 * sizeof(int));
+	CK(pos == 8 && pick[0] == 10 && pick[1] == 12, "hvector picks %d %d", pick[0], pick[1]);
+	MPI_Type_free(&hv);
+	MPI_Type_free(&hi);
+	MPI_Type_free(&hb);
 }
 
 /* ---------------------------------------------------------------- errors */
