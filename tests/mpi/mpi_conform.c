@@ -998,7 +998,7 @@ static void errors(void)
 	struct expect {
 		int rc, want;
 		const char *what;
-	} e[32];
+	} e[40];
 	int ne = 0;
 #define E(call, cls_) e[ne++] = (struct expect){(call), (cls_), #call}
 	E(MPI_Send(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
@@ -1014,6 +1014,13 @@ static void errors(void)
 	E(MPI_Cartdim_get(MPI_COMM_WORLD, &x), MPI_ERR_TOPOLOGY);
 	int dims[2] = {size + 1, 0}; /* does not divide size */
 	E(MPI_Dims_create(size, 2, dims), MPI_ERR_DIMS);
+	/* grids and graphs that cannot be */
+	MPI_Comm bad = MPI_COMM_NULL;
+	int neg[2] = {-2, 1}, big[1] = {size + 1}, per[2] = {0, 0}, gidx[2] = {1, 2}, gedges[2] = {5, -3}, down[2] = {2, 1};
+	E(MPI_Cart_create(MPI_COMM_WORLD, 2, neg, per, 0, &bad), MPI_ERR_DIMS);
+	E(MPI_Cart_create(MPI_COMM_WORLD, 1, big, per, 0, &bad), MPI_ERR_DIMS);
+	E(MPI_Graph_create(MPI_COMM_WORLD, 2, gidx, gedges, 0, &bad), MPI_ERR_ARG);
+	E(MPI_Graph_create(MPI_COMM_WORLD, 2, down, gedges, 0, &bad), MPI_ERR_ARG);
 	E(MPI_Get_count(NULL, MPI_INT, &x), MPI_ERR_ARG);
 	/* truncation: a message of 4 ints into a buffer of 1 */
 	int to = (rank + 1) % size, from = (rank + size - 1) % size;
