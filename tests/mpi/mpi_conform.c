@@ -448,7 +448,18 @@ static void persist(void)
 		CK(rc == MPI_SUCCESS && empty(&st), "Wait on a completed persistent request: source %d tag %d",
 		   st.MPI_SOURCE, st.MPI_TAG);
 	}
-	/* null requests: the empty status too */
+	/* null requests: the empty status too, through every wait and test */
+	MPI_Request nulls3[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+	memset(sts, 0x5a, sizeof(sts));
+	flag = 0;
+	rc = MPI_Testall(3, nulls3, &flag, sts);
+	CK(rc == MPI_SUCCESS && flag && empty(&sts[0]) && empty(&sts[2]), "Testall of null requests: flag %d", flag);
+	memset(sts, 0x5a, sizeof(sts));
+	rc = MPI_Waitall(3, nulls3, sts);
+	CK(rc == MPI_SUCCESS && empty(&sts[1]), "Waitall of null requests: source %d", sts[1].MPI_SOURCE);
+	outc = -5;
+	rc = MPI_Testsome(3, nulls3, &outc, ind, sts);
+	CK(rc == MPI_SUCCESS && outc == MPI_UNDEFINED, "Testsome of null requests: %d", outc);
 	MPI_Request nul = MPI_REQUEST_NULL;
 	memset(&st, 0x5a, sizeof(st));
 	rc = MPI_Wait(&nul, &st);
@@ -998,7 +1009,7 @@ static void errors(void)
 	struct expect {
 		int rc, want;
 		const char *what;
-	} e[40];
+	} e[48];
 	int ne = 0;
 #define E(call, cls_) e[ne++] = (struct expect){(call), (cls_), #call}
 	E(MPI_Send(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
@@ -1021,6 +1032,18 @@ static void errors(void)
 	E(MPI_Cart_create(MPI_COMM_WORLD, 1, big, per, 0, &bad), MPI_ERR_DIMS);
 	E(MPI_Graph_create(MPI_COMM_WORLD, 2, gidx, gedges, 0, &bad), MPI_ERR_ARG);
 	E(MPI_Graph_create(MPI_COMM_WORLD, 2, down, gedges, 0, &bad), MPI_ERR_ARG);
+	/* freeing what is predefined, and the null handles */
+	MPI_Datatype tint = MPI_INT;
+	MPI_Comm wc = MPI_COMM_WORLD;
+	MPI_Op sum = MPI_SUM;
+	MPI_Request nreq = MPI_REQUEST_NULL;
+	MPI_Status anyst = {0};
+	E(MPI_Type_free(&tint), MPI_ERR_TYPE);
+	E(MPI_Comm_free(&wc), MPI_ERR_COMM);
+	E(MPI_Op_free(&sum), MPI_ERR_OP);
+	E(MPI_Get_count(&anyst, MPI_DATATYPE_NULL, &x), MPI_ERR_TYPE);
+	E(MPI_Cancel(&nreq), MPI_ERR_REQUEST);
+	CK(tint == MPI_INT && wc == MPI_COMM_WORLD && sum == MPI_SUM, "a refused free changed its handle");
 	E(MPI_Get_count(NULL, MPI_INT, &x), MPI_ERR_ARG);
 	/* truncation: a message of 4 ints into a buffer of 1 */
 	int to = (rank + 1) % size, from = (rank + size - 1) % size;
