@@ -95,8 +95,9 @@ struct coll_plan {
 	 * unbatchable: a step alone holds more, or messages came out of step
 	 * order. bn, bgen, sn, sstep: per member, the work of the split.
 	 */
-	uint32_t kmax, nbatch, bcap, bcur;
+	uint32_t kmax, nbatch, bcur;
 	uint32_t *bstart;
+	size_t bcap;
 	int unbatchable;
 	uint32_t *bn, *bgen, *sn, *sstep;
 };

@@ -66,15 +66,13 @@ static uint32_t new_slot(struct coll_plan *pl, uint32_t st, uint32_t dst)
 		pl->bgen = calloc(pl->p, sizeof(uint32_t));
 		pl->sn = calloc(pl->p, sizeof(uint32_t));
 		pl->sstep = malloc(pl->p * sizeof(uint32_t));
-		pl->bstart = malloc(16 * sizeof(uint32_t));
-		if (!pl->bn || !pl->bgen || !pl->sn || !pl->sstep || !pl->bstart) {
+		if (!pl->bn || !pl->bgen || !pl->sn || !pl->sstep || grow((void **)&pl->bstart, &pl->bcap, 1, sizeof(uint32_t))) {
 			pl->oom = 1;
 			return pl->nslots[dst]++;
 		}
 		memset(pl->sstep, 0xff, pl->p * sizeof(uint32_t));
 		pl->bstart[0] = 0;
 		pl->nbatch = 1;
-		pl->bcap = 16;
 	}
 	if (st < pl->bcur)
 		pl->unbatchable = 1; /* out of step order */
@@ -93,14 +91,9 @@ static uint32_t new_slot(struct coll_plan *pl, uint32_t st, uint32_t dst)
 			pl->unbatchable = 1; /* one step alone receives more */
 			return pl->nslots[dst]++;
 		}
-		if (pl->nbatch == pl->bcap) {
-			uint32_t *nb = realloc(pl->bstart, 2 * (size_t)pl->bcap * sizeof(uint32_t));
-			if (!nb) {
-				pl->oom = 1;
-				return pl->nslots[dst]++;
-			}
-			pl->bstart = nb;
-			pl->bcap *= 2;
+		if (grow((void **)&pl->bstart, &pl->bcap, pl->nbatch + 1, sizeof(uint32_t))) {
+			pl->oom = 1;
+			return pl->nslots[dst]++;
 		}
 		pl->bstart[pl->nbatch++] = st;
 		pl->bgen[dst] = b + 1;
@@ -449,9 +442,10 @@ int a2a_plan_build(const struct a2a_algo *al, const struct a2a_geom *g, uint64_t
 	if (!pl)
 		return -ENOMEM;
 	pl->algo = al;
-	/* counter batches if a member may receive more messages than it has
-	 * counters for (the injection and exchange counters kept aside) */
-	pl->kmax = al->reuse && g->counters > 3 ? g->counters - 3 : 0;
+	/* counter batches only if a member may receive more messages than it
+	 * has counters for (the injection and exchange counters, and a second
+	 * injection counter, kept aside): nothing to track otherwise */
+	pl->kmax = al->reuse && g->counters > 3 && msgs + 3 > g->counters ? g->counters - 3 : 0;
 	int rc = al->build(pl, g);
 	if (!rc)
 		rc = a2a_plan_done(pl);
