@@ -11,29 +11,13 @@
  *    collective's catalogue has; --members cores only for alltoall and
  *    alltoallv, --explain only for alltoall; 1 .. 1000 timed calls.
  */
-#include "fuzz_args.h"
+#include "fuzz_bench.h"
 
-#define main torus_bench_main
-#include "../apps/torus_bench.c"
-#undef main
-
-#define CHECK(x)                                                                                   \
-	do {                                                                                       \
-		if (!(x)) {                                                                        \
-			fprintf(stderr, "fuzz-benchargs: invariant broken at line %d: %s\n", __LINE__, #x); \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
+#define CHECK(x) BENCH_CHECK("fuzz-benchargs", x)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct opts fresh;
-	static int saved;
-	if (!saved) {
-		fresh = opt;
-		saved = 1;
-	}
-	opt = fresh;
+	bench_fresh();
 	struct fuzz_args a;
 	fuzz_args_split(&a, "torus-bench", data, size);
 	int rc = parse_args(a.argc, a.argv);

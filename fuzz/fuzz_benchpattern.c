@@ -17,35 +17,18 @@
  *  - in place (--inplace), random and skewed give every member equal
  *    totals.
  */
-#include "fuzz_args.h"
+#include "fuzz_bench.h"
 
-#define main torus_bench_main
-#include "../apps/torus_bench.c"
-#undef main
-
-#define CHECK(x)                                                                                      \
-	do {                                                                                          \
-		if (!(x)) {                                                                           \
-			fprintf(stderr, "fuzz-benchpattern: invariant broken at line %d: %s\n", __LINE__, #x); \
-			abort();                                                                      \
-		}                                                                                     \
-	} while (0)
+#define CHECK(x) BENCH_CHECK("fuzz-benchpattern", x)
 
 #define FILL_MAX ((uint64_t)1 << 20)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct opts fresh;
-	static int saved;
-	if (!saved) {
-		fresh = opt;
-		saved = 1;
-	}
 	if (size < 2)
 		return 0;
 	uint32_t p = data[0] % 64u + 1, me = data[1] % p;
-	opt = fresh;
-	v_symmetric = 0;
+	bench_fresh();
 	/* the command line: "alltoallv" and the input's arguments */
 	static const uint8_t kind[] = "alltoallv";
 	uint8_t line[sizeof(kind) + 16 * 64];
