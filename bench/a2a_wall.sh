@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # a2a_wall.sh: the wall time of one all-to-all call, the emulator against
-# SimGrid SMPI, side by side in one run (issue 14's goal: under half of
+# SimGrid SMPI, side by side in one run (the goal: under half of
 # SimGrid's). Rounds alternate: SimGrid first, then the emulator.
 #
 # Run bench/a2a_wall.sh --help for the options and the output.
