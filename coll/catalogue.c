@@ -83,7 +83,7 @@ static const struct coll_algorithm alltoall[] = {
 	 "1-factor rounds: u with (i-u) mod p (p rounds for odd p, p-1 for even) (001; 000 Lemma 1)"},
 	{"xor", COLL_ALLTOALL, run_a2a_xor, "team size a power of two; dma_counters >= 6", 0, fits_a2a_xor,
 	 "pairwise exchange u with u XOR i, p-1 rounds (001)"},
-	{"ring", COLL_ALLTOALL, run_a2a_ring, "team size <= 256 (scratch ~p^2/4 blocks); dma_counters >= 6", 0,
+	{"ring", COLL_ALLTOALL, run_a2a_ring, "dma_counters >= 6 (fewer than p + 2: reused batch after batch)", 0,
 	 fits_a2a_ring, "store and forward around the ring, both directions, p/2 rounds (001, Ring)"},
 	{"mesh2d", COLL_ALLTOALL, run_a2a_mesh2d, "rows and columns of at most 64 members; rows + columns <= dma_counters", 0, fits_a2a_mesh2d,
 	 "row phase, regroup, column phase on the most square r x c grid of members (001, Mesh)"},

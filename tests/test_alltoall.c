@@ -1,7 +1,9 @@
 /*
  * The all-to-all plans, without running them: every algorithm's plan,
  * executed symbolically on block ids, delivers member s's block for v to
- * block s of v's recv, writes no range twice and reads nothing unwritten,
+ * block s of v's recv, writes no range twice (scratch of an inj_order plan
+ * only once its content was used, and its writer heard from its owner
+ * since) and reads nothing unwritten,
  * on 1-D to 4-D shapes, prime, odd and power-of-two p up to 100, uneven
  * core maps; and the papers' counts: Fig. 3 and Theorem 1 of
  * 000_a0e9749300f48338.txt, perfect matchings and round counts of the
@@ -52,6 +54,10 @@ static unsigned simulate(const struct coll_plan *pl, const char *what)
 	uint32_t **buf[3];
 	uint8_t **wrote[3];
 	uint64_t n[3];
+	/* scratch landed in again (inj_order): the step + 1 of each scratch
+	 * block's last read since it was written (0: none yet), and of the
+	 * last step, before the current one, in which u put to x */
+	uint32_t **rdstep = calloc(p, sizeof(uint32_t *)), *sent = calloc((size_t)p * p, sizeof(uint32_t));
 	for (int b = 0; b < 3; b++) {
 		buf[b] = calloc(p, sizeof(uint32_t *));
 		wrote[b] = calloc(p, sizeof(uint8_t *));
@@ -59,6 +65,7 @@ static unsigned simulate(const struct coll_plan *pl, const char *what)
 	for (uint32_t u = 0; u < p; u++) {
 		n[0] = n[1] = p;
 		n[2] = pl->tmp_bytes[u] / B;
+		rdstep[u] = calloc(n[2] + 1, sizeof(uint32_t));
 		for (int b = 0; b < 3; b++) {
 			buf[b][u] = malloc((n[b] + 1) * sizeof(uint32_t));
 			wrote[b][u] = calloc(n[b] + 1, 1);
@@ -75,6 +82,7 @@ static unsigned simulate(const struct coll_plan *pl, const char *what)
 	} while (0)
 	size_t ci = 0, pi = 0;
 	for (uint32_t st = 0; st < pl->nsteps; st++) {
+		size_t pi0 = pi;
 		for (int post = 0; post < 2; post++) {
 			for (; ci < pl->ncopies && pl->copies[ci].step == st && pl->copies[ci].post == post; ci++) {
 				const struct a2a_copy *k = &pl->copies[ci];
@@ -92,6 +100,8 @@ static unsigned simulate(const struct coll_plan *pl, const char *what)
 					CHECK(buf[k->sbuf][u][s] != UINT32_MAX, "%s: step %u member %u copies an unwritten block",
 					      what, st, u);
 					CHECK(!wrote[k->dbuf][u][d], "%s: step %u member %u writes a block twice", what, st, u);
+					if (k->sbuf == A2A_TMP)
+						rdstep[u][s] = st + 1;
 					wrote[k->dbuf][u][d] = 1;
 					buf[k->dbuf][u][d] = buf[k->sbuf][u][s];
 				}
@@ -112,13 +122,23 @@ static unsigned simulate(const struct coll_plan *pl, const char *what)
 					}
 					CHECK(buf[x->sbuf][x->src][s] != UINT32_MAX, "%s: step %u: %u sends an unwritten block",
 					      what, st, x->src);
-					CHECK(!wrote[x->dbuf][x->dst][d], "%s: step %u: %u->%u writes a block twice", what, st,
-					      x->src, x->dst);
+					if (x->sbuf == A2A_TMP)
+						rdstep[x->src][s] = st + 1;
+					/* landing again in scratch: only after what was there was
+					 * used, and the writer heard from its owner since */
+					int again = pl->inj_order && x->dbuf == A2A_TMP && rdstep[x->dst][d] &&
+						    sent[(size_t)x->dst * p + x->src] > rdstep[x->dst][d];
+					CHECK(!wrote[x->dbuf][x->dst][d] || again, "%s: step %u: %u->%u writes a block twice", what,
+					      st, x->src, x->dst);
+					if (x->dbuf == A2A_TMP)
+						rdstep[x->dst][d] = 0;
 					wrote[x->dbuf][x->dst][d] = 1;
 					buf[x->dbuf][x->dst][d] = buf[x->sbuf][x->src][s];
 				}
 			}
 		}
+		for (size_t i = pi0; i < pi; i++)
+			sent[(size_t)pl->puts[i].src * p + pl->puts[i].dst] = st + 1;
 	}
 	CHECK(ci == pl->ncopies && pi == pl->nputs, "%s: copies or puts out of step order", what);
 	for (uint32_t v = 0; v < p; v++)
@@ -133,6 +153,10 @@ static unsigned simulate(const struct coll_plan *pl, const char *what)
 		free(buf[b]);
 		free(wrote[b]);
 	}
+	for (uint32_t u = 0; u < p; u++)
+		free(rdstep[u]);
+	free(rdstep);
+	free(sent);
 	return bad;
 #undef CHECK
 }

@@ -300,6 +300,38 @@ static void test_sync_packets(void)
 }
 
 /*
+ * A node killed mid-run: the timekeeper writes every node's records, so the
+ * trace keeps all it simulated. The summary names the records and the
+ * file's size, and torus-trace reads exactly that many records back.
+ */
+static void test_killed_node(void)
+{
+	struct result r = run("$B/torusrun --torus 2x2x2 --timeout 120 --trace $T/kill.trace --trace-packets -- sh -c "
+			      "'echo $$ > $T/kpid.$TORUS_RANK; exec $B/torus-stress --packets 100000' & "
+			      "for i in $(seq 600); do [ -s $T/kpid.2 ] && [ $(stat -c %%s $T/kill.trace) -gt 2000000 ] && "
+			      "break; sleep 0.05; done; kill -9 $(cat $T/kpid.2); wait $!");
+	EXPECT(r.status == 1, "status %d\n%.2000s", r.status, r.err);
+	EXPECT(strstr(r.err, "node 2 (0,1,0) was killed by signal 9") != NULL, "%.2000s", r.err);
+	unsigned long long said = 0;
+	double mb = 0;
+	const char *line = strstr(r.err, "torusrun: trace ");
+	EXPECT(line && sscanf(strchr(line, ':') + 1, " trace %*s %llu records, %lf MB", &said, &mb) == 2, "%.2000s",
+	       r.err);
+	result_free(&r);
+	char path[600];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/kill.trace", tmpdir);
+	CU_ASSERT_FATAL(stat(path, &st) == 0);
+	double off = mb * 1e6 - (double)st.st_size;
+	EXPECT(st.st_size > 2000000 && off < 50001 && off > -50001, "trace of %ld bytes, the summary says %.1f MB",
+	       (long)st.st_size, mb);
+	struct tt_trace t;
+	load("kill.trace", &t);
+	EXPECT(said > 0 && t.nrec == said, "the summary says %llu records, the file holds %zu", said, t.nrec);
+	tt_free(&t);
+}
+
+/*
  * Bounded memory: with 64 KiB of trace buffers per node a job whose trace is
  * many times larger completes, every node flushes, and nothing is lost
  * (totals equal the counters): the buffers are reused, not grown.
@@ -1117,7 +1149,8 @@ int main(void)
 		return 2;
 	static const struct cunit_case capture[] = {CUNIT_CASE(test_allgather_phases), CUNIT_CASE(test_outputs),
 						    CUNIT_CASE(test_sync_packets),
-						    CUNIT_CASE(test_bounded_buffers), CUNIT_CASE(test_option_errors)};
+						    CUNIT_CASE(test_bounded_buffers), CUNIT_CASE(test_killed_node),
+						    CUNIT_CASE(test_option_errors)};
 	static const struct cunit_case files[] = {CUNIT_CASE(test_bad_files), CUNIT_CASE(test_hostile_records),
 						  CUNIT_CASE(test_summary_program_escaped), CUNIT_CASE(test_svg_late_short_trace),
 						  CUNIT_CASE(test_links_drain_after_cores)};

@@ -85,6 +85,11 @@ struct coll_plan {
 	 * member had received before the last barrier (the wait is immediate;
 	 * it is the ordering ThreadSanitizer and the code can see) */
 	int stage_sync;
+	/* 1: before a step's copies and puts, a member waits for its puts of
+	 * earlier steps to leave. Scratch may then be landed in again: by a
+	 * member that, since the last read of that scratch, received a message
+	 * its owner sent after that read (the ring's landing areas) */
+	int inj_order;
 	/*
 	 * Counter batches, for a member that receives more messages than it
 	 * has counters (kmax, set before building; 0: no batches): the steps

@@ -15,7 +15,8 @@
  * learn those of the members it puts into (coll_exchange_many), and agree,
  * so that a member called differently, or whose set-up failed, makes every
  * member fail alike.
- * Then step by step: the step's pre-copies, its puts (direct puts), a wait
+ * Then step by step: (in a plan with inj_order, a wait for the member's
+ * earlier puts to leave,) the step's pre-copies, its puts (direct puts), a wait
  * on each message of the step, its post-copies. A put goes into the
  * injection FIFO of its first link (2 dim + dir of the dimension-order
  * route, modulo inj_fifos; messages within the node into the last FIFO):
@@ -287,7 +288,7 @@ int a2a_execute(coll_team_t *t, const struct coll_plan *pl, const void *send, vo
 			if ((rc = arm(&e, e.batch)) || (rc = coll_agree(t, 0)))
 				break;
 		}
-		if (sync && (rc = dma_counter_wait(c, inj)))
+		if ((sync || (pl->inj_order && st)) && (rc = dma_counter_wait(c, inj)))
 			break;
 		do_copies(&e, &ci, st, 0);
 		if (sync && (rc = coll_agree(t, 0)))
