@@ -1059,6 +1059,10 @@ static void errors(void)
 	MPI_Isend(four, 4, MPI_INT, to, 61, MPI_COMM_WORLD, &rr[1]);
 	E(MPI_Waitall(2, rr, sts), MPI_ERR_IN_STATUS);
 	CK(sts[0].MPI_ERROR == MPI_ERR_TRUNCATE, "Waitall's status of the truncated receive: %d", sts[0].MPI_ERROR);
+	/* every request completed: none is left MPI_ERR_PENDING, the send's
+	 * status says it succeeded */
+	CK(sts[1].MPI_ERROR == MPI_SUCCESS && rr[0] == MPI_REQUEST_NULL && rr[1] == MPI_REQUEST_NULL,
+	   "Waitall's status of the good send: %d", sts[1].MPI_ERROR);
 #undef E
 	for (int i = 0; i < ne; i++) {
 		cls = -1;
