@@ -35,6 +35,37 @@ static void test_mpicc_show(void)
 	result_free(&r);
 }
 
+/*
+ * C++: torusmpicxx builds a program with std::vector buffers, strings and
+ * the standard algorithms (mpi.h from C++), which runs and checks its
+ * results; -show and --help as torusmpicc's.
+ */
+static void test_mpicxx(void)
+{
+	struct result r = run("$B/torusmpicxx -show -O2 -o x x.cpp");
+	EXPECT(r.status == 0 && strstr(r.out, "++") && strstr(r.out, "-O2 -o x x.cpp") && strstr(r.out, "-ltorusmpi"),
+	       "-show: %.500s", r.out);
+	result_free(&r);
+	r = run("$B/torusmpicxx --help");
+	EXPECT(r.status == 0 && strstr(r.out, "usage: torusmpicxx") && strstr(r.out, "C++"), "--help: %.500s", r.out);
+	result_free(&r);
+	r = run("TORUS_MPICXX_CXX=no-such-compiler++ $B/torusmpicxx -o $T/x x.cpp");
+	EXPECT(r.status == 2 && strstr(r.err, "no C++ compiler 'no-such-compiler++'"), "no compiler: %d %.500s", r.status,
+	       r.err);
+	result_free(&r);
+	r = run("$B/torusmpicxx -std=c++17 -O2 -Wall -Wextra -Werror -o $T/mpi_cxx %s/tests/mpi/mpi_cxx.cpp",
+		TORUS_SOURCE_DIR);
+	EXPECT(r.status == 0, "torusmpicxx mpi_cxx.cpp: %d\n%.2000s", r.status, r.err);
+	result_free(&r);
+	static const char *const shapes[] = {"--torus 1", "--torus 3", "--torus 2x2x2", "--torus 3 --cores-map 1,3,2"};
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		r = run("$B/torusrun %s --timeout 60 -- $T/mpi_cxx", shapes[i]);
+		EXPECT(r.status == 0 && strstr(r.out, "cxx: all passed:") && !strstr(r.out, "FAILED"),
+		       "%s: status %d\n%.2000s\n%.1000s", shapes[i], r.status, r.out, r.err);
+		result_free(&r);
+	}
+}
+
 static void test_mpi_check(void)
 {
 	build("mpi_check.c", "mpi_check", "");
@@ -313,7 +344,7 @@ int main(int argc, char **argv)
 {
 	if (job_util_init())
 		return 2;
-	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpi_check), CUNIT_CASE(test_mpi_conform),
+	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpicxx), CUNIT_CASE(test_mpi_check), CUNIT_CASE(test_mpi_conform),
 						  CUNIT_CASE(test_mpi_failures), CUNIT_CASE(test_mpi_deadlocks),
 						  CUNIT_CASE(test_mpi_small_collectives),
 						  CUNIT_CASE(test_mpi_eager_promise)};
