@@ -782,6 +782,13 @@ static void noncommutative(void *in, void *inout, int *len, MPI_Datatype *t)
 static void misc(void)
 {
 	int rc, st, n, x = rank;
+	/* waiting by spinning on the clock ends: reading it takes time */
+	double t0 = MPI_Wtime(), t1 = t0;
+	long spins = 0;
+	while ((t1 = MPI_Wtime()) - t0 < 1e-4 && spins < 100000000L)
+		spins++;
+	CK(t1 - t0 >= 1e-4 && spins > 0 && spins < 100000000L, "a 100 us spin on MPI_Wtime: %ld spins, %g s", spins,
+	   t1 - t0);
 	/* topologies: none, a ring as a graph, a grid; a graph of fewer nodes */
 	MPI_Topo_test(MPI_COMM_WORLD, &st);
 	CK(st == MPI_UNDEFINED, "Topo_test of the world: %d", st);
