@@ -353,6 +353,11 @@ static const char *const err_text[MPI_ERR_LASTCODE] = {
 	[MPI_ERR_INTERN] = "internal MPI (implementation) error",
 	[MPI_ERR_IN_STATUS] = "error code is in status",
 	[MPI_ERR_PENDING] = "pending request",
+	[MPI_ERR_INFO] = "invalid info object",
+	[MPI_ERR_INFO_KEY] = "info key too long or empty",
+	[MPI_ERR_INFO_VALUE] = "info value too long or empty",
+	[MPI_ERR_INFO_NOKEY] = "no such info key",
+	[MPI_ERR_NO_MEM] = "out of memory for MPI_Alloc_mem",
 };
 
 int MPI_Error_string(int errorcode, char *string, int *resultlen)

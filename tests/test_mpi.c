@@ -66,6 +66,23 @@ static void test_mpicxx(void)
 	}
 }
 
+/* MPI-2's basics: buffers from MPI_Alloc_mem with and without hints, a
+ * header of helpers declared with MPI_Info and MPI_Win, built at -O0 */
+static void test_mpi2_basics(void)
+{
+	struct result r = run("$B/torusmpicc -O0 -g -Wall -Wextra -Werror -o $T/mpi_alloc %s/tests/mpi/mpi_alloc.c",
+			      TORUS_SOURCE_DIR);
+	EXPECT(r.status == 0, "torusmpicc -O0 mpi_alloc.c: %d\n%.2000s", r.status, r.err);
+	result_free(&r);
+	static const char *const shapes[] = {"--torus 1", "--torus 2x2", "--torus 3 --cores-map 1,3,2"};
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		r = run("$B/torusrun %s --timeout 60 -- $T/mpi_alloc", shapes[i]);
+		EXPECT(r.status == 0 && strstr(r.out, "mpi_alloc: all passed"), "%s: status %d\n%.2000s\n%.1000s", shapes[i],
+		       r.status, r.out, r.err);
+		result_free(&r);
+	}
+}
+
 static void test_mpi_check(void)
 {
 	build("mpi_check.c", "mpi_check", "");
@@ -344,7 +361,8 @@ int main(int argc, char **argv)
 {
 	if (job_util_init())
 		return 2;
-	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpicxx), CUNIT_CASE(test_mpi_check), CUNIT_CASE(test_mpi_conform),
+	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpicxx), CUNIT_CASE(test_mpi2_basics),
+						  CUNIT_CASE(test_mpi_check), CUNIT_CASE(test_mpi_conform),
 						  CUNIT_CASE(test_mpi_failures), CUNIT_CASE(test_mpi_deadlocks),
 						  CUNIT_CASE(test_mpi_small_collectives),
 						  CUNIT_CASE(test_mpi_eager_promise)};

@@ -111,8 +111,41 @@ enum {
 	MPI_ERR_BUFFER, MPI_ERR_COUNT, MPI_ERR_TYPE, MPI_ERR_TAG, MPI_ERR_COMM, MPI_ERR_RANK, MPI_ERR_REQUEST,
 	MPI_ERR_ROOT, MPI_ERR_GROUP, MPI_ERR_OP, MPI_ERR_TOPOLOGY, MPI_ERR_DIMS, MPI_ERR_ARG, MPI_ERR_UNKNOWN,
 	MPI_ERR_TRUNCATE, MPI_ERR_OTHER, MPI_ERR_INTERN, MPI_ERR_IN_STATUS, MPI_ERR_PENDING,
+	MPI_ERR_INFO, MPI_ERR_INFO_KEY, MPI_ERR_INFO_VALUE, MPI_ERR_INFO_NOKEY, MPI_ERR_NO_MEM,
 	MPI_ERR_LASTCODE
 };
+
+/* info objects (MPI-2): keys and values of strings, as hints to calls
+ * that take them; this front end reads none of them */
+typedef int MPI_Info;
+#define MPI_INFO_NULL 0
+#define MPI_MAX_INFO_KEY 255
+#define MPI_MAX_INFO_VAL 1024
+int MPI_Info_create(MPI_Info *info);
+int MPI_Info_set(MPI_Info info, const char *key, const char *value);
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+int MPI_Info_delete(MPI_Info info, const char *key);
+int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int MPI_Info_free(MPI_Info *info);
+/* memory for messages (MPI-2): any memory serves, this is aligned to 64 */
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+int MPI_Free_mem(void *base);
+
+/* The names of one-sided communication (MPI-2), so that programs which
+ * mention them compile: the calls themselves are not provided (a program
+ * that calls MPI_Win_create fails to link, naming it). */
+typedef int MPI_Win;
+#define MPI_WIN_NULL 0
+enum { MPI_WIN_BASE = 101, MPI_WIN_SIZE, MPI_WIN_DISP_UNIT };
+enum { MPI_LOCK_EXCLUSIVE = 234, MPI_LOCK_SHARED };
+#define MPI_MODE_NOCHECK 1024
+#define MPI_MODE_NOSTORE 2048
+#define MPI_MODE_NOPUT 4096
+#define MPI_MODE_NOPRECEDE 8192
+#define MPI_MODE_NOSUCCEED 16384
 
 /* environment */
 int MPI_Init(int *argc, char ***argv);

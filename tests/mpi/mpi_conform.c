@@ -1007,6 +1007,76 @@ static void misc(void)
 	MPI_Type_free(&hb);
 }
 
+/* ------------------------------------------------------ info and memory */
+
+static void info(void)
+{
+	MPI_Info in = MPI_INFO_NULL, dup = MPI_INFO_NULL;
+	int n = -1, flag = -1, len = -1;
+	char val[MPI_MAX_INFO_VAL + 1], key[MPI_MAX_INFO_KEY];
+	CK(MPI_Info_create(&in) == MPI_SUCCESS && in != MPI_INFO_NULL, "Info_create");
+	MPI_Info_get_nkeys(in, &n);
+	CK(n == 0, "a new info has %d keys", n);
+	MPI_Info_set(in, "b", "2");
+	MPI_Info_set(in, "a", "one");
+	MPI_Info_set(in, "b", "two"); /* replaced in place: b stays first */
+	MPI_Info_get_nkeys(in, &n);
+	CK(n == 2, "two keys, not %d", n);
+	MPI_Info_get_nthkey(in, 0, key);
+	CK(!strcmp(key, "b"), "key 0 is '%s'", key);
+	MPI_Info_get_nthkey(in, 1, key);
+	CK(!strcmp(key, "a"), "key 1 is '%s'", key);
+	MPI_Info_get(in, "b", MPI_MAX_INFO_VAL, val, &flag);
+	CK(flag && !strcmp(val, "two"), "b is '%s' (flag %d)", val, flag);
+	/* a value cut to valuelen characters, terminated */
+	memset(val, 'x', sizeof(val));
+	MPI_Info_get(in, "a", 2, val, &flag);
+	CK(flag && !strcmp(val, "on") && val[3] == 'x', "a cut to 2 characters: '%.4s'", val);
+	MPI_Info_get_valuelen(in, "a", &len, &flag);
+	CK(flag && len == 3, "valuelen of a: %d", len);
+	MPI_Info_get(in, "zz", MPI_MAX_INFO_VAL, val, &flag);
+	CK(!flag, "a missing key found");
+	MPI_Info_get_valuelen(in, "zz", &len, &flag);
+	CK(!flag, "a missing key has a length");
+	CK(MPI_Info_dup(in, &dup) == MPI_SUCCESS, "Info_dup");
+	MPI_Info_delete(in, "b");
+	MPI_Info_get_nkeys(in, &n);
+	CK(n == 1, "after delete: %d keys", n);
+	MPI_Info_get_nkeys(dup, &n);
+	MPI_Info_get(dup, "b", MPI_MAX_INFO_VAL, val, &flag);
+	CK(n == 2 && flag && !strcmp(val, "two"), "the duplicate lost its keys: %d, '%s'", n, val);
+	/* the longest key and value there may be */
+	char lkey[MPI_MAX_INFO_KEY], *lval = malloc(MPI_MAX_INFO_VAL + 1);
+	memset(lkey, 'k', sizeof(lkey) - 1);
+	lkey[sizeof(lkey) - 1] = '\0';
+	memset(lval, 'v', MPI_MAX_INFO_VAL);
+	lval[MPI_MAX_INFO_VAL] = '\0';
+	CK(MPI_Info_set(in, lkey, lval) == MPI_SUCCESS, "the longest key and value refused");
+	MPI_Info_get_nthkey(in, 1, key);
+	CK(!strcmp(key, lkey), "the longest key back");
+	free(lval);
+	/* memory for messages, with and without hints */
+	double *a = NULL, *b = NULL;
+	CK(MPI_Alloc_mem(1000 * sizeof(double), MPI_INFO_NULL, &a) == MPI_SUCCESS && a && (uintptr_t)a % 64 == 0,
+	   "Alloc_mem without hints");
+	CK(MPI_Alloc_mem(1000 * sizeof(double), in, &b) == MPI_SUCCESS && b, "Alloc_mem with an info");
+	for (int i = 0; i < 1000; i++)
+		a[i] = rank + i;
+	MPI_Allreduce(a, b, 1000, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	int good = 1;
+	for (int i = 0; i < 1000; i++)
+		good &= b[i] == size * (size - 1) / 2.0 + (double)size * i;
+	CK(good, "an allreduce between Alloc_mem buffers");
+	int to = (rank + 1) % size, from = (rank + size - 1) % size;
+	MPI_Sendrecv(a, 1000, MPI_DOUBLE, to, 70, b, 1000, MPI_DOUBLE, from, 70, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	CK(b[0] == from && b[999] == from + 999, "a ring between Alloc_mem buffers: %g", b[0]);
+	void *z = NULL;
+	CK(MPI_Alloc_mem(0, MPI_INFO_NULL, &z) == MPI_SUCCESS && z && MPI_Free_mem(z) == MPI_SUCCESS, "Alloc_mem of 0 bytes");
+	CK(MPI_Free_mem(a) == MPI_SUCCESS && MPI_Free_mem(b) == MPI_SUCCESS, "Free_mem");
+	CK(MPI_Info_free(&in) == MPI_SUCCESS && in == MPI_INFO_NULL, "Info_free");
+	CK(MPI_Info_free(&dup) == MPI_SUCCESS && dup == MPI_INFO_NULL, "Info_free of the duplicate");
+}
+
 /* ---------------------------------------------------------------- errors */
 
 static void errors(void)
@@ -1016,7 +1086,7 @@ static void errors(void)
 	struct expect {
 		int rc, want;
 		const char *what;
-	} e[48];
+	} e[64];
 	int ne = 0;
 #define E(call, cls_) e[ne++] = (struct expect){(call), (cls_), #call}
 	E(MPI_Send(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
@@ -1052,6 +1122,31 @@ static void errors(void)
 	E(MPI_Cancel(&nreq), MPI_ERR_REQUEST);
 	CK(tint == MPI_INT && wc == MPI_COMM_WORLD && sum == MPI_SUM, "a refused free changed its handle");
 	E(MPI_Get_count(NULL, MPI_INT, &x), MPI_ERR_ARG);
+	/* info objects and memory */
+	MPI_Info in = MPI_INFO_NULL, none = MPI_INFO_NULL;
+	char buf[8], longkey[MPI_MAX_INFO_KEY + 8];
+	memset(longkey, 'k', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = '\0';
+	char *longval = malloc(MPI_MAX_INFO_VAL + 2);
+	memset(longval, 'v', MPI_MAX_INFO_VAL + 1);
+	longval[MPI_MAX_INFO_VAL + 1] = '\0';
+	MPI_Info_create(&in);
+	E(MPI_Info_free(&none), MPI_ERR_INFO);
+	E(MPI_Info_set((MPI_Info)5555, "a", "b"), MPI_ERR_INFO);
+	E(MPI_Info_set(in, longkey, "b"), MPI_ERR_INFO_KEY);
+	E(MPI_Info_set(in, "", "b"), MPI_ERR_INFO_KEY);
+	E(MPI_Info_set(in, "a", longval), MPI_ERR_INFO_VALUE);
+	E(MPI_Info_set(in, "a", ""), MPI_ERR_INFO_VALUE);
+	E(MPI_Info_delete(in, "never-set"), MPI_ERR_INFO_NOKEY);
+	E(MPI_Info_get_nthkey(in, 0, buf), MPI_ERR_ARG);
+	void *mem = NULL;
+	E(MPI_Alloc_mem((MPI_Aint)1 << 60, MPI_INFO_NULL, &mem), MPI_ERR_NO_MEM);
+	E(MPI_Alloc_mem(-1, MPI_INFO_NULL, &mem), MPI_ERR_ARG);
+	E(MPI_Alloc_mem(8, (MPI_Info)5555, &mem), MPI_ERR_INFO);
+	E(MPI_Free_mem(buf), MPI_ERR_ARG);
+	CK(mem == NULL, "a refused Alloc_mem gave memory");
+	MPI_Info_free(&in);
+	free(longval);
 	/* truncation: a message of 4 ints into a buffer of 1 */
 	int to = (rank + 1) % size, from = (rank + size - 1) % size;
 	MPI_Request r;
@@ -1100,7 +1195,8 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} sections[] = {{"zero", zero_p2p},   {"zero", zero_coll},     {"inplace", inplace}, {"persist", persist},
-			{"elements", elements}, {"probe", probe}, {"comm", comm}, {"misc", misc}, {"errors", errors}};
+			{"elements", elements}, {"probe", probe}, {"comm", comm}, {"misc", misc}, {"info", info},
+			{"errors", errors}};
 	for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
 		int want = argc < 2;
 		for (int a = 1; a < argc; a++)
