@@ -25,6 +25,7 @@
 static void usage(FILE *out)
 {
 	fputs("usage: torusrun --torus DIMS [options] -- PROGRAM [ARGS...]\n"
+	      "       torusrun -np N [options] -- PROGRAM [ARGS...]\n"
 	      "\n"
 	      "Run PROGRAM once per node of an emulated torus, like mpirun. Each node is an\n"
 	      "OS process; inside it the library starts one thread per core and the node's\n"
@@ -32,6 +33,13 @@ static void usage(FILE *out)
 	      "\n"
 	      "options:\n"
 	      "  --torus AxBx...      torus shape, 1 to 6 dimensions (e.g. 4x4x4, 8, 2x2x2x2x2)\n"
+	      "  -np N, -n N, --np N  N nodes, 1..65536, as mpirun's -np: one MPI rank a node\n"
+	      "                       (--cores still sets each node's cores). Without --torus\n"
+	      "                       torusrun picks the most cubic torus of N nodes in at\n"
+	      "                       most 3 dimensions, largest first, as MPI_Dims_create\n"
+	      "                       (12: 3x2x2, 16: 4x2x2, 8: 2x2x2, 6: 3x2, 7: 7) and\n"
+	      "                       names it on stderr (not with --quiet); with --torus, or\n"
+	      "                       a config file's torus, N must be its number of nodes\n"
 	      "  --cores N            cores (threads) per node, 1..64 (default 1)\n"
 	      "  --cores-map A,B,...  cores of each node in rank order (overrides --cores)\n"
 	      "  --config FILE        read 'key = value' lines: torus, cores, cores-map, timeout,\n"
@@ -153,6 +161,41 @@ static int parse_seconds(const char *text, double *out)
 		return -EINVAL;
 	*out = strtod(text, NULL);
 	return 0;
+}
+
+/*
+ * -np N without a torus: N nodes as MPI_Dims_create(N, 3) arranges them, the
+ * three sizes as close to each other as can be (the smallest difference
+ * between the largest and the smallest, then the smallest largest), largest
+ * first, trailing 1s dropped: 12 is 3x2x2, 16 4x2x2, 6 3x2, 7 just 7. Every
+ * size must be at most TORUS_MAX_DIM_SIZE: -ERANGE when N has a larger prime
+ * factor, as then no torus of N nodes exists.
+ */
+static int np_shape(uint32_t n, struct torus_shape *out)
+{
+	uint32_t best[3] = {0, 0, 0};
+	for (uint32_t c = 1; (uint64_t)c * c * c <= n; c++) {
+		if (n % c)
+			continue;
+		uint32_t m = n / c;
+		for (uint32_t b = c; (uint64_t)b * b <= m; b++) {
+			uint32_t a = m / b;
+			if (m % b || a > TORUS_MAX_DIM_SIZE)
+				continue;
+			if (!best[0] || a - c < best[0] - best[2] || (a - c == best[0] - best[2] && a < best[0])) {
+				best[0] = a;
+				best[1] = b;
+				best[2] = c;
+			}
+		}
+	}
+	if (!best[0])
+		return -ERANGE;
+	uint32_t nd = 3;
+	while (nd > 1 && best[nd - 1] == 1)
+		nd--;
+	char err[128];
+	return torus_shape_init(out, nd, best, err, sizeof(err));
 }
 
 static const char *const setting_keys[EMU_SET_COUNT] = {"torus", "cores", "cores-map", "timeout", "report"};
@@ -577,7 +620,7 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	/* command line: the last of a repeated option wins */
 	const char *opt[EMU_SET_COUNT] = {0};
 	struct emu_settings cli, file;
-	const char *config_path = NULL, *trace_buffer = NULL, *chaos = NULL, *wtime = NULL;
+	const char *config_path = NULL, *trace_buffer = NULL, *chaos = NULL, *wtime = NULL, *np = NULL;
 	char perr[256];
 	int i, rc = -EINVAL;
 	/* parameters: config file first, then --param in order */
@@ -621,6 +664,7 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 				    : !strcmp(a, "--trace-buffer") ? &trace_buffer
 				    : !strcmp(a, "--chaos")	   ? &chaos
 				    : !strcmp(a, "--wtime")	   ? &wtime
+				    : !strcmp(a, "-np") || !strcmp(a, "-n") || !strcmp(a, "--np") ? &np
 				    : !strcmp(a, "--link")	   ? &link_args[nlinkarg < TORUS_MAX_LINK_SETS ? nlinkarg : 0]
 								   : NULL;
 		for (int k = 0; k < EMU_SET_COUNT && !slot; k++)
@@ -633,7 +677,8 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 				snprintf(err, errlen, "expected '--' before the program '%s'", a);
 			goto out;
 		}
-		if (!next) {
+		/* a count is never "--": "-np -- PROGRAM" forgot it */
+		if (!next || (slot == &np && !strcmp(next, "--"))) {
 			snprintf(err, errlen, "option %s needs a value", a);
 			goto out;
 		}
@@ -651,6 +696,8 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 			}
 			nparam++;
 		}
+		if (slot == &np)
+			cfg->np_opt = a;
 		*slot = next;
 		i++;
 	}
@@ -692,6 +739,10 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 		snprintf(err, errlen, "bad --chaos '%s': a seed, 1..4294967295 (0: off)", chaos);
 		goto out;
 	}
+	if (np && parse_u32(np, strlen(np), 1, TORUS_MAX_NODES, &cfg->np)) {
+		snprintf(err, errlen, "bad %s '%s': the number of nodes, 1..%u", cfg->np_opt, np, TORUS_MAX_NODES);
+		goto out;
+	}
 	if ((trace_buffer || cfg->trace_packets) && !cfg->trace_path) {
 		snprintf(err, errlen, "%s needs --trace FILE", trace_buffer ? "--trace-buffer" : "--trace-packets");
 		goto out;
@@ -700,11 +751,34 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 	struct emu_settings *src[EMU_SET_COUNT];
 	for (int k = 0; k < EMU_SET_COUNT; k++)
 		src[k] = cli.given >> k & 1 ? &cli : file.given >> k & 1 ? &file : NULL;
-	if (!src[EMU_SET_TORUS]) {
-		snprintf(err, errlen, "no torus shape: give --torus (e.g. --torus 4x4x4)");
+	if (src[EMU_SET_TORUS]) {
+		cfg->shape = src[EMU_SET_TORUS]->shape;
+	} else if (np) {
+		/* -np alone: torusrun picks the shape */
+		if (np_shape(cfg->np, &cfg->shape)) {
+			snprintf(err, errlen,
+				 "bad %s %u: no torus has %u nodes (it has a prime factor larger than %u, the largest "
+				 "size of a dimension)",
+				 cfg->np_opt, cfg->np, cfg->np, TORUS_MAX_DIM_SIZE);
+			goto out;
+		}
+		cfg->np_chose_shape = 1;
+	} else {
+		snprintf(err, errlen, "no torus shape: give --torus (e.g. --torus 4x4x4) or -np N");
 		goto out;
 	}
-	cfg->shape = src[EMU_SET_TORUS]->shape;
+	if (np && cfg->shape.nnodes != cfg->np) {
+		char dims[96];
+		torus_shape_format(&cfg->shape, dims, sizeof(dims));
+		if (src[EMU_SET_TORUS] == &cli)
+			snprintf(err, errlen,
+				 "%s %u but --torus %s has %u nodes (give either, or both with the same node count)",
+				 cfg->np_opt, cfg->np, dims, cfg->shape.nnodes);
+		else
+			snprintf(err, errlen, "%s %u but %s:%zu: torus %s has %u nodes", cfg->np_opt, cfg->np,
+				 config_path, file.line[EMU_SET_TORUS], dims, cfg->shape.nnodes);
+		goto out;
+	}
 	/* per-link settings: the file's, then the command line's; a later
 	 * setting of the same link direction wins field by field */
 	for (uint32_t k = 0; k < file.nlink + nlinkarg; k++) {

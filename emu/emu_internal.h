@@ -441,6 +441,9 @@ struct emu_job_config {
 	int argc;
 	int quiet;
 	int wtime_wall;             /* --wtime wall: MPI_Wtime reads the host's clock */
+	uint32_t np;                /* -np N (nodes), or 0 */
+	const char *np_opt;         /* the option as given: -np, -n or --np */
+	int np_chose_shape;         /* no torus was given: the shape is -np's choice */
 	int report_owned;
 	char program_path[4096];
 };

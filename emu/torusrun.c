@@ -12,6 +12,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "torusrun: %s\n", err);
 		return 2;
 	}
+	if (cfg.np_chose_shape && !cfg.quiet) {
+		char dims[96];
+		fprintf(stderr, "torusrun: %s %u: torus %s\n", cfg.np_opt, cfg.np,
+			torus_shape_format(&cfg.shape, dims, sizeof(dims)));
+	}
 	rc = emu_job_run(&cfg);
 	emu_config_free(&cfg);
 	return rc;

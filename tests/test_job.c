@@ -597,6 +597,91 @@ static void write_tmp(const char *name, const char *text)
 	fclose(f);
 }
 
+/* -np N as mpirun takes it: a job of N nodes, run with torus-hello, that
+ * finishes on `shape`; `said` is the line -np writes first on stderr when
+ * it picks the shape itself, NULL where it must write none */
+static void check_np(const char *opts, unsigned n, int cores, const char *shape, const char *said)
+{
+	char ran[128];
+	struct result r = run("$B/torusrun %s -- $B/torus-hello", opts);
+	snprintf(ran, sizeof(ran), "job finished: torus %s, %u nodes,", shape, n);
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_EQUAL(count_lines(r.out, "greetings at"), (int)n * cores);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.err, ran));
+	CU_ASSERT_EQUAL(count_lines(r.err, "torusrun: -"), said ? 1 : 0);
+	int first = !said || (!strncmp(r.err, said, strlen(said)) && r.err[strlen(said)] == '\n');
+	CU_ASSERT(first); /* one line, before the job's */
+	if (r.status || !strstr(r.err, ran) || !first)
+		fprintf(stderr, "torusrun %s: want %s, got %d:\n%s\n", opts, shape, r.status, r.err);
+	result_free(&r);
+}
+
+/* Without a torus, -np picks the most cubic shape of N nodes in at most 3
+ * dimensions, as MPI_Dims_create(N, 3), and names it */
+static void test_np_picks_shape(void)
+{
+	check_np("-np 12", 12, 1, "3x2x2", "torusrun: -np 12: torus 3x2x2");
+	check_np("-np 1", 1, 1, "1", "torusrun: -np 1: torus 1");
+	check_np("-np 7", 7, 1, "7", "torusrun: -np 7: torus 7");
+	check_np("-np 6", 6, 1, "3x2", "torusrun: -np 6: torus 3x2");
+	check_np("-np 8", 8, 1, "2x2x2", "torusrun: -np 8: torus 2x2x2");
+	check_np("-np 16", 16, 1, "4x2x2", "torusrun: -np 16: torus 4x2x2");
+	check_np("-np 64", 64, 1, "4x4x4", "torusrun: -np 64: torus 4x4x4");
+	/* -np counts nodes, not cores */
+	check_np("-np 9 --cores 2", 9, 2, "3x3", "torusrun: -np 9: torus 3x3");
+	/* the last of a repeated -np wins; --quiet: no line of -np's own */
+	struct result r = run("$B/torusrun -np 4 -np 12 --quiet -- $B/torus-hello");
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_EQUAL(count_lines(r.out, "greetings at"), 12);
+	CU_ASSERT_EQUAL(r.err[0], '\0');
+	result_free(&r);
+}
+
+/* mpirun's other spellings, -n N and --np N, named as given */
+static void test_np_spellings(void)
+{
+	check_np("-n 16", 16, 1, "4x2x2", "torusrun: -n 16: torus 4x2x2");
+	check_np("--np 5", 5, 1, "5", "torusrun: --np 5: torus 5");
+	struct result r = run("$B/torusrun --help");
+	CU_ASSERT(r.status == 0 && strstr(r.out, "-np N, -n N, --np N") && strstr(r.out, "torusrun -np N [options]"));
+	result_free(&r);
+}
+
+/* -np with a torus (--torus, or a config file's) of as many nodes runs on
+ * that shape, with no line of -np's own */
+static void test_np_with_torus(void)
+{
+	check_np("-np 8 --torus 2x2x2", 8, 1, "2x2x2", NULL);
+	check_np("--torus 4x2 -np 8", 8, 1, "4x2", NULL);
+	write_tmp("np8.cfg", "torus = 2x4\n");
+	check_np("--config $T/np8.cfg -np 8", 8, 1, "2x4", NULL);
+}
+
+/* -np: a count of 1..65536 nodes that some torus has, and agreeing with
+ * the torus given; else one line and exit 2, before anything starts */
+static void test_np_bad(void)
+{
+	static const struct {
+		const char *args, *says;
+	} bad[] = {
+		{"-np 8 --torus 4x4 " STARTS, "-np 8 but --torus 4x4 has 16 nodes"},
+		{"--torus 4x4 -n 8 " STARTS, "-n 8 but --torus 4x4 has 16 nodes"},
+		{"--config $T/np16.cfg -np 8 " STARTS, "np16.cfg:1: torus 4x4 has 16 nodes"},
+		{"-np 0 " STARTS, "bad -np '0': the number of nodes, 1..65536"},
+		{"-np -3 " STARTS, "bad -np '-3'"},
+		{"-np abc " STARTS, "bad -np 'abc'"},
+		{"-np 2.5 " STARTS, "bad -np '2.5'"},
+		{"--np 65537 " STARTS, "bad --np '65537'"},
+		{"-np " STARTS, "option -np needs a value"},
+		{"-np", "option -np needs a value"},
+		{"-np 4099 " STARTS, "no torus has 4099 nodes"}, /* a prime above the largest size */
+		{"-np 8 --cores-map 1,1,1 " STARTS, "3 entries for 8 nodes"},
+	};
+	write_tmp("np16.cfg", "torus = 4x4\n");
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+		check_bad(bad[k].args, bad[k].says);
+}
+
 /* Issue 12: paths and files that only failed once the job ran (or never). */
 static void test_bad_input_issue12(void)
 {
@@ -877,7 +962,8 @@ int main(int argc, char **argv)
 	static const struct cunit_case hello[] = {
 		CUNIT_CASE(test_hello_4x4x4_cores4), CUNIT_CASE(test_hello_shapes),
 		CUNIT_CASE(test_programs_help_and_misuse), CUNIT_CASE(test_report_schema),
-		CUNIT_CASE(test_config_file), CUNIT_CASE(test_per_link), CUNIT_CASE(test_node_join)};
+		CUNIT_CASE(test_config_file), CUNIT_CASE(test_per_link), CUNIT_CASE(test_node_join),
+		CUNIT_CASE(test_np_picks_shape), CUNIT_CASE(test_np_spellings), CUNIT_CASE(test_np_with_torus)};
 	static const struct cunit_case stress[] = {
 		CUNIT_CASE(test_stress_rings), CUNIT_CASE(test_stress_2d_3d), CUNIT_CASE(test_stress_4x4x4_cores4),
 		CUNIT_CASE(test_stress_5d_6d), CUNIT_CASE(test_stress_uneven_cores), CUNIT_CASE(test_stress_fixed_sizes)};
@@ -889,7 +975,7 @@ int main(int argc, char **argv)
 		CUNIT_CASE(test_hang_detector), CUNIT_CASE(test_fault_early_exit), CUNIT_CASE(test_hang_verdicts),
 		CUNIT_CASE(test_hang_stopped_node), CUNIT_CASE(test_progress_lines),
 		CUNIT_CASE(test_starved_not_hung), CUNIT_CASE(test_launcher_killed), CUNIT_CASE(test_bad_input),
-		CUNIT_CASE(test_bad_input_issue12), CUNIT_CASE(test_fifo_outputs)};
+		CUNIT_CASE(test_bad_input_issue12), CUNIT_CASE(test_np_bad), CUNIT_CASE(test_fifo_outputs)};
 	static const struct cunit_case large[] = {CUNIT_CASE(test_large_stress)};
 	static const struct cunit_suite all[] = {
 		{"job.hello", hello, CUNIT_COUNT(hello)},
