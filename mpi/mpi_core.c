@@ -358,6 +358,15 @@ static const char *const err_text[MPI_ERR_LASTCODE] = {
 	[MPI_ERR_INFO_VALUE] = "info value too long or empty",
 	[MPI_ERR_INFO_NOKEY] = "no such info key",
 	[MPI_ERR_NO_MEM] = "out of memory for MPI_Alloc_mem",
+	[MPI_ERR_WIN] = "invalid window",
+	[MPI_ERR_BASE] = "invalid base for MPI_Free_mem",
+	[MPI_ERR_SIZE] = "invalid window size",
+	[MPI_ERR_DISP] = "invalid displacement",
+	[MPI_ERR_LOCKTYPE] = "invalid lock type",
+	[MPI_ERR_ASSERT] = "invalid assertion",
+	[MPI_ERR_RMA_CONFLICT] = "conflicting accesses to a window",
+	[MPI_ERR_RMA_SYNC] = "one-sided call outside its epoch",
+	[MPI_ERR_RMA_RANGE] = "access outside the target's window",
 };
 
 int MPI_Error_string(int errorcode, char *string, int *resultlen)
@@ -1424,7 +1433,7 @@ static int post_send(const void *buf, uint64_t bytes, int dest, int tag, MPI_Com
 }
 
 /* Post descriptor d, handling arrivals while the FIFO is full. */
-static int post_desc(struct dma_desc *d)
+int mpi_post_desc(struct dma_desc *d)
 {
 	int rc;
 	while ((rc = dma_injfifo_post(mpi_g.fifo, d, 0)) == -EAGAIN)
@@ -1485,7 +1494,7 @@ static int post_send_tagged(const void *buf, uint64_t bytes, int dest, int tag, 
 		rz_append(&mpi_g.rz_wait, r);
 		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 4, r->shortbuf, sizeof(h), mpi_g.inj);
 		d.tag = trace;
-		if ((rc = post_desc(&d)) && rz_remove(&mpi_g.rz_wait, r) && region != DMA_NO_COUNTER)
+		if ((rc = mpi_post_desc(&d)) && rz_remove(&mpi_g.rz_wait, r) && region != DMA_NO_COUNTER)
 			send_region_release(region);
 		return rc;
 	}
@@ -1521,16 +1530,16 @@ static int eager_post(uint32_t node, const struct mpi_env *e, const void *buf, u
 			d.flags |= DMA_F_ANY_ORDER;
 			d.key = ++mpi_g.cur[node].any_sent; /* (never 0: 0 says timed) */
 		}
-		return post_desc(&d);
+		return mpi_post_desc(&d);
 	}
 	memcpy(hdr, e, sizeof(*e));
 	dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 1, hdr, sizeof(*e), mpi_g.inj);
 	d.tag = trace;
-	rc = post_desc(&d);
+	rc = mpi_post_desc(&d);
 	if (!rc && bytes) {
 		dma_desc_memfifo(&d, node, 0, TORUS_MPI_DISPATCH, 2, buf, bytes, mpi_g.inj);
 		d.tag = trace;
-		rc = post_desc(&d);
+		rc = mpi_post_desc(&d);
 	}
 	return rc;
 }
@@ -2266,6 +2275,8 @@ uint32_t mpi_coll_trace(int tag)
 {
 	static const uint32_t by[] = {TORUS_TAG_BCAST, TORUS_TAG_REDUCE, TORUS_TAG_GATHER, TORUS_TAG_SCATTER,
 				      TORUS_TAG_ALLTOALL, TORUS_TAG_SCAN, TORUS_TAG_ALLREDUCE};
+	if (tag <= -40 && tag >= -43) /* mpi_win.c's: accumulates, then an epoch's own */
+		return TORUS_TAG(TORUS_TAG_RMA, 0, tag >= -41 ? TORUS_RMA_ACC : TORUS_RMA_SYNC, 0, 0);
 	int k = -10 - tag; /* -10, -11, ... */
 	return TORUS_TAG(k >= 0 && k < (int)(sizeof(by) / sizeof(by[0])) ? by[k] : TORUS_TAG_NONE, 0, 0, 0, 0);
 }

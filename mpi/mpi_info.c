@@ -10,7 +10,7 @@
  *
  * MPI_Alloc_mem hands out 64-byte aligned memory (more than the host's
  * available memory is MPI_ERR_NO_MEM at once) and remembers it, so that
- * MPI_Free_mem refuses what it did not hand out (MPI_ERR_ARG) instead of
+ * MPI_Free_mem refuses what it did not hand out (MPI_ERR_BASE) instead of
  * freeing it. Only the program's main thread calls MPI (MPI_THREAD_FUNNELED),
  * so neither needs a lock.
  */
@@ -276,5 +276,5 @@ int MPI_Free_mem(void *base)
 			free(base);
 			return MPI_SUCCESS;
 		}
-	return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Free_mem", "%p did not come from MPI_Alloc_mem", base);
+	return mpi_error(MPI_COMM_WORLD, MPI_ERR_BASE, "MPI_Free_mem", "%p did not come from MPI_Alloc_mem", base);
 }

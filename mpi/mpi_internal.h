@@ -323,6 +323,10 @@ int mpi_recv_raw(void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm);
 int mpi_isend_raw(struct torus_mpi_request *r, const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm);
 void mpi_irecv_raw(struct torus_mpi_request *r, void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm);
 int mpi_wait_raw(struct torus_mpi_request *r);
+/* Post a DMA descriptor on the rank's injection FIFO (every descriptor
+ * of the rank goes there, so those for one node arrive in order),
+ * handling arrivals while it is full. */
+int mpi_post_desc(struct dma_desc *d);
 /* The trace tag (TORUS_TAG) of a collective's own message tag (mpi_coll.c's TAG_*). */
 uint32_t mpi_coll_trace(int tag);
 /* mpi_rooted.c: gather and scatter through relays on the root's axes.

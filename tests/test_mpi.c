@@ -83,6 +83,87 @@ static void test_mpi2_basics(void)
 	}
 }
 
+/* The emulated time a job ran ("emulated time X us" in torusrun's last
+ * line), or -1. */
+static double emulated_us(const char *err)
+{
+	const char *p = strstr(err, "emulated time ");
+	return p ? atof(p + 14) : -1;
+}
+
+/*
+ * One-sided communication (tests/mpi/mpi_rma.c): puts, gets and
+ * accumulates through fence, PSCW and lock epochs, checked byte by byte on
+ * 1 to 16 ranks; fence and PSCW epochs at the same emulated time under
+ * chaos; a traced run names its one-sided traffic; and a put of 1 MiB to a
+ * neighbour takes the model's time to the picosecond: its first packet
+ * starts inj_overhead after the post, and its 4370 packets follow back to
+ * back, each serialised at link_bw.
+ */
+static void test_mpi_rma(void)
+{
+	build("mpi_rma.c", "mpi_rma", "");
+	const int light = getenv("TORUS_TEST_LIGHT") != NULL;
+	static const char *const shapes[] = {"--torus 1", "--torus 2x2", "--torus 3 --cores-map 1,3,2", "--torus 4x4",
+					     "--torus 2x2x2 --cores 2"};
+	static const int shapes_light[] = {1, 1, 1, 0, 0};
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		if (light && !shapes_light[i])
+			continue;
+		struct result r = run("$B/torusrun %s --timeout 60 --quiet -- $T/mpi_rma", shapes[i]);
+		EXPECT(r.status == 0 && strstr(r.out, "rma: all passed:") && !strstr(r.out, "FAILED"),
+		       "%s: status %d\n%.2000s\n%.1000s", shapes[i], r.status, r.out, r.err);
+		result_free(&r);
+	}
+	/* exact: fence and PSCW epochs give one emulated time, whatever the
+	 * host's scheduling */
+	double t[3];
+	for (int k = 0; k < 3; k++) {
+		struct result r = run("$B/torusrun --torus %s --chaos %d --timeout 60 -- $T/mpi_rma fence pscw errors",
+				      light ? "2x2" : "4x4", k + 1);
+		t[k] = emulated_us(r.err);
+		EXPECT(r.status == 0 && t[k] > 0, "chaos %d: status %d\n%.1000s", k + 1, r.status, r.err);
+		result_free(&r);
+	}
+	EXPECT(t[0] == t[1] && t[1] == t[2], "fence and PSCW: %.3f, %.3f and %.3f us under chaos", t[0], t[1], t[2]);
+	/* traced: the one-sided traffic by name */
+	struct result r = run("$B/torusrun --torus 2x2 --quiet --trace $T/rma.trace -- $T/mpi_rma >/dev/null && "
+			      "$B/torus-trace $T/rma.trace");
+	static const char *const names[] = {"\none-sided put ", "\none-sided get ", "\none-sided accumulate ",
+					    "\none-sided sync "};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		EXPECT(r.status == 0 && strstr(r.out, names[i]), "trace has no %s:\n%.3000s", names[i] + 1, r.out);
+	EXPECT(!strstr(r.out, "\nuntagged "), "untagged traffic:\n%.3000s", r.out);
+	result_free(&r);
+	/* a put of 1 MiB to the neighbour, packet by packet against the model
+	 * (default parameters: 240 payload bytes a packet, 16 of header, 32-byte
+	 * chunks, 14 bytes of acknowledgement, 425 MB/s, 100 ns to inject) */
+	r = run("$B/torusrun --torus 2 --quiet --trace $T/put.trace --trace-packets -- $T/mpi_rma puttime 1048576 && "
+		"$B/torus-trace $T/put.trace --packets 0:x+ | grep 'one-sided put'");
+	const char *at = strstr(r.out, "posted at ");
+	unsigned long long t0 = at ? strtoull(at + 10, NULL, 10) : 0, first = 0, prev = 0, end = 0, start, stop;
+	unsigned long long n = 0, gaps = 0, bytes = 0, payload;
+	for (const char *line = strstr(r.out, "\n0,"); line; line = strstr(line + 1, "\n0,")) {
+		if (sscanf(line + 1, "0,\"(0)\",x+,1,%llu,%llu,1,%llu", &start, &stop, &payload) != 3)
+			continue;
+		if (!n++)
+			first = start;
+		else
+			gaps += start != prev;
+		prev = end = stop;
+		bytes += payload;
+	}
+	/* serialisation: ceil(wire * 1e12 / 425e6) ps, wire = roundup(16 + x, 32) + 14 */
+	const unsigned long long full = (270ull * 1000000000000ull + 424999999ull) / 425000000ull,
+				 last = (46ull * 1000000000000ull + 424999999ull) / 425000000ull;
+	EXPECT(r.status == 0 && t0 > 0 && n == 4370 && bytes == 1048576 && gaps == 0 && first == t0 + 100000 &&
+		       end == first + 4369 * full + last,
+	       "put of 1 MiB posted at %llu ps: %llu packets (%llu bytes, %llu gaps), first starts at %llu (model %llu), "
+	       "last ends at %llu (model %llu)\n%.300s",
+	       t0, n, bytes, gaps, first, t0 + 100000, end, t0 + 100000 + 4369 * full + last, r.err);
+	result_free(&r);
+}
+
 static void test_mpi_check(void)
 {
 	build("mpi_check.c", "mpi_check", "");
@@ -362,7 +443,7 @@ int main(int argc, char **argv)
 	if (job_util_init())
 		return 2;
 	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpicxx), CUNIT_CASE(test_mpi2_basics),
-						  CUNIT_CASE(test_mpi_check), CUNIT_CASE(test_mpi_conform),
+						  CUNIT_CASE(test_mpi_rma), CUNIT_CASE(test_mpi_check), CUNIT_CASE(test_mpi_conform),
 						  CUNIT_CASE(test_mpi_failures), CUNIT_CASE(test_mpi_deadlocks),
 						  CUNIT_CASE(test_mpi_small_collectives),
 						  CUNIT_CASE(test_mpi_eager_promise)};

@@ -528,6 +528,7 @@ static const char *coll_name(uint32_t c)
 	case TORUS_TAG_SCATTER: return "scatter";
 	case TORUS_TAG_SCAN: return "scan";
 	case TORUS_TAG_P2P: return "point-to-point";
+	case TORUS_TAG_RMA: return "one-sided";
 	case TORUS_TAG_CONTROL: return "control";
 	default: return "untagged";
 	}
@@ -538,6 +539,13 @@ static const char *stage_name(uint32_t s)
 	return s == TORUS_STAGE_RS ? "RS" : s == TORUS_STAGE_AG ? "AG" : "";
 }
 
+/* one-sided traffic's kind (the stage field of its tag) */
+static const char *rma_name(uint32_t s)
+{
+	static const char *kinds[] = {"", "put", "get", "accumulate", "sync"};
+	return s < 5 ? kinds[s] : "";
+}
+
 void tt_tag_name(uint32_t tag, char *buf, size_t len)
 {
 	static const char *algos[16] = {"",       "multicolor ", "ring ",  "direct ", "factor ",
@@ -545,6 +553,10 @@ void tt_tag_name(uint32_t tag, char *buf, size_t len)
 	uint32_t c = torus_tag_coll(tag), s = torus_tag_stage(tag), st = torus_tag_stream(tag), a = torus_tag_algo(tag);
 	if (c == TORUS_TAG_NONE || c == TORUS_TAG_CONTROL) {
 		snprintf(buf, len, "%s", coll_name(c));
+		return;
+	}
+	if (c == TORUS_TAG_RMA) {
+		snprintf(buf, len, "%s %s", coll_name(c), rma_name(s));
 		return;
 	}
 	if (a == TORUS_ALGO_MULTICOLOR)
@@ -731,8 +743,11 @@ int tt_phases(const struct tt_trace *t, struct tt_phase **out)
 			k = n++;
 			at[tt_phase_key(r->tag)] = (uint16_t)n;
 			p[k] = (struct tt_phase){c, torus_tag_stage(r->tag), torus_tag_phase(r->tag), r->start, r->end, ""};
-			snprintf(p[k].name, sizeof(p[k].name), "%s %s%sphase %u", coll_name(c), stage_name(p[k].stage),
-				 p[k].stage ? " " : "", p[k].phase);
+			if (c == TORUS_TAG_RMA)
+				snprintf(p[k].name, sizeof(p[k].name), "%s %s", coll_name(c), rma_name(p[k].stage));
+			else
+				snprintf(p[k].name, sizeof(p[k].name), "%s %s%sphase %u", coll_name(c),
+					 stage_name(p[k].stage), p[k].stage ? " " : "", p[k].phase);
 		}
 		if (r->start < p[k].start)
 			p[k].start = r->start;

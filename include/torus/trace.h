@@ -62,6 +62,9 @@ enum torus_tag_coll {
 	TORUS_TAG_SCATTER = 9,
 	TORUS_TAG_SCAN = 10,
 	TORUS_TAG_P2P = 11,
+	/* one-sided communication (MPI_Put, MPI_Get, ...): its kind in the
+	 * stage field (enum torus_tag_rma) */
+	TORUS_TAG_RMA = 12,
 	TORUS_TAG_CONTROL = 15,    /* a collective's address exchange, barriers */
 };
 /* Algorithms in a tag. */
@@ -71,6 +74,9 @@ enum torus_tag_algo {
 	TORUS_ALGO_FACTOR = 4, TORUS_ALGO_XOR = 5, TORUS_ALGO_MESH2D = 6, TORUS_ALGO_BRUCK = 7, TORUS_ALGO_TORUS = 8,
 	TORUS_ALGO_HIER_FACTOR = 9
 };
+/* One-sided traffic (TORUS_TAG_RMA): puts, gets (request and data),
+ * accumulates, and the synchronisation's own (locks, epochs' messages). */
+enum torus_tag_rma { TORUS_RMA_PUT = 1, TORUS_RMA_GET = 2, TORUS_RMA_ACC = 3, TORUS_RMA_SYNC = 4 };
 /* Stages of a bucket collective (allreduce = reduce-scatter then allgather). */
 enum torus_tag_stage { TORUS_STAGE_NONE = 0, TORUS_STAGE_RS = 1, TORUS_STAGE_AG = 2 };
 

@@ -7,8 +7,9 @@
  * Reduce_scatter_block) run the catalogue's; MPI_Wtime is the rank's
  * emulated time (TORUS_MPI_WTIME=wall: the host's clock).
  *
- * What is here is listed in README.md ("MPI front end"); a function that is
- * not is a link error naming it.
+ * What is here is listed in README.md ("MPI front end"): MPI-1, and of
+ * MPI-2 info objects, MPI_Alloc_mem and one-sided communication; a
+ * function that is not is a link error naming it.
  */
 #ifndef TORUS_MPI_H
 #define TORUS_MPI_H
@@ -112,6 +113,8 @@ enum {
 	MPI_ERR_ROOT, MPI_ERR_GROUP, MPI_ERR_OP, MPI_ERR_TOPOLOGY, MPI_ERR_DIMS, MPI_ERR_ARG, MPI_ERR_UNKNOWN,
 	MPI_ERR_TRUNCATE, MPI_ERR_OTHER, MPI_ERR_INTERN, MPI_ERR_IN_STATUS, MPI_ERR_PENDING,
 	MPI_ERR_INFO, MPI_ERR_INFO_KEY, MPI_ERR_INFO_VALUE, MPI_ERR_INFO_NOKEY, MPI_ERR_NO_MEM,
+	MPI_ERR_WIN, MPI_ERR_BASE, MPI_ERR_SIZE, MPI_ERR_DISP, MPI_ERR_LOCKTYPE, MPI_ERR_ASSERT,
+	MPI_ERR_RMA_CONFLICT, MPI_ERR_RMA_SYNC, MPI_ERR_RMA_RANGE,
 	MPI_ERR_LASTCODE
 };
 
@@ -134,9 +137,9 @@ int MPI_Info_free(MPI_Info *info);
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
 int MPI_Free_mem(void *base);
 
-/* The names of one-sided communication (MPI-2), so that programs which
- * mention them compile: the calls themselves are not provided (a program
- * that calls MPI_Win_create fails to link, naming it). */
+/* One-sided communication (MPI-2) on the DMA unit: windows, puts (direct
+ * puts), gets (remote gets), accumulates, and the three kinds of epoch:
+ * fence, post/start/complete/wait, lock/unlock. */
 typedef int MPI_Win;
 #define MPI_WIN_NULL 0
 enum { MPI_WIN_BASE = 101, MPI_WIN_SIZE, MPI_WIN_DISP_UNIT };
@@ -146,6 +149,25 @@ enum { MPI_LOCK_EXCLUSIVE = 234, MPI_LOCK_SHARED };
 #define MPI_MODE_NOPUT 4096
 #define MPI_MODE_NOPRECEDE 8192
 #define MPI_MODE_NOSUCCEED 16384
+/* MPI_Accumulate's operation that stores the origin's data */
+#define MPI_REPLACE 50
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int MPI_Win_free(MPI_Win *win);
+int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+int MPI_Win_get_group(MPI_Win win, MPI_Group *group);
+int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+	    MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win);
+int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+	    MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win);
+int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+		   MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int MPI_Win_fence(int assert, MPI_Win win);
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_complete(MPI_Win win);
+int MPI_Win_wait(MPI_Win win);
+int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
+int MPI_Win_unlock(int rank, MPI_Win win);
 
 /* environment */
 int MPI_Init(int *argc, char ***argv);

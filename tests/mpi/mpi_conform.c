@@ -1143,7 +1143,7 @@ static void errors(void)
 	E(MPI_Alloc_mem((MPI_Aint)1 << 60, MPI_INFO_NULL, &mem), MPI_ERR_NO_MEM);
 	E(MPI_Alloc_mem(-1, MPI_INFO_NULL, &mem), MPI_ERR_ARG);
 	E(MPI_Alloc_mem(8, (MPI_Info)5555, &mem), MPI_ERR_INFO);
-	E(MPI_Free_mem(buf), MPI_ERR_ARG);
+	E(MPI_Free_mem(buf), MPI_ERR_BASE);
 	CK(mem == NULL, "a refused Alloc_mem gave memory");
 	MPI_Info_free(&in);
 	free(longval);
