@@ -15,7 +15,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,6 +68,15 @@ static void usage(FILE *out)
 	      "                       NAME=VALUE[,NAME=VALUE]; e.g. --link 1.0.0:+y:link_bw=100MB/s\n"
 	      "  --wtime emulated|wall  what MPI_Wtime reads in an MPI program (mpi.h): the\n"
 	      "                       rank's emulated time (the default) or the host's clock\n"
+	      "  --compute-speed F    an MPI program's own work between MPI calls takes\n"
+	      "                       emulated time: each rank's measured CPU time divided by\n"
+	      "                       F (1: a core as fast as this host's; 0.25: four times\n"
+	      "                       slower). Measured time varies from run to run, and so do\n"
+	      "                       the emulated times then (default: the work is free)\n"
+	      "  --compute-cpi C@HZ   the same, from the instructions each rank retires (the\n"
+	      "                       host's hardware counter) at C cycles each and HZ, e.g.\n"
+	      "                       1.2@850MHz: it repeats; refused where the host has no\n"
+	      "                       such counter (most virtual machines)\n"
 	      "  --exact              accepted and ignored: every job is timed exactly (the\n"
 	      "                       timekeeper simulates every packet in virtual-time\n"
 	      "                       order, so times repeat to the picosecond)\n"
@@ -615,12 +627,78 @@ static void one_line(char *s)
 			*s = '?';
 }
 
+/* Can this process count the instructions it retires (perf_event_open)?
+ * 0, or a negative errno and why. */
+static int instr_counter_probe(char *why, size_t len)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_HARDWARE;
+	a.size = sizeof(a);
+	a.config = PERF_COUNT_HW_INSTRUCTIONS;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(why, len, "%s%s", strerror(e),
+			 e == ENOENT || e == EOPNOTSUPP ? ": this host has no hardware performance counters (as most "
+							  "virtual machines)"
+			 : e == EACCES || e == EPERM	 ? ": see /proc/sys/kernel/perf_event_paranoid"
+							 : "");
+		return -e;
+	}
+	close((int)fd);
+	return 0;
+}
+
+/* --compute-speed F and --compute-cpi C@HZ (at most one). */
+static int compute_parse(struct emu_job_config *cfg, const char *speed, const char *cpi, char *err, size_t errlen)
+{
+	char *end = NULL;
+	if (speed && cpi) {
+		snprintf(err, errlen, "--compute-speed and --compute-cpi: give one of them");
+		return -EINVAL;
+	}
+	if (speed) {
+		errno = 0;
+		double f = strtod(speed, &end);
+		if (errno || end == speed || *end || !(f >= 1e-6 && f <= 1e6)) {
+			snprintf(err, errlen, "bad --compute-speed '%s': a factor from 1e-6 to 1e6 (1: this host's speed)",
+				 speed);
+			return -EINVAL;
+		}
+		cfg->compute_speed = f;
+	}
+	if (cpi) {
+		errno = 0;
+		double c = strtod(cpi, &end);
+		double hz = end && *end == '@' ? strtod(end + 1, &end) : 0;
+		double unit = !strcmp(end, "Hz") || !*end ? 1 : !strcmp(end, "kHz") ? 1e3 : !strcmp(end, "MHz") ? 1e6
+			      : !strcmp(end, "GHz") ? 1e9 : 0;
+		if (errno || !(c > 0 && c <= 1e6) || !unit || !(hz * unit >= 1e3 && hz * unit <= 1e12)) {
+			snprintf(err, errlen, "bad --compute-cpi '%s': CYCLES_PER_INSTRUCTION@CLOCK, e.g. 1.2@850MHz", cpi);
+			return -EINVAL;
+		}
+		char why[160];
+		if (instr_counter_probe(why, sizeof(why))) {
+			snprintf(err, errlen, "--compute-cpi: cannot count instructions here: %s; --compute-speed charges "
+				 "measured CPU time instead", why);
+			return -ENOTSUP;
+		}
+		cfg->compute_cpi = c;
+		cfg->compute_hz = (uint64_t)(hz * unit + 0.5);
+	}
+	return 0;
+}
+
 int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *err, size_t errlen)
 {
 	/* command line: the last of a repeated option wins */
 	const char *opt[EMU_SET_COUNT] = {0};
 	struct emu_settings cli, file;
 	const char *config_path = NULL, *trace_buffer = NULL, *chaos = NULL, *wtime = NULL, *np = NULL;
+	const char *cspeed = NULL, *ccpi = NULL;
 	char perr[256];
 	int i, rc = -EINVAL;
 	/* parameters: config file first, then --param in order */
@@ -664,6 +742,8 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 				    : !strcmp(a, "--trace-buffer") ? &trace_buffer
 				    : !strcmp(a, "--chaos")	   ? &chaos
 				    : !strcmp(a, "--wtime")	   ? &wtime
+				    : !strcmp(a, "--compute-speed") ? &cspeed
+				    : !strcmp(a, "--compute-cpi") ? &ccpi
 				    : !strcmp(a, "-np") || !strcmp(a, "-n") || !strcmp(a, "--np") ? &np
 				    : !strcmp(a, "--link")	   ? &link_args[nlinkarg < TORUS_MAX_LINK_SETS ? nlinkarg : 0]
 								   : NULL;
@@ -735,6 +815,9 @@ int emu_config_parse(int argc, char **argv, struct emu_job_config *cfg, char *er
 		goto out;
 	}
 	cfg->wtime_wall = wtime && !strcmp(wtime, "wall");
+	if ((rc = compute_parse(cfg, cspeed, ccpi, err, errlen)))
+		goto out;
+	rc = -EINVAL;
 	if (chaos && parse_u32(chaos, strlen(chaos), 0, UINT32_MAX, &cfg->chaos_seed)) {
 		snprintf(err, errlen, "bad --chaos '%s': a seed, 1..4294967295 (0: off)", chaos);
 		goto out;

@@ -444,6 +444,11 @@ struct emu_job_config {
 	uint32_t np;                /* -np N (nodes), or 0 */
 	const char *np_opt;         /* the option as given: -np, -n or --np */
 	int np_chose_shape;         /* no torus was given: the shape is -np's choice */
+	/* an MPI program's own computation (TORUS_MPI_COMPUTE): free (both 0),
+	 * --compute-speed F (its measured CPU time / F), or --compute-cpi C@HZ
+	 * (instructions retired * C / HZ) */
+	double compute_speed, compute_cpi;
+	uint64_t compute_hz;
 	int report_owned;
 	char program_path[4096];
 };

@@ -83,6 +83,13 @@ static void child_exec(const struct emu_job_config *cfg, int fd, uint32_t rank, 
 	setenv("TORUS_SHAPE", v, 1);
 	if (cfg->wtime_wall)
 		setenv("TORUS_MPI_WTIME", "wall", 1);
+	if (cfg->compute_speed > 0) {
+		snprintf(v, sizeof(v), "speed:%.17g", cfg->compute_speed);
+		setenv("TORUS_MPI_COMPUTE", v, 1);
+	} else if (cfg->compute_cpi > 0) {
+		snprintf(v, sizeof(v), "cpi:%.17g:%llu", cfg->compute_cpi, (unsigned long long)cfg->compute_hz);
+		setenv("TORUS_MPI_COMPUTE", v, 1);
+	}
 	execv(cfg->program_path, cfg->argv);
 	fprintf(stderr, "torusrun: node %u: cannot run %s: %s\n", rank, cfg->program_path, strerror(errno));
 	_exit(127);

@@ -17,6 +17,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "torusrun: %s %u: torus %s\n", cfg.np_opt, cfg.np,
 			torus_shape_format(&cfg.shape, dims, sizeof(dims)));
 	}
+	if (cfg.compute_speed > 0 && !cfg.quiet)
+		fprintf(stderr, "torusrun: --compute-speed %g: each rank's CPU time between MPI calls counts, so "
+			"emulated times vary from run to run\n", cfg.compute_speed);
 	rc = emu_job_run(&cfg);
 	emu_config_free(&cfg);
 	return rc;

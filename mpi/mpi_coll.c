@@ -301,6 +301,7 @@ static int reduce_torus(const void *src, void *recvbuf, int count, int esize, en
 
 int MPI_Barrier(MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_BARRIER, 0, 0, 0);
 	int size = 0;
 	CHECK(mpi_comm_check(comm, "MPI_Barrier", &size));
@@ -638,6 +639,7 @@ static int red_finish(struct red_pack *p, int rc, void *recvbuf, int nrecv, MPI_
  * type works on its parts. */
 int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)
 {
+	MPI_API();
 	const char *fn = "MPI_Reduce_local";
 	struct mpi_type_info ti;
 	if (count < 0)
@@ -678,6 +680,7 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_BCAST, 0, root, data_bytes(count, datatype));
 	if (derived_type(datatype))
 		return bcast_derived(buffer, count, datatype, root, comm);
@@ -729,6 +732,7 @@ static int reduce(void *acc, int count, MPI_Datatype t, MPI_Op op, int root, MPI
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
 	       MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_REDUCE, op, root, data_bytes(count, datatype));
 	if (derived_type(datatype)) {
 		struct red_pack p;
@@ -842,6 +846,7 @@ static int allreduce_rd(void *buf, int count, MPI_Datatype t, MPI_Op op, MPI_Com
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_ALLREDUCE, op, 0, data_bytes(count, datatype));
 	if (derived_type(datatype)) {
 		struct red_pack p;
@@ -899,6 +904,7 @@ static int blocks_ok(const char *fn, MPI_Comm comm, int scount, MPI_Datatype st,
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 	       MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	MPI_API();
 	int r_ = rank_in(comm);
 	if (r_ >= 0 && r_ != root) {
 		recvbuf = NULL; /* (ignored) */
@@ -940,6 +946,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	MPI_API();
 	int r_ = rank_in(comm);
 	if (r_ >= 0 && r_ != root) {
 		sendbuf = NULL; /* (ignored) */
@@ -981,6 +988,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		  MPI_Datatype recvtype, MPI_Comm comm)
 {
+	MPI_API();
 	if (sendbuf == MPI_IN_PLACE) {
 		sendcount = recvcount; /* (ignored) */
 		sendtype = recvtype;
@@ -1020,6 +1028,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		 MPI_Datatype recvtype, MPI_Comm comm)
 {
+	MPI_API();
 	if (sendbuf == MPI_IN_PLACE) {
 		sendcount = recvcount; /* (ignored) */
 		sendtype = recvtype;
@@ -1065,6 +1074,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
 		  void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_ALLTOALLV, 0, 0, 0);
 	if (sendbuf == MPI_IN_PLACE) {
 		sendcounts = recvcounts; /* (ignored) */
@@ -1142,6 +1152,7 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
 		  void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
 		  MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_ALLTOALLW, 0, 0, 0);
 	const char *fn = "MPI_Alltoallw";
 	int size = 0;
@@ -1207,6 +1218,7 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
 			     MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_REDUCE_SCATTER_BLOCK, op, 0, data_bytes(recvcount, datatype));
 	if (derived_type(datatype)) {
 		struct red_pack p;
@@ -1307,6 +1319,7 @@ static int reduce_scatter_derived(const void *sendbuf, void *recvbuf, const int 
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
 		       MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_REDUCE_SCATTER, op, 0, 0);
 	if (derived_type(datatype))
 		return reduce_scatter_derived(sendbuf, recvbuf, recvcounts, datatype, op, comm);
@@ -1356,6 +1369,7 @@ static int vcounts_ok(const char *fn, MPI_Comm comm, const int counts[], const i
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_GATHERV, 0, root, 0);
 	int r_ = rank_in(comm);
 	if (r_ >= 0 && r_ != root) {
@@ -1391,6 +1405,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
 		 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_SCATTERV, 0, root, 0);
 	int r_ = rank_in(comm);
 	if (r_ >= 0 && r_ != root) {
@@ -1426,6 +1441,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		   const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_ALLGATHERV, 0, 0, 0);
 	if (sendbuf == MPI_IN_PLACE) {
 		sendcount = 0; /* (ignored) */
@@ -1530,6 +1546,7 @@ static int scan_derived(const char *fn, const void *sendbuf, void *recvbuf, int 
 
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_SCAN, op, 0, data_bytes(count, datatype));
 	if (derived_type(datatype))
 		return scan_derived("MPI_Scan", sendbuf, recvbuf, count, datatype, op, comm, 0);
@@ -1538,6 +1555,7 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
 
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_EXSCAN, op, 0, data_bytes(count, datatype));
 	if (derived_type(datatype))
 		return scan_derived("MPI_Exscan", sendbuf, recvbuf, count, datatype, op, comm, 1);

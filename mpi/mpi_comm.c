@@ -59,6 +59,7 @@ static int index_in(const struct mpi_group *g, uint32_t world)
 
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
+	MPI_API();
 	int size = 0;
 	int rc = mpi_comm_check(comm, "MPI_Comm_group", &size);
 	if (rc)
@@ -70,6 +71,7 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 
 int MPI_Group_size(MPI_Group group, int *size)
 {
+	MPI_API();
 	GROUP(group, "MPI_Group_size");
 	if (!size)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Group_size", "NULL size");
@@ -79,6 +81,7 @@ int MPI_Group_size(MPI_Group group, int *size)
 
 int MPI_Group_rank(MPI_Group group, int *rank)
 {
+	MPI_API();
 	GROUP(group, "MPI_Group_rank");
 	if (!rank)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Group_rank", "NULL rank");
@@ -88,6 +91,7 @@ int MPI_Group_rank(MPI_Group group, int *rank)
 
 int MPI_Group_free(MPI_Group *group)
 {
+	MPI_API();
 	if (!group)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Group_free", "NULL group");
 	struct mpi_group *g = group_of(*group);
@@ -121,6 +125,7 @@ static int ranks_ok(const struct mpi_group *g, int n, const int ranks[], const c
 
 int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
 {
+	MPI_API();
 	GROUP(group, "MPI_Group_incl");
 	int rc = ranks_ok(group_, n, ranks, "MPI_Group_incl");
 	if (rc)
@@ -139,6 +144,7 @@ int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgrou
 
 int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
 {
+	MPI_API();
 	GROUP(group, "MPI_Group_excl");
 	int rc = ranks_ok(group_, n, ranks, "MPI_Group_excl");
 	if (rc)
@@ -191,6 +197,7 @@ static int range_ranks(const struct mpi_group *g, int n, int ranges[][3], int **
 
 int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
 {
+	MPI_API();
 	GROUP(group, "MPI_Group_range_incl");
 	int *r, k;
 	int rc = range_ranks(group_, n, ranges, &r, &k, "MPI_Group_range_incl");
@@ -203,6 +210,7 @@ int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *new
 
 int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
 {
+	MPI_API();
 	GROUP(group, "MPI_Group_range_excl");
 	int *r, k;
 	int rc = range_ranks(group_, n, ranges, &r, &k, "MPI_Group_range_excl");
@@ -240,21 +248,25 @@ static int setop(MPI_Group g1, MPI_Group g2, MPI_Group *newgroup, int op, const 
 
 int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
 {
+	MPI_API();
 	return setop(group1, group2, newgroup, 0, "MPI_Group_union");
 }
 
 int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
 {
+	MPI_API();
 	return setop(group1, group2, newgroup, 1, "MPI_Group_intersection");
 }
 
 int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
 {
+	MPI_API();
 	return setop(group1, group2, newgroup, 2, "MPI_Group_difference");
 }
 
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[])
 {
+	MPI_API();
 	GROUP(group1, "MPI_Group_translate_ranks");
 	GROUP(group2, "MPI_Group_translate_ranks");
 	if (n < 0 || (n && (!ranks1 || !ranks2)))
@@ -289,6 +301,7 @@ static int compare_lists(const uint32_t *a, int na, const uint32_t *b, int nb)
 
 int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result)
 {
+	MPI_API();
 	GROUP(group1, "MPI_Group_compare");
 	GROUP(group2, "MPI_Group_compare");
 	if (!result)
@@ -334,6 +347,7 @@ static int make(MPI_Comm parent, const uint32_t *w, int n, uint32_t ctx, MPI_Com
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
+	MPI_API();
 	int size = 0;
 	int rc = mpi_comm_check(comm, "MPI_Comm_dup", &size);
 	if (rc)
@@ -354,6 +368,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
+	MPI_API();
 	int size = 0;
 	int rc = mpi_comm_check(comm, "MPI_Comm_create", &size);
 	if (rc)
@@ -391,6 +406,7 @@ static int by_key(const void *a, const void *b)
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
+	MPI_API();
 	int size = 0;
 	int rc = mpi_comm_check(comm, "MPI_Comm_split", &size);
 	if (rc)
@@ -431,6 +447,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 
 int MPI_Comm_free(MPI_Comm *comm)
 {
+	MPI_API();
 	if (!comm)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Comm_free", "NULL communicator");
 	struct mpi_comm *cm = mpi_comm_of(*comm);
@@ -443,6 +460,7 @@ int MPI_Comm_free(MPI_Comm *comm)
 
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
+	MPI_API();
 	struct mpi_comm *a = mpi_comm_of(comm1), *b = mpi_comm_of(comm2);
 	if (!a || !b)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_compare", "invalid communicator");

@@ -82,6 +82,7 @@ int mpi_type_size(MPI_Datatype t)
 
 int MPI_Type_size(MPI_Datatype datatype, int *size)
 {
+	MPI_API();
 	struct mpi_type_info ti;
 	if (mpi_type_info(datatype, 0, &ti))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_size", "unknown datatype %d", datatype);
@@ -93,6 +94,7 @@ int MPI_Type_size(MPI_Datatype datatype, int *size)
 
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
 {
+	MPI_API();
 	struct mpi_type_info ti;
 	if (!status || !count)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_count", "NULL status or count");
@@ -267,6 +269,7 @@ int mpi_combine(MPI_Datatype t, MPI_Op op, const void *left, void *right, size_t
 
 int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 {
+	MPI_API();
 	if (!user_fn || !op)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Op_create", "NULL function or op");
 	for (int i = 0; i < MPI_MAX_USER_OPS; i++)
@@ -281,6 +284,7 @@ int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 
 int MPI_Op_free(MPI_Op *op)
 {
+	MPI_API();
 	if (!op || *op == MPI_PACKED_OP || !mpi_user_op(*op))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OP, "MPI_Op_free", "not a user operation");
 	mpi_g.ops[*op - MPI_USER_OP0].fn = NULL;
@@ -290,6 +294,7 @@ int MPI_Op_free(MPI_Op *op)
 
 int MPI_Op_commutative(MPI_Op op, int *commute)
 {
+	MPI_API();
 	if (!commute)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Op_commutative", "NULL commute");
 	if (!mpi_user_op(op) && (op <= MPI_OP_NULL || op >= TORUS_MPI_NOPS_))
@@ -371,6 +376,7 @@ static const char *const err_text[MPI_ERR_LASTCODE] = {
 
 int MPI_Error_string(int errorcode, char *string, int *resultlen)
 {
+	MPI_API();
 	if (!string || !resultlen)
 		return MPI_ERR_ARG;
 	const char *t = errorcode >= 0 && errorcode < MPI_ERR_LASTCODE ? err_text[errorcode] : "unknown error code";
@@ -380,6 +386,7 @@ int MPI_Error_string(int errorcode, char *string, int *resultlen)
 
 int MPI_Error_class(int errorcode, int *errorclass)
 {
+	MPI_API();
 	if (!errorclass || errorcode < 0 || errorcode >= MPI_ERR_LASTCODE)
 		return MPI_ERR_ARG;
 	*errorclass = errorcode;
@@ -399,6 +406,7 @@ static int eh_known(MPI_Errhandler eh)
 
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
+	MPI_API();
 	struct mpi_comm *cm = mpi_comm_of(comm);
 	if (!cm)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_set_errhandler", "invalid communicator %d", comm);
@@ -413,6 +421,7 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
  * code, and returns the code when it returns. */
 int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler)
 {
+	MPI_API();
 	if (!fn || !errhandler)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Comm_create_errhandler", "NULL function or handler");
 	for (int i = 0; i < MPI_MAX_USER_EHS; i++)
@@ -427,6 +436,7 @@ int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler 
 
 int MPI_Errhandler_create(MPI_Handler_function *fn, MPI_Errhandler *errhandler)
 {
+	MPI_API();
 	return MPI_Comm_create_errhandler(fn, errhandler);
 }
 
@@ -434,6 +444,7 @@ int MPI_Errhandler_create(MPI_Handler_function *fn, MPI_Errhandler *errhandler)
  * frees it once none does): freeing only gives the handle back. */
 int MPI_Errhandler_free(MPI_Errhandler *errhandler)
 {
+	MPI_API();
 	if (!errhandler || !eh_known(*errhandler))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Errhandler_free", "not an error handler");
 	*errhandler = MPI_ERRHANDLER_NULL;
@@ -442,16 +453,19 @@ int MPI_Errhandler_free(MPI_Errhandler *errhandler)
 
 int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler)
 {
+	MPI_API();
 	return MPI_Comm_set_errhandler(comm, errhandler);
 }
 
 int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
+	MPI_API();
 	return MPI_Comm_get_errhandler(comm, errhandler);
 }
 
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
+	MPI_API();
 	struct mpi_comm *cm = mpi_comm_of(comm);
 	if (!cm)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_get_errhandler", "invalid communicator %d", comm);
@@ -496,6 +510,7 @@ static void request_free(struct torus_mpi_request *r);
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
+	MPI_API();
 	if (mpi_g.state)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Init", "MPI_Init called twice");
 	int status;
@@ -554,6 +569,12 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 		exit(emu_node_leave(c, 1));
 	}
 	mpi_g.state = 1;
+	char why[200];
+	if (mpi_compute_init(why, sizeof(why))) {
+		fprintf(stderr, "MPI_Init: %s\n", why);
+		mpi_help(MPI_HELP_QUIT, NULL);
+		exit(emu_node_leave(c, 2));
+	}
 	if (provided)
 		*provided = required < MPI_THREAD_FUNNELED ? required : MPI_THREAD_FUNNELED;
 	return MPI_SUCCESS;
@@ -563,6 +584,7 @@ int MPI_Init(int *argc, char ***argv) { return MPI_Init_thread(argc, argv, MPI_T
 
 int MPI_Query_thread(int *provided)
 {
+	MPI_API();
 	if (!provided)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Query_thread", "NULL provided");
 	*provided = MPI_THREAD_FUNNELED;
@@ -571,6 +593,7 @@ int MPI_Query_thread(int *provided)
 
 int MPI_Initialized(int *flag)
 {
+	MPI_API();
 	if (!flag)
 		return MPI_ERR_ARG;
 	*flag = mpi_g.state != 0;
@@ -579,6 +602,7 @@ int MPI_Initialized(int *flag)
 
 int MPI_Finalized(int *flag)
 {
+	MPI_API();
 	if (!flag)
 		return MPI_ERR_ARG;
 	*flag = mpi_g.state == 2;
@@ -587,6 +611,7 @@ int MPI_Finalized(int *flag)
 
 int MPI_Finalize(void)
 {
+	MPI_API();
 	if (mpi_g.state != 1)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Finalize", "MPI is not initialized");
 	emu_core_t *c = mpi_g.c;
@@ -646,6 +671,7 @@ int MPI_Finalize(void)
 
 int MPI_Abort(MPI_Comm comm, int errorcode)
 {
+	MPI_API();
 	(void)comm;
 	if (mpi_g.state != 1)
 		exit(errorcode ? errorcode : 1);
@@ -658,6 +684,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
 
 int MPI_Get_processor_name(char *name, int *resultlen)
 {
+	MPI_API();
 	if (!name || !resultlen)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_processor_name", "NULL argument");
 	char coords[48] = "";
@@ -677,6 +704,7 @@ int MPI_Get_processor_name(char *name, int *resultlen)
 
 int MPI_Get_version(int *version, int *subversion)
 {
+	MPI_API();
 	if (!version || !subversion)
 		return MPI_ERR_ARG;
 	*version = MPI_VERSION;
@@ -686,6 +714,7 @@ int MPI_Get_version(int *version, int *subversion)
 
 double MPI_Wtime(void)
 {
+	MPI_API();
 	if (mpi_g.wall || mpi_g.state != 1) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -702,6 +731,7 @@ double MPI_Wtick(void) { return mpi_g.wall ? 1e-9 : 1e-12; }
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
+	MPI_API();
 	int size = 0;
 	int rc = mpi_comm_check(comm, "MPI_Comm_rank", &size);
 	if (rc)
@@ -714,6 +744,7 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank)
 
 int MPI_Comm_size(MPI_Comm comm, int *size)
 {
+	MPI_API();
 	int n = 0;
 	int rc = mpi_comm_check(comm, "MPI_Comm_size", &n);
 	if (rc)
@@ -1774,6 +1805,7 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
 
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
+	MPI_API();
 	return send_blocking("MPI_Send", buf, count, datatype, dest, tag, comm, SEND_AUTO);
 }
 
@@ -1781,17 +1813,20 @@ int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int ta
  * started; it completes once its data have left. */
 int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
+	MPI_API();
 	return send_blocking("MPI_Ssend", buf, count, datatype, dest, tag, comm, SEND_RZV);
 }
 
 /* Ready: the receive is posted, which a standard send assumes nothing about. */
 int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
+	MPI_API();
 	return send_blocking("MPI_Rsend", buf, count, datatype, dest, tag, comm, SEND_AUTO);
 }
 
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
+	MPI_API();
 	int rc = check_p2p("MPI_Recv", buf, count, datatype, source, tag, comm, 1);
 	if (rc)
 		return rc;
@@ -1844,23 +1879,27 @@ static int send_nonblocking(const char *fn, const void *buf, int count, MPI_Data
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
 	      MPI_Request *request)
 {
+	MPI_API();
 	return send_nonblocking("MPI_Isend", buf, count, datatype, dest, tag, comm, request, SEND_AUTO);
 }
 
 int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
 	       MPI_Request *request)
 {
+	MPI_API();
 	return send_nonblocking("MPI_Issend", buf, count, datatype, dest, tag, comm, request, SEND_RZV);
 }
 
 int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
 	       MPI_Request *request)
 {
+	MPI_API();
 	return send_nonblocking("MPI_Irsend", buf, count, datatype, dest, tag, comm, request, SEND_AUTO);
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)
 {
+	MPI_API();
 	if (!request)
 		return mpi_error(comm, MPI_ERR_REQUEST, "MPI_Irecv", "NULL request");
 	int rc = check_p2p("MPI_Irecv", buf, count, datatype, source, tag, comm, 1);
@@ -1886,6 +1925,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
+	MPI_API();
 	if (!request)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Wait", "NULL request");
 	if (*request == MPI_REQUEST_NULL) {
@@ -1917,6 +1957,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
+	MPI_API();
 	if (count < 0 || (count && !requests))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitall", "bad request array");
 	int err = 0;
@@ -1951,6 +1992,7 @@ static int request_ready(MPI_Request r)
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
+	MPI_API();
 	if (count < 0 || (count && !requests) || !index)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitany", "bad request array or index");
 	for (;;) {
@@ -1976,6 +2018,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
 
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
+	MPI_API();
 	if (count < 0 || (count && !requests) || !index || !flag)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testany", "bad request array, index or flag");
 	if (mpi_progress(0))
@@ -2000,6 +2043,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
 
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
+	MPI_API();
 	if (incount < 0 || (incount && (!requests || !indices)) || !outcount)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testsome", "bad arrays or count");
 	if (mpi_progress(0))
@@ -2024,6 +2068,7 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
+	MPI_API();
 	int rc;
 	while (!(rc = MPI_Testsome(incount, requests, outcount, indices, statuses)) && *outcount == 0)
 		if (mpi_progress(1))
@@ -2033,6 +2078,7 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
+	MPI_API();
 	if (count < 0 || (count && !requests) || !flag)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testall", "bad request array or flag");
 	if (mpi_progress(0))
@@ -2051,6 +2097,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
  * MPI allows: MPI_Test_cancelled then says it was not cancelled. */
 int MPI_Cancel(MPI_Request *request)
 {
+	MPI_API();
 	if (!request || *request == MPI_REQUEST_NULL)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel", "no request");
 	struct torus_mpi_request *r = *request;
@@ -2070,6 +2117,7 @@ int MPI_Cancel(MPI_Request *request)
 
 int MPI_Test_cancelled(const MPI_Status *status, int *flag)
 {
+	MPI_API();
 	if (!status || !flag)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test_cancelled", "NULL status or flag");
 	*flag = status->cancelled_ != 0;
@@ -2080,6 +2128,7 @@ int MPI_Test_cancelled(const MPI_Status *status, int *flag)
  * and MPI_Comm_create_keyval do not link). */
 int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
 {
+	MPI_API();
 	static const int tag_ub = MPI_TAG_UB_VALUE, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0;
 	int size = 0;
 	int rc = mpi_comm_check(comm, "MPI_Comm_get_attr", &size);
@@ -2102,11 +2151,13 @@ int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
 
 int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
 {
+	MPI_API();
 	return MPI_Comm_get_attr(comm, keyval, attribute_val, flag);
 }
 
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
 {
+	MPI_API();
 	int size = 0;
 	int rc = mpi_comm_check(comm, "MPI_Comm_set_name", &size);
 	if (rc)
@@ -2120,6 +2171,7 @@ int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
 
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
 {
+	MPI_API();
 	int size = 0;
 	int rc = mpi_comm_check(comm, "MPI_Comm_get_name", &size);
 	if (rc)
@@ -2138,6 +2190,7 @@ int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
 /* Profiling control: there is no profiling layer to tell anything. */
 int MPI_Pcontrol(const int level, ...)
 {
+	MPI_API();
 	(void)level;
 	return MPI_SUCCESS;
 }
@@ -2145,6 +2198,7 @@ int MPI_Pcontrol(const int level, ...)
 /* A request freed: a receive still posted leaves the queue; a send goes on. */
 int MPI_Request_free(MPI_Request *request)
 {
+	MPI_API();
 	if (!request || *request == MPI_REQUEST_NULL)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_free", "no request");
 	struct torus_mpi_request *r = *request;
@@ -2182,6 +2236,7 @@ int MPI_Request_free(MPI_Request *request)
  * message that ends inside one gives MPI_UNDEFINED). */
 int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
 {
+	MPI_API();
 	struct mpi_type_info ti;
 	if (!status || !count)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_elements", "NULL status or count");
@@ -2196,6 +2251,7 @@ int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
+	MPI_API();
 	if (!request || !flag)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test", "NULL request or flag");
 	if (*request == MPI_REQUEST_NULL) {
@@ -2222,6 +2278,7 @@ static const struct mpi_msg *probe(int source, int tag, MPI_Comm comm)
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
+	MPI_API();
 	int rc = check_p2p("MPI_Iprobe", NULL, 0, MPI_BYTE, source, tag, comm, 1);
 	if (rc)
 		return rc;
@@ -2249,6 +2306,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
+	MPI_API();
 	int flag = 0, rc;
 	while (!(rc = MPI_Iprobe(source, tag, comm, &flag, status)) && !flag)
 		if (mpi_progress(1))
@@ -2259,6 +2317,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
 		 int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
+	MPI_API();
 	MPI_Request r;
 	int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &r);
 	if (rc)
@@ -2327,6 +2386,7 @@ int mpi_sendrecv_raw(const void *sbuf, uint64_t sbytes, int dest, void *rbuf, ui
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag,
 			 MPI_Comm comm, MPI_Status *status)
 {
+	MPI_API();
 	int rc = check_p2p("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag, comm, 0);
 	if (rc)
 		return rc;
@@ -2350,6 +2410,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
 
 int MPI_Buffer_attach(void *buffer, int size)
 {
+	MPI_API();
 	if (size < 0 || (size && !buffer))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_BUFFER, "MPI_Buffer_attach", "bad buffer (%d bytes)", size);
 	if (mpi_g.bsend_buf)
@@ -2361,6 +2422,7 @@ int MPI_Buffer_attach(void *buffer, int size)
 
 int MPI_Buffer_detach(void *buffer_addr, int *size)
 {
+	MPI_API();
 	if (!buffer_addr || !size)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Buffer_detach", "NULL argument");
 	/* every buffered send has left when detach returns */
@@ -2385,6 +2447,7 @@ int MPI_Buffer_detach(void *buffer_addr, int *size)
  */
 int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
+	MPI_API();
 	int rc = check_p2p("MPI_Bsend", buf, count, datatype, dest, tag, comm, 0);
 	if (rc || dest == MPI_PROC_NULL)
 		return rc;
@@ -2413,6 +2476,7 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
 	       MPI_Request *request)
 {
+	MPI_API();
 	if (!request)
 		return mpi_error(comm, MPI_ERR_REQUEST, "MPI_Ibsend", "NULL request");
 	int rc = MPI_Bsend(buf, count, datatype, dest, tag, comm);
@@ -2451,6 +2515,7 @@ static int persistent(const char *fn, const void *buf, int count, MPI_Datatype d
 int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
 		  MPI_Request *request)
 {
+	MPI_API();
 	return persistent("MPI_Send_init", buf, count, datatype, dest, tag, comm, request, 0, PMODE_STD);
 }
 
@@ -2458,29 +2523,34 @@ int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, i
 int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
 		   MPI_Request *request)
 {
+	MPI_API();
 	return persistent("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, request, 0, PMODE_STD);
 }
 
 int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
 		   MPI_Request *request)
 {
+	MPI_API();
 	return persistent("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, request, 0, PMODE_SYNC);
 }
 
 int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
 		   MPI_Request *request)
 {
+	MPI_API();
 	return persistent("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, request, 0, PMODE_BUF);
 }
 
 int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
 		  MPI_Request *request)
 {
+	MPI_API();
 	return persistent("MPI_Recv_init", buf, count, datatype, source, tag, comm, request, 1, PMODE_STD);
 }
 
 int MPI_Start(MPI_Request *request)
 {
+	MPI_API();
 	if (!request || *request == MPI_REQUEST_NULL || !(*request)->persistent)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Start", "not a persistent request");
 	struct torus_mpi_request *r = *request;
@@ -2521,6 +2591,7 @@ int MPI_Start(MPI_Request *request)
 
 int MPI_Startall(int count, MPI_Request requests[])
 {
+	MPI_API();
 	if (count < 0 || (count && !requests))
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Startall", "bad request array");
 	for (int i = 0; i < count; i++) {

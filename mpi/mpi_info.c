@@ -67,6 +67,7 @@ static struct info *info_key(const char *fn, MPI_Info info, const char *key, int
 
 int MPI_Info_create(MPI_Info *info)
 {
+	MPI_API();
 	if (!info)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Info_create", "NULL info");
 	int h = 0;
@@ -117,6 +118,7 @@ static int set(struct info *in, const char *key, const char *val)
 
 int MPI_Info_set(MPI_Info info, const char *key, const char *value)
 {
+	MPI_API();
 	int rc;
 	struct info *in = info_key("MPI_Info_set", info, key, &rc);
 	if (!in)
@@ -132,6 +134,7 @@ int MPI_Info_set(MPI_Info info, const char *key, const char *value)
 
 int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag)
 {
+	MPI_API();
 	int rc;
 	struct info *in = info_key("MPI_Info_get", info, key, &rc);
 	if (!in)
@@ -151,6 +154,7 @@ int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int 
 
 int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag)
 {
+	MPI_API();
 	int rc;
 	struct info *in = info_key("MPI_Info_get_valuelen", info, key, &rc);
 	if (!in)
@@ -166,6 +170,7 @@ int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *fl
 
 int MPI_Info_delete(MPI_Info info, const char *key)
 {
+	MPI_API();
 	int rc;
 	struct info *in = info_key("MPI_Info_delete", info, key, &rc);
 	if (!in)
@@ -182,6 +187,7 @@ int MPI_Info_delete(MPI_Info info, const char *key)
 
 int MPI_Info_get_nkeys(MPI_Info info, int *nkeys)
 {
+	MPI_API();
 	struct info *in = info_of(info);
 	if (!in)
 		return info_bad("MPI_Info_get_nkeys");
@@ -193,6 +199,7 @@ int MPI_Info_get_nkeys(MPI_Info info, int *nkeys)
 
 int MPI_Info_get_nthkey(MPI_Info info, int n, char *key)
 {
+	MPI_API();
 	struct info *in = info_of(info);
 	if (!in)
 		return info_bad("MPI_Info_get_nthkey");
@@ -214,6 +221,7 @@ static void info_release(struct info *in)
 
 int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo)
 {
+	MPI_API();
 	if (!info_of(info))
 		return info_bad("MPI_Info_dup");
 	if (!newinfo)
@@ -234,6 +242,7 @@ int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo)
 
 int MPI_Info_free(MPI_Info *info)
 {
+	MPI_API();
 	struct info *in = info ? info_of(*info) : NULL;
 	if (!in)
 		return info_bad("MPI_Info_free");
@@ -246,6 +255,7 @@ int MPI_Info_free(MPI_Info *info)
 
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
+	MPI_API();
 	if (size < 0 || !baseptr)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Alloc_mem", "size %lld, or a NULL baseptr", (long long)size);
 	if (info != MPI_INFO_NULL && !info_of(info))
@@ -270,6 +280,7 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 
 int MPI_Free_mem(void *base)
 {
+	MPI_API();
 	for (size_t i = nallocs; i-- > 0;)
 		if (allocs[i] == base) {
 			allocs[i] = allocs[--nallocs];

@@ -323,6 +323,22 @@ int mpi_recv_raw(void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm);
 int mpi_isend_raw(struct torus_mpi_request *r, const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm);
 void mpi_irecv_raw(struct torus_mpi_request *r, void *buf, uint64_t bytes, int src, int tag, MPI_Comm comm);
 int mpi_wait_raw(struct torus_mpi_request *r);
+/* Compute time (mpi_compute.c): every public MPI function starts with
+ * MPI_API(), which charges the rank's clock for the program's work since
+ * the last call returned (torusrun --compute-speed, --compute-cpi). */
+struct mpi_api {
+	int outer;
+};
+struct mpi_api mpi_api_enter(void);
+void mpi_api_leave(struct mpi_api *a);
+#define MPI_API()                                                                                                \
+	__attribute__((cleanup(mpi_api_leave))) struct mpi_api mpi_api_ = mpi_api_enter();                          \
+	(void)mpi_api_
+/* TORUS_MPI_COMPUTE read at MPI_Init: 0, or a negative errno and why. */
+int mpi_compute_init(char *why, size_t len);
+/* The calling thread's instructions-retired counter: its fd, or a negative
+ * errno and why (no counters on this host). */
+int mpi_instr_counter_open(char *why, size_t len);
 /* Post a DMA descriptor on the rank's injection FIFO (every descriptor
  * of the rank goes there, so those for one node arrive in order),
  * handling arrivals while it is full. */

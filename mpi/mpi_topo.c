@@ -81,6 +81,7 @@ static void grid_coords(int n, const int *dims, int r, int *c)
 
 int MPI_Dims_create(int nnodes, int ndims, int dims[])
 {
+	MPI_API();
 	const char *fn = "MPI_Dims_create";
 	if (nnodes < 1 || ndims < 0 || (ndims && !dims))
 		return mpi_error(MPI_COMM_WORLD, nnodes < 1 ? MPI_ERR_ARG : MPI_ERR_DIMS, fn,
@@ -154,6 +155,7 @@ static int grid_size(MPI_Comm comm, const char *fn, int ndims, const int *dims, 
 int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder,
 		    MPI_Comm *comm_cart)
 {
+	MPI_API();
 	const char *fn = "MPI_Cart_create";
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm_old, fn, 0, &cm);
@@ -196,6 +198,7 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
 
 int MPI_Cartdim_get(MPI_Comm comm, int *ndims)
 {
+	MPI_API();
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, "MPI_Cartdim_get", MPI_CART, &cm);
 	if (rc)
@@ -208,6 +211,7 @@ int MPI_Cartdim_get(MPI_Comm comm, int *ndims)
 
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[])
 {
+	MPI_API();
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, "MPI_Cart_get", MPI_CART, &cm);
 	if (rc)
@@ -224,6 +228,7 @@ int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coor
 
 int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
 {
+	MPI_API();
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, "MPI_Cart_rank", MPI_CART, &cm);
 	if (rc)
@@ -246,6 +251,7 @@ int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
 
 int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
 {
+	MPI_API();
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, "MPI_Cart_coords", MPI_CART, &cm);
 	if (rc)
@@ -260,6 +266,7 @@ int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
 
 int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest)
 {
+	MPI_API();
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, "MPI_Cart_shift", MPI_CART, &cm);
 	if (rc)
@@ -290,6 +297,7 @@ int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int
 
 int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 {
+	MPI_API();
 	const char *fn = "MPI_Cart_sub";
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, fn, MPI_CART, &cm);
@@ -325,6 +333,7 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 
 int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank)
 {
+	MPI_API();
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, "MPI_Cart_map", 0, &cm);
 	if (rc)
@@ -344,6 +353,7 @@ int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[]
 int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[], int reorder,
 		     MPI_Comm *comm_graph)
 {
+	MPI_API();
 	const char *fn = "MPI_Graph_create";
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm_old, fn, 0, &cm);
@@ -372,6 +382,7 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int
 
 int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
 {
+	MPI_API();
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, "MPI_Graphdims_get", MPI_GRAPH, &cm);
 	if (rc)
@@ -385,6 +396,7 @@ int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
 
 int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[])
 {
+	MPI_API();
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, "MPI_Graph_get", MPI_GRAPH, &cm);
 	if (rc)
@@ -400,6 +412,7 @@ int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int ed
 
 int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
 {
+	MPI_API();
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, "MPI_Graph_neighbors_count", MPI_GRAPH, &cm);
 	if (rc)
@@ -414,6 +427,7 @@ int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
 
 int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[])
 {
+	MPI_API();
 	int n = 0;
 	int rc = MPI_Graph_neighbors_count(comm, rank, &n);
 	if (rc)
@@ -429,6 +443,7 @@ int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors
 
 int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int *newrank)
 {
+	MPI_API();
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, "MPI_Graph_map", 0, &cm);
 	if (rc)
@@ -443,6 +458,7 @@ int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[
 
 int MPI_Topo_test(MPI_Comm comm, int *status)
 {
+	MPI_API();
 	struct mpi_comm *cm;
 	int rc = topo_comm(comm, "MPI_Topo_test", 0, &cm);
 	if (rc)

@@ -168,6 +168,7 @@ int mpi_type_span(MPI_Datatype t, int count, MPI_Aint *lo, MPI_Aint *hi)
 
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent)
 {
+	MPI_API();
 	MPI_Aint lo, hi;
 	if (!true_lb || !true_extent)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Type_get_true_extent", "NULL true_lb or true_extent");
@@ -300,6 +301,7 @@ static int extent_of(MPI_Datatype t, MPI_Aint *e)
 
 int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+	MPI_API();
 	MPI_Aint e;
 	if (count < 0 || !newtype)
 		return mpi_error(MPI_COMM_WORLD, count < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, "MPI_Type_contiguous",
@@ -331,17 +333,20 @@ static int vector(const char *fn, int count, int blocklength, MPI_Aint stride_by
 
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+	MPI_API();
 	return vector("MPI_Type_vector", count, blocklength, 0, 1, stride, oldtype, newtype);
 }
 
 int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+	MPI_API();
 	return vector("MPI_Type_hvector", count, blocklength, stride, 0, 0, oldtype, newtype);
 }
 
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
 			    MPI_Datatype *newtype)
 {
+	MPI_API();
 	return vector("MPI_Type_create_hvector", count, blocklength, stride, 0, 0, oldtype, newtype);
 }
 
@@ -373,24 +378,28 @@ static int indexed(const char *fn, int count, const int *bl, int fixed, const in
 int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[], MPI_Datatype oldtype,
 		     MPI_Datatype *newtype)
 {
+	MPI_API();
 	return indexed("MPI_Type_indexed", count, blocklengths, -1, displacements, NULL, oldtype, newtype);
 }
 
 int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[],
 			     MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+	MPI_API();
 	return indexed("MPI_Type_create_hindexed", count, blocklengths, -1, NULL, displacements, oldtype, newtype);
 }
 
 int MPI_Type_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[], MPI_Datatype oldtype,
 		      MPI_Datatype *newtype)
 {
+	MPI_API();
 	return indexed("MPI_Type_hindexed", count, blocklengths, -1, NULL, displacements, oldtype, newtype);
 }
 
 int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[], MPI_Datatype oldtype,
 				  MPI_Datatype *newtype)
 {
+	MPI_API();
 	return indexed("MPI_Type_create_indexed_block", count, NULL, blocklength, displacements, NULL, oldtype,
 		       newtype);
 }
@@ -398,6 +407,7 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displace
 int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displacements[], MPI_Datatype oldtype,
 				   MPI_Datatype *newtype)
 {
+	MPI_API();
 	return indexed("MPI_Type_create_hindexed_block", count, NULL, blocklength, NULL, displacements, oldtype,
 		       newtype);
 }
@@ -405,6 +415,7 @@ int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint di
 int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
 			   const MPI_Datatype types_[], MPI_Datatype *newtype)
 {
+	MPI_API();
 	if (count < 0 || (count && (!blocklengths || !displacements || !types_)) || !newtype)
 		return mpi_error(MPI_COMM_WORLD, count < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, "MPI_Type_create_struct",
 				 "count %d or a NULL array", count);
@@ -426,6 +437,7 @@ int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint d
 int MPI_Type_struct(int count, const int blocklengths[], const MPI_Aint displacements[], const MPI_Datatype types_[],
 		    MPI_Datatype *newtype)
 {
+	MPI_API();
 	return MPI_Type_create_struct(count, blocklengths, displacements, types_, newtype);
 }
 
@@ -448,11 +460,13 @@ static int resized(const char *fn, MPI_Datatype oldtype, int keep, MPI_Aint lb, 
 
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype)
 {
+	MPI_API();
 	return resized("MPI_Type_create_resized", oldtype, 0, lb, extent, newtype);
 }
 
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+	MPI_API();
 	int rc = resized("MPI_Type_dup", oldtype, 1, 0, 0, newtype);
 	const struct mpi_dtype *od = derived(oldtype);
 	if (!rc && (!od || od->committed))
@@ -462,18 +476,21 @@ int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 
 int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent)
 {
+	MPI_API();
 	MPI_Aint lb;
 	return MPI_Type_get_extent(datatype, &lb, extent);
 }
 
 int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement)
 {
+	MPI_API();
 	MPI_Aint extent;
 	return MPI_Type_get_extent(datatype, displacement, &extent);
 }
 
 int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement)
 {
+	MPI_API();
 	MPI_Aint lb = 0, extent = 0;
 	int rc = displacement ? MPI_Type_get_extent(datatype, &lb, &extent)
 			      : mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Type_ub", "NULL displacement");
@@ -484,6 +501,7 @@ int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement)
 
 int MPI_Get_address(const void *location, MPI_Aint *address)
 {
+	MPI_API();
 	if (!address)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_address", "NULL address");
 	*address = (MPI_Aint)(intptr_t)location;
@@ -492,11 +510,13 @@ int MPI_Get_address(const void *location, MPI_Aint *address)
 
 int MPI_Address(void *location, MPI_Aint *address)
 {
+	MPI_API();
 	return MPI_Get_address(location, address);
 }
 
 int MPI_Type_commit(MPI_Datatype *datatype)
 {
+	MPI_API();
 	if (!datatype)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Type_commit", "NULL datatype");
 	struct mpi_dtype *d = derived(*datatype);
@@ -509,6 +529,7 @@ int MPI_Type_commit(MPI_Datatype *datatype)
 
 int MPI_Type_free(MPI_Datatype *datatype)
 {
+	MPI_API();
 	struct mpi_dtype *d = datatype ? derived(*datatype) : NULL;
 	if (!d)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_free", "not a derived datatype");
@@ -521,6 +542,7 @@ int MPI_Type_free(MPI_Datatype *datatype)
 
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
 {
+	MPI_API();
 	const struct mpi_dtype *d = derived(datatype);
 	int s = mpi_type_size(datatype);
 	if (!lb || !extent)
@@ -549,6 +571,7 @@ static const char *const basic_name[TORUS_MPI_NTYPES_] = {
 
 int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)
 {
+	MPI_API();
 	const struct mpi_dtype *d = derived(datatype);
 	if (!type_name || !resultlen)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Type_get_name", "NULL name or length");
@@ -560,6 +583,7 @@ int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)
 
 int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
 {
+	MPI_API();
 	struct mpi_dtype *d = derived(datatype);
 	if (!d || !type_name)
 		return mpi_error(MPI_COMM_WORLD, d ? MPI_ERR_ARG : MPI_ERR_TYPE, "MPI_Type_set_name",
@@ -572,6 +596,7 @@ int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
 
 int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
 {
+	MPI_API();
 	struct mpi_type_info i;
 	if (incount < 0 || !size)
 		return mpi_error(comm, incount < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, "MPI_Pack_size", "count %d", incount);
@@ -588,6 +613,7 @@ int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
 int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position,
 	     MPI_Comm comm)
 {
+	MPI_API();
 	struct mpi_type_info i;
 	if (incount < 0 || !position || outsize < 0 || (incount && (!inbuf || !outbuf)))
 		return mpi_error(comm, incount < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, "MPI_Pack", "bad count or buffer");
@@ -605,6 +631,7 @@ int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf
 int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype,
 	       MPI_Comm comm)
 {
+	MPI_API();
 	struct mpi_type_info i;
 	if (outcount < 0 || !position || insize < 0 || (outcount && (!inbuf || !outbuf)))
 		return mpi_error(comm, outcount < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, "MPI_Unpack", "bad count or buffer");

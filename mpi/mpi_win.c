@@ -210,6 +210,7 @@ static int complete_local(struct mpi_win *w)
 
 int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
+	MPI_API();
 	int n = 0, rc = mpi_comm_check(comm, "MPI_Win_create", &n);
 	if (rc)
 		return rc;
@@ -305,6 +306,7 @@ int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
 
 int MPI_Win_free(MPI_Win *win)
 {
+	MPI_API();
 	struct mpi_win *w = win ? win_of(*win) : NULL;
 	if (!w)
 		return bad_win("MPI_Win_free");
@@ -336,6 +338,7 @@ int MPI_Win_free(MPI_Win *win)
 
 int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag)
 {
+	MPI_API();
 	struct mpi_win *w = win_of(win);
 	if (!w)
 		return bad_win("MPI_Win_get_attr");
@@ -355,6 +358,7 @@ int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag)
 
 int MPI_Win_get_group(MPI_Win win, MPI_Group *group)
 {
+	MPI_API();
 	struct mpi_win *w = win_of(win);
 	if (!w)
 		return bad_win("MPI_Win_get_group");
@@ -452,6 +456,7 @@ static int keep(struct mpi_win *w, struct rma_pending *q)
 int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
 	    MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
+	MPI_API();
 	struct access a;
 	int rc = access_check("MPI_Put", win, origin_count, origin_datatype, target_rank, target_disp, target_count,
 			      target_datatype, &a);
@@ -520,6 +525,7 @@ static int get_into(struct mpi_win *w, int t, uint64_t off, uint64_t len, void *
 int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
 	    MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
+	MPI_API();
 	struct access a;
 	int rc = access_check("MPI_Get", win, origin_count, origin_datatype, target_rank, target_disp, target_count,
 			      target_datatype, &a);
@@ -565,6 +571,7 @@ static int apply(void *p, const void *data, uint64_t bytes, MPI_Datatype t, MPI_
 int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
 		   MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
+	MPI_API();
 	struct access a;
 	int rc = access_check("MPI_Accumulate", win, origin_count, origin_datatype, target_rank, target_disp,
 			      target_count, target_datatype, &a);
@@ -662,6 +669,7 @@ static int take_accs(struct mpi_win *w, uint64_t n, int src)
 
 int MPI_Win_fence(int assert, MPI_Win win)
 {
+	MPI_API();
 	struct mpi_win *w = win_of(win);
 	if (!w)
 		return bad_win("MPI_Win_fence");
@@ -729,6 +737,7 @@ static int ranks_of(struct mpi_win *w, MPI_Group group, const char *fn, int **ou
 
 int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)
 {
+	MPI_API();
 	struct mpi_win *w = win_of(win);
 	if (!w)
 		return bad_win("MPI_Win_post");
@@ -745,6 +754,7 @@ int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)
 
 int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
 {
+	MPI_API();
 	struct mpi_win *w = win_of(win);
 	if (!w)
 		return bad_win("MPI_Win_start");
@@ -761,6 +771,7 @@ int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
 
 int MPI_Win_complete(MPI_Win win)
 {
+	MPI_API();
 	struct mpi_win *w = win_of(win);
 	if (!w)
 		return bad_win("MPI_Win_complete");
@@ -781,6 +792,7 @@ int MPI_Win_complete(MPI_Win win)
 
 int MPI_Win_wait(MPI_Win win)
 {
+	MPI_API();
 	struct mpi_win *w = win_of(win);
 	if (!w)
 		return bad_win("MPI_Win_wait");
@@ -842,6 +854,7 @@ static int bakery(struct mpi_win *w, int t)
 
 int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
 {
+	MPI_API();
 	struct mpi_win *w = win_of(win);
 	if (!w)
 		return bad_win("MPI_Win_lock");
@@ -868,6 +881,7 @@ int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
 
 int MPI_Win_unlock(int rank, MPI_Win win)
 {
+	MPI_API();
 	struct mpi_win *w = win_of(win);
 	if (!w)
 		return bad_win("MPI_Win_unlock");

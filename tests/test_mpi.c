@@ -164,6 +164,57 @@ static void test_mpi_rma(void)
 	result_free(&r);
 }
 
+/*
+ * The program's own work in emulated time (tests/mpi/mpi_stream.c, a STREAM
+ * triad): free by default (only the clock reads cost), and with
+ * --compute-speed F the CPU time the rank measured around the kernel over
+ * the emulated time it saw is F (2% and 20 us), so the rate it reports is
+ * finite and scales with F; --compute-cpi runs where the host counts
+ * instructions and is refused in one line where it cannot; bad values are
+ * refused.
+ */
+static void test_mpi_compute(void)
+{
+	build("mpi_stream.c", "mpi_stream", "");
+	const char *n = getenv("TORUS_TEST_LIGHT") ? "200000" : "2000000";
+	static const char *const speeds[] = {"0", "1", "4", "0.25"};
+	for (size_t i = 0; i < sizeof(speeds) / sizeof(speeds[0]); i++) {
+		char opt[64] = "";
+		if (strcmp(speeds[i], "0"))
+			snprintf(opt, sizeof(opt), "--compute-speed %s", speeds[i]);
+		struct result r = run("$B/torusrun --torus 2x2 %s --timeout 60 -- $T/mpi_stream %s %s", opt, speeds[i], n);
+		const char *rate = strstr(r.out, "rate ");
+		double mbs = rate ? atof(rate + 5) : -1;
+		EXPECT(r.status == 0 && strstr(r.out, "stream: charged as given") && mbs > 0 &&
+			       (!strcmp(speeds[i], "0") ? mbs > 1e6 : mbs < 1e6),
+		       "speed %s: status %d, %.1f MB/s\n%.1000s\n%.1000s", speeds[i], r.status, mbs, r.out, r.err);
+		EXPECT(!opt[0] || strstr(r.err, "emulated times vary from run to run"), "speed %s: no warning:\n%.500s",
+		       speeds[i], r.err);
+		result_free(&r);
+	}
+	/* instructions: where the host counts them */
+	struct result r = run("$B/torusrun --torus 2 --compute-cpi 1@1GHz --timeout 60 -- $T/mpi_stream 0 %s", n);
+	if (r.status == 2)
+		EXPECT(strstr(r.err, "--compute-cpi: cannot count instructions here: ") && count_lines(r.err, NULL) == 1,
+		       "no counters, said how: %.500s", r.err);
+	else
+		EXPECT(r.status == 1 && strstr(r.out, "stream: FAILED") && strstr(r.err, "s emulated for"),
+		       "counted instructions: the triad took time (it is no speed the check knows): %d\n%.500s\n%.500s",
+		       r.status, r.out, r.err);
+	result_free(&r);
+	static const char *const bad[][2] = {
+		{"--compute-speed 0", "bad --compute-speed '0'"},   {"--compute-speed abc", "bad --compute-speed 'abc'"},
+		{"--compute-speed -2", "bad --compute-speed '-2'"}, {"--compute-speed 1e9", "bad --compute-speed '1e9'"},
+		{"--compute-cpi 1@850XHz", "bad --compute-cpi '1@850XHz'"}, {"--compute-cpi 0@1GHz", "bad --compute-cpi"},
+		{"--compute-speed 1 --compute-cpi 1@1GHz", "give one of them"}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = run("$B/torusrun --torus 2 %s -- $T/mpi_stream 1", bad[i][0]);
+		EXPECT(r.status == 2 && strstr(r.err, bad[i][1]) && count_lines(r.err, NULL) == 1, "%s: %d %.300s", bad[i][0],
+		       r.status, r.err);
+		result_free(&r);
+	}
+}
+
 static void test_mpi_check(void)
 {
 	build("mpi_check.c", "mpi_check", "");
@@ -443,7 +494,8 @@ int main(int argc, char **argv)
 	if (job_util_init())
 		return 2;
 	static const struct cunit_case cases[] = {CUNIT_CASE(test_mpicc_show), CUNIT_CASE(test_mpicxx), CUNIT_CASE(test_mpi2_basics),
-						  CUNIT_CASE(test_mpi_rma), CUNIT_CASE(test_mpi_check), CUNIT_CASE(test_mpi_conform),
+						  CUNIT_CASE(test_mpi_rma), CUNIT_CASE(test_mpi_compute),
+						  CUNIT_CASE(test_mpi_check), CUNIT_CASE(test_mpi_conform),
 						  CUNIT_CASE(test_mpi_failures), CUNIT_CASE(test_mpi_deadlocks),
 						  CUNIT_CASE(test_mpi_small_collectives),
 						  CUNIT_CASE(test_mpi_eager_promise)};
