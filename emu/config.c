@@ -627,10 +627,10 @@ static void one_line(char *s)
 			*s = '?';
 }
 
-/* Can this process count the instructions it retires (perf_event_open)?
- * 0, or a negative errno and why. */
-static int instr_counter_probe(char *why, size_t len)
+int emu_instr_counter_open(char *why, size_t len)
 {
+	if (!why && len)
+		return -EINVAL;
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof(a));
 	a.type = PERF_TYPE_HARDWARE;
@@ -648,8 +648,7 @@ static int instr_counter_probe(char *why, size_t len)
 							 : "");
 		return -e;
 	}
-	close((int)fd);
-	return 0;
+	return (int)fd;
 }
 
 /* --compute-speed F and --compute-cpi C@HZ (at most one). */
@@ -681,7 +680,10 @@ static int compute_parse(struct emu_job_config *cfg, const char *speed, const ch
 			return -EINVAL;
 		}
 		char why[160];
-		if (instr_counter_probe(why, sizeof(why))) {
+		int fd = emu_instr_counter_open(why, sizeof(why));
+		if (fd >= 0)
+			close(fd);
+		else {
 			snprintf(err, errlen, "--compute-cpi: cannot count instructions here: %s; --compute-speed charges "
 				 "measured CPU time instead", why);
 			return -ENOTSUP;

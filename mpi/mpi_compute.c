@@ -21,11 +21,8 @@
 #include "mpi_internal.h"
 
 #include <errno.h>
-#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,27 +52,6 @@ static uint64_t reading(void)
 	return n;
 }
 
-int mpi_instr_counter_open(char *why, size_t len)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.type = PERF_TYPE_HARDWARE;
-	a.size = sizeof(a);
-	a.config = PERF_COUNT_HW_INSTRUCTIONS;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(why, len, "perf_event_open: %s%s", strerror(e),
-			 e == ENOENT || e == EOPNOTSUPP ? " (no hardware performance counters, as in most virtual machines)"
-			 : e == EACCES || e == EPERM	 ? " (see /proc/sys/kernel/perf_event_paranoid)"
-							 : "");
-		return -e;
-	}
-	return (int)fd;
-}
-
 int mpi_compute_init(char *why, size_t len)
 {
 	const char *e = getenv("TORUS_MPI_COMPUTE");
@@ -97,7 +73,7 @@ int mpi_compute_init(char *why, size_t len)
 			snprintf(why, len, "TORUS_MPI_COMPUTE=%s: cpi:C:HZ", e);
 			return -EINVAL;
 		}
-		int fd = mpi_instr_counter_open(why, len);
+		int fd = emu_instr_counter_open(why, len);
 		if (fd < 0)
 			return fd;
 		cm.fd = fd;

@@ -336,9 +336,6 @@ void mpi_api_leave(struct mpi_api *a);
 	(void)mpi_api_
 /* TORUS_MPI_COMPUTE read at MPI_Init: 0, or a negative errno and why. */
 int mpi_compute_init(char *why, size_t len);
-/* The calling thread's instructions-retired counter: its fd, or a negative
- * errno and why (no counters on this host). */
-int mpi_instr_counter_open(char *why, size_t len);
 /* Post a DMA descriptor on the rank's injection FIFO (every descriptor
  * of the rank goes there, so those for one node arrive in order),
  * handling arrivals while it is full. */

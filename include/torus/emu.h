@@ -64,6 +64,12 @@ const struct torus_params *emu_params(const emu_core_t *c);
  * /proc/meminfo), in bytes; 0 if unknown. For programs that check what a
  * run needs before they allocate it. */
 uint64_t emu_host_mem_available(void);
+/* The calling thread's counter of the instructions it retires in user
+ * space (the host's hardware counter, by perf_event_open; read(2) it as a
+ * uint64_t): its file descriptor, or a negative errno and why in `why`
+ * (most virtual machines have no such counter). For programs that charge
+ * their work by instructions (torusrun --compute-cpi). */
+int emu_instr_counter_open(char *why, size_t len);
 
 /* Virtual clock of the calling core. */
 torus_vt_t emu_core_now(const emu_core_t *c);
