@@ -301,7 +301,28 @@ int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
 	}
 	w->used = 1;
 	*win = (MPI_Win)(w - wins) + 1;
+	/* a window's errors go to its own handler, MPI_ERRORS_ARE_FATAL until
+	 * MPI_Win_set_errhandler (its private communicator carries it) */
+	mpi_comm_of(wc)->eh = MPI_ERRORS_ARE_FATAL;
 	return MPI_SUCCESS;
+}
+
+int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
+{
+	MPI_API();
+	struct mpi_win *w = win_of(win);
+	if (!w)
+		return bad_win("MPI_Win_set_errhandler");
+	return MPI_Comm_set_errhandler(w->comm, errhandler);
+}
+
+int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
+{
+	MPI_API();
+	struct mpi_win *w = win_of(win);
+	if (!w)
+		return bad_win("MPI_Win_get_errhandler");
+	return MPI_Comm_get_errhandler(w->comm, errhandler);
 }
 
 int MPI_Win_free(MPI_Win *win)

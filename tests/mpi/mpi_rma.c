@@ -217,6 +217,13 @@ static void errors(void)
 	int mem[16] = {0}, x = 1, cls;
 	MPI_Win win;
 	MPI_Win_create(mem, sizeof(mem), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+	/* a window's own handler: fatal until set, whatever the world's */
+	MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+	MPI_Win_get_errhandler(win, &eh);
+	CK(eh == MPI_ERRORS_ARE_FATAL, "a new window's error handler: %d", eh);
+	MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+	MPI_Win_get_errhandler(win, &eh);
+	CK(eh == MPI_ERRORS_RETURN, "Win_set_errhandler: %d", eh);
 	struct {
 		int rc, want;
 		const char *what;
