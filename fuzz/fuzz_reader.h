@@ -1,6 +1,6 @@
 /*
  * The fuzz targets of binary inputs (dma, tkevents): the input read as
- * big-endian fields, one field per statement (FUZZING.md, the decoding
+ * big-endian fields, one field per statement (docs/testing.md, "Fuzzing": the decoding
  * order). Past its end the input reads as zeros.
  */
 #ifndef FUZZ_READER_H

@@ -109,7 +109,7 @@ static void poke(uint32_t g)
 static void decode_event(struct reader *r, struct emu_tk_ev *ev)
 {
 	memset(ev, 0, sizeof(*ev));
-	/* one field per statement (FUZZING.md: the decoding order) */
+	/* one field per statement (docs/testing.md, "Fuzzing": the decoding order) */
 	ev->type = 1 + pick(r, EMU_TK_WAITED, 1);
 	ev->node = pick(r, NODES, 4);
 	ev->core = pick(r, CORES, 4);

@@ -1,6 +1,6 @@
 /*
  * The reference simulator: a small sequential discrete-event simulation of
- * the exact time model of ../shared/design/TIME.md, written to be obviously
+ * the exact time model of docs/model.md, written to be obviously
  * right rather than fast. It is the specification the engines are held to
  * (issue 13, point 5): fed the same traffic, the emulator's per-transfer
  * completion times must equal its own to the picosecond.

@@ -1,7 +1,7 @@
 /*
- * The timing simulator: the exact time model of ../shared/design/TIME.md
+ * The timing simulator: the exact time model of docs/model.md
  * as an incremental, sequential discrete-event simulation, fast enough to
- * time a whole job (issue 13; docs/exact-engine-plan.md).
+ * time a whole job (docs/exact-engine-plan.md).
  *
  * It is the model that tests/refsim.c states, event for event: the same
  * ports, the same round-robin arbitration, the same order at equal times

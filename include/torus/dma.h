@@ -1,6 +1,6 @@
 /*
  * dma/ — the emulated Blue Gene/P DMA unit: the only way collectives move
- * data between nodes (ARCHITECTURE.md, "Layers"; 003_b0aac8c3d10c7733.txt
+ * data between nodes (docs/architecture.md, "The layers"; 003_b0aac8c3d10c7733.txt
  * section 5.1).
  *
  * A core registers memory regions and allocates byte counters, opens one
