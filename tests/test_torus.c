@@ -1224,23 +1224,38 @@ static void test_ring_mark_full(void)
 	}
 }
 
+/* The dump line, exactly: used slots of all, head and tail, and whether
+ * the producer waits for room; after pushes, a pop, a full ring. */
+static void ring_dump_is(struct test_ring *t, const char *want)
+{
+	FILE *f = tmpfile();
+	if (!EXPECT(f != NULL, "tmpfile"))
+		return;
+	char text[512];
+	torus_ring_dump(t->ring, "myring", f);
+	rewind(f);
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	EXPECT(!strcmp(text, want), "ring dump: '%s', not '%s'", text, want);
+}
+
 static void test_ring_dump(void)
 {
 	struct test_ring t;
 	if (!EXPECT(ring_make(&t, 4), "out of memory"))
 		return;
+	ring_dump_is(&t, "myring: 0/4 slots used (head 0, tail 0)\n");
 	push(&t, 0);
 	push(&t, 1);
-	FILE *f = tmpfile();
-	if (EXPECT(f != NULL, "tmpfile")) {
-		char text[512];
-		torus_ring_dump(t.ring, "myring", f);
-		rewind(f);
-		size_t n = fread(text, 1, sizeof(text) - 1, f);
-		text[n] = '\0';
-		fclose(f);
-		EXPECT(strstr(text, "myring") != NULL && strstr(text, "2/4") != NULL, "ring dump: %s", text);
-	}
+	ring_dump_is(&t, "myring: 2/4 slots used (head 2, tail 0)\n");
+	EXPECT(pop(&t, 0) == 1, "pop");
+	ring_dump_is(&t, "myring: 1/4 slots used (head 2, tail 1)\n");
+	push(&t, 2);
+	push(&t, 3);
+	push(&t, 4);
+	EXPECT(torus_ring_mark_full(&t.prod) == 0, "a full ring has room");
+	ring_dump_is(&t, "myring: 4/4 slots used (head 5, tail 1), producer waiting\n");
 	free(t.base);
 }
 
