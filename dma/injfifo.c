@@ -19,11 +19,11 @@ static void desc_init(struct dma_desc *d, uint32_t kind)
 	d->reply_region = UINT32_MAX;
 }
 
-void dma_desc_memfifo(struct dma_desc *d, uint32_t node, uint32_t core, uint32_t dispatch, uint16_t user,
+int dma_desc_memfifo(struct dma_desc *d, uint32_t node, uint32_t core, uint32_t dispatch, uint16_t user,
 		      const void *buf, size_t len, uint32_t inj_counter)
 {
 	if (!d)
-		return;
+		return -EINVAL;
 	desc_init(d, DMA_MEMFIFO);
 	d->node = node;
 	d->core = core;
@@ -32,13 +32,14 @@ void dma_desc_memfifo(struct dma_desc *d, uint32_t node, uint32_t core, uint32_t
 	d->src = buf;
 	d->len = len;
 	d->inj_counter = inj_counter;
+	return !buf && len ? -EINVAL : 0; /* (filled all the same: the post refuses it too) */
 }
 
-void dma_desc_put(struct dma_desc *d, uint32_t node, const void *src, size_t len, uint32_t region,
+int dma_desc_put(struct dma_desc *d, uint32_t node, const void *src, size_t len, uint32_t region,
 		  uint64_t offset, uint32_t counter, uint32_t inj_counter)
 {
 	if (!d)
-		return;
+		return -EINVAL;
 	desc_init(d, DMA_PUT);
 	d->node = node;
 	d->src = src;
@@ -47,13 +48,14 @@ void dma_desc_put(struct dma_desc *d, uint32_t node, const void *src, size_t len
 	d->offset = offset;
 	d->counter = counter;
 	d->inj_counter = inj_counter;
+	return !src && len ? -EINVAL : 0;
 }
 
-void dma_desc_get(struct dma_desc *d, uint32_t node, uint32_t region, uint64_t offset, size_t len,
+int dma_desc_get(struct dma_desc *d, uint32_t node, uint32_t region, uint64_t offset, size_t len,
 		  uint32_t reply_region, uint64_t reply_offset, uint32_t reply_counter)
 {
 	if (!d)
-		return;
+		return -EINVAL;
 	desc_init(d, DMA_GET);
 	d->node = node;
 	d->region = region;
@@ -62,19 +64,21 @@ void dma_desc_get(struct dma_desc *d, uint32_t node, uint32_t region, uint64_t o
 	d->reply_region = reply_region;
 	d->reply_offset = reply_offset;
 	d->counter = reply_counter;
+	return 0;
 }
 
-void dma_desc_copy(struct dma_desc *d, const void *src, size_t len, uint32_t region, uint64_t offset,
+int dma_desc_copy(struct dma_desc *d, const void *src, size_t len, uint32_t region, uint64_t offset,
 		   uint32_t counter)
 {
 	if (!d)
-		return;
+		return -EINVAL;
 	desc_init(d, DMA_COPY);
 	d->src = src;
 	d->len = len;
 	d->region = region;
 	d->offset = offset;
 	d->counter = counter;
+	return !src && len ? -EINVAL : 0;
 }
 
 int dma_injfifo_open(emu_core_t *c, uint32_t index, dma_injfifo_t **out)

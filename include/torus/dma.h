@@ -189,7 +189,10 @@ enum dma_kind { DMA_MEMFIFO = 1, DMA_PUT = 2, DMA_GET = 3, DMA_COPY = 4 };
 #define DMA_F_UNCHECKED 1u  /* skip post-time checks (to test the destination's) */
 #define DMA_F_ANY_ORDER 2u  /* memory FIFO: a message its receiver files (dma_recv_expect) */
 
-/* A descriptor; fill it with one of the dma_desc_* helpers. */
+/* A descriptor; fill it with one of the dma_desc_* helpers: 0, or -EINVAL
+ * for a NULL descriptor (nothing filled) or a NULL source with bytes to
+ * send (filled all the same, and refused when posted). What the fields
+ * mean at the destination is checked when it is posted. */
 struct dma_desc {
 	uint32_t kind;
 	uint32_t flags;
@@ -211,15 +214,15 @@ struct dma_desc {
 				 * unique among the messages from this node to that core */
 };
 
-void dma_desc_memfifo(struct dma_desc *d, uint32_t node, uint32_t core, uint32_t dispatch, uint16_t user,
+int dma_desc_memfifo(struct dma_desc *d, uint32_t node, uint32_t core, uint32_t dispatch, uint16_t user,
 		      const void *buf, size_t len, uint32_t inj_counter);
-void dma_desc_put(struct dma_desc *d, uint32_t node, const void *src, size_t len, uint32_t region,
+int dma_desc_put(struct dma_desc *d, uint32_t node, const void *src, size_t len, uint32_t region,
 		  uint64_t offset, uint32_t counter, uint32_t inj_counter);
 /* Read len bytes at (target node, region, offset) into (local reply_region,
  * reply_offset), decrementing the local reply counter. */
-void dma_desc_get(struct dma_desc *d, uint32_t node, uint32_t region, uint64_t offset, size_t len,
+int dma_desc_get(struct dma_desc *d, uint32_t node, uint32_t region, uint64_t offset, size_t len,
 		  uint32_t reply_region, uint64_t reply_offset, uint32_t reply_counter);
-void dma_desc_copy(struct dma_desc *d, const void *src, size_t len, uint32_t region, uint64_t offset,
+int dma_desc_copy(struct dma_desc *d, const void *src, size_t len, uint32_t region, uint64_t offset,
 		   uint32_t counter);
 
 typedef struct dma_injfifo dma_injfifo_t;
