@@ -5,6 +5,7 @@
  */
 #include "cunit_main.h"
 #include "job_util.h"
+#include "torus/dma.h"
 
 struct shape_case {
 	const char *opts;   /* torusrun options */
@@ -152,6 +153,29 @@ static void test_bandwidth_model(void)
 	}
 }
 
+/* The descriptor helpers say what they could not fill. */
+static void test_desc_helpers(void)
+{
+	struct dma_desc d;
+	char b[16] = {0};
+	CU_ASSERT_EQUAL(dma_desc_put(NULL, 1, b, 16, 0, 0, 0, DMA_NO_COUNTER), -EINVAL);
+	CU_ASSERT_EQUAL(dma_desc_get(NULL, 1, 0, 0, 16, 0, 0, 0), -EINVAL);
+	CU_ASSERT_EQUAL(dma_desc_copy(NULL, b, 16, 0, 0, 0), -EINVAL);
+	CU_ASSERT_EQUAL(dma_desc_memfifo(NULL, 1, 0, 1, 0, b, 16, DMA_NO_COUNTER), -EINVAL);
+	/* a NULL source with bytes: refused, but filled for the post to refuse too */
+	CU_ASSERT_EQUAL(dma_desc_put(&d, 1, NULL, 16, 0, 0, 0, DMA_NO_COUNTER), -EINVAL);
+	CU_ASSERT(d.kind == DMA_PUT && d.len == 16 && d.src == NULL);
+	CU_ASSERT_EQUAL(dma_desc_memfifo(&d, 1, 0, 1, 0, NULL, 8, DMA_NO_COUNTER), -EINVAL);
+	CU_ASSERT_EQUAL(dma_desc_copy(&d, NULL, 8, 0, 0, 0), -EINVAL);
+	/* and the good ones */
+	CU_ASSERT_EQUAL(dma_desc_put(&d, 1, b, 16, 2, 3, 4, DMA_NO_COUNTER), 0);
+	CU_ASSERT(d.kind == DMA_PUT && d.node == 1 && d.src == b && d.len == 16 && d.region == 2 && d.offset == 3 &&
+		  d.counter == 4);
+	CU_ASSERT_EQUAL(dma_desc_put(&d, 1, NULL, 0, 2, 0, 4, DMA_NO_COUNTER), 0);
+	CU_ASSERT_EQUAL(dma_desc_get(&d, 1, 2, 8, 16, 5, 6, 7), 0);
+	CU_ASSERT(d.kind == DMA_GET && d.reply_region == 5 && d.reply_offset == 6 && d.counter == 7);
+}
+
 static void test_hang_detected(void)
 {
 	/* a core waiting on a counter that never moves: the hang detector stops
@@ -202,7 +226,7 @@ int main(void)
 		CUNIT_CASE(test_large_64mib), CUNIT_CASE(test_many_outstanding)};
 	static const struct cunit_case control[] = {
 		CUNIT_CASE(test_bad_descriptors), CUNIT_CASE(test_rebind), CUNIT_CASE(test_backpressure), CUNIT_CASE(test_barrier),
-		CUNIT_CASE(test_wait_any), CUNIT_CASE(test_any_order), CUNIT_CASE(test_exact), CUNIT_CASE(test_bandwidth_model), CUNIT_CASE(test_pingpong),
+		CUNIT_CASE(test_wait_any), CUNIT_CASE(test_any_order), CUNIT_CASE(test_exact), CUNIT_CASE(test_bandwidth_model), CUNIT_CASE(test_pingpong), CUNIT_CASE(test_desc_helpers),
 		CUNIT_CASE(test_hang_detected)};
 	static const struct cunit_suite all[] = {
 		{"dma.transfers", transfers, CUNIT_COUNT(transfers)},
