@@ -568,7 +568,7 @@ static int vforms_derived(enum blocks_kind kind, const char *fn, const void *sen
  * A user operation runs on the packed elements as MPI_BYTE under the
  * stand-in handle MPI_PACKED_OP, whose combine step unpacks both operands
  * into the type's own layout for the user's function and packs the result
- * (mpi_core.c); the algorithms only ever combine whole buffers of whole
+ * (mpi_ops.c); the algorithms only ever combine whole buffers of whole
  * elements, in rank order where the operation does not commute. */
 
 struct red_pack {

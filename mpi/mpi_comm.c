@@ -3,11 +3,15 @@
  * (nodes); a communicator adds a context id, agreed by every member of the
  * parent through the barrier network's combining (the largest of their
  * next free ids: no member holds a communicator with it), and a team for
- * its collectives (coll_team_create over the members' core 0).
+ * its collectives (coll_team_create over the members' core 0). Here too:
+ * MPI_Comm_rank and MPI_Comm_size, communicators' set-up and release
+ * (mpi_comm_new, mpi_comm_release), their predefined attributes and their
+ * names.
  */
 #include "mpi_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -468,5 +472,172 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Comm_compare", "NULL result");
 	int c = compare_lists(a->world, a->size, b->world, b->size);
 	*result = comm1 == comm2 ? MPI_IDENT : c == MPI_IDENT ? MPI_CONGRUENT : c;
+	return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------- communicators: the basics */
+
+int MPI_Comm_rank(MPI_Comm comm, int *rank)
+{
+	MPI_API();
+	int size = 0;
+	int rc = mpi_comm_check(comm, "MPI_Comm_rank", &size);
+	if (rc)
+		return rc;
+	if (!rank)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_rank", "NULL rank");
+	*rank = mpi_comm_of(comm)->rank;
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_size(MPI_Comm comm, int *size)
+{
+	MPI_API();
+	int n = 0;
+	int rc = mpi_comm_check(comm, "MPI_Comm_size", &n);
+	if (rc)
+		return rc;
+	if (!size)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_size", "NULL size");
+	*size = n;
+	return MPI_SUCCESS;
+}
+
+int mpi_comm_check(MPI_Comm comm, const char *fn, int *size)
+{
+	if (mpi_g.state != 1)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_OTHER, fn, "MPI is not initialized (or is finalized)");
+	struct mpi_comm *cm = mpi_comm_of(comm);
+	if (!cm)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_COMM, fn, "invalid communicator %d", comm);
+	*size = cm->size;
+	return MPI_SUCCESS;
+}
+
+MPI_Comm mpi_comm_new(const uint32_t *world, int n, int rank, uint32_t ctx, MPI_Errhandler eh)
+{
+	int h = 1;
+	while (h < MPI_MAX_COMMS && mpi_g.comms[h].used)
+		h++;
+	if (h == MPI_MAX_COMMS)
+		return MPI_COMM_NULL;
+	struct mpi_comm *cm = &mpi_g.comms[h];
+	memset(cm, 0, sizeof(*cm));
+	cm->world = calloc((size_t)n + 1, sizeof(uint32_t));
+	cm->members = calloc((size_t)n + 1, sizeof(uint32_t));
+	if (!cm->world || !cm->members) {
+		free(cm->world);
+		free(cm->members);
+		return MPI_COMM_NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		cm->world[i] = world[i];
+		uint32_t g = 0;
+		for (uint32_t x = 0; x < world[i]; x++)
+			g += emu_cores_of(mpi_g.c, x);
+		cm->members[i] = g; /* core 0 of node world[i] */
+	}
+	cm->ctx = ctx;
+	cm->size = n;
+	cm->rank = rank;
+	cm->eh = eh;
+	if (coll_team_create(mpi_g.c, cm->members, (size_t)n, &cm->team)) {
+		free(cm->world);
+		free(cm->members);
+		return MPI_COMM_NULL;
+	}
+	/* the node team, if every member node has cores to spare: the same
+	 * on every member, whose helpers make their own handles */
+	uint32_t cores = UINT32_MAX;
+	for (int i = 0; i < n; i++) {
+		uint32_t k = emu_cores_of(mpi_g.c, world[i]);
+		cores = k < cores ? k : cores;
+	}
+	cm->used = 1;
+	if (n > 1 && cores > 1) {
+		struct mpi_help job = {.h = h, .nodes = cm->world, .n = (size_t)n, .cores = cores};
+		if (mpi_help(MPI_HELP_TEAM, &job) || coll_team_create_nodes(mpi_g.c, cm->world, (size_t)n, cores, &cm->nteam)) {
+			mpi_comm_release(cm);
+			return MPI_COMM_NULL;
+		}
+		cm->ncores = cores;
+	}
+	return h;
+}
+
+void mpi_comm_release(struct mpi_comm *cm)
+{
+	if (cm->nteam || cm->ncores) {
+		struct mpi_help job = {.h = (MPI_Comm)(cm - mpi_g.comms)};
+		mpi_help(MPI_HELP_FREE, &job);
+		coll_team_free(cm->nteam);
+	}
+	coll_team_free(cm->team);
+	free(cm->world);
+	free(cm->members);
+	free(cm->tdims);
+	memset(cm, 0, sizeof(*cm));
+}
+
+/* The predefined attributes (user keyvals are not there: MPI_Keyval_create
+ * and MPI_Comm_create_keyval do not link). */
+int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+{
+	MPI_API();
+	static const int tag_ub = MPI_TAG_UB_VALUE, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0;
+	int size = 0;
+	int rc = mpi_comm_check(comm, "MPI_Comm_get_attr", &size);
+	if (rc)
+		return rc;
+	if (!attribute_val || !flag)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_get_attr", "NULL attribute_val or flag");
+	const int *v = keyval == MPI_TAG_UB ? &tag_ub
+		       : keyval == MPI_HOST ? &host
+		       : keyval == MPI_IO ? &io
+		       : keyval == MPI_WTIME_IS_GLOBAL ? &wtime_global
+						       : NULL;
+	if (!v)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_get_attr", "keyval %d: only the predefined ones are there",
+				 keyval);
+	*(const int **)attribute_val = v;
+	*flag = 1;
+	return MPI_SUCCESS;
+}
+
+int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+{
+	MPI_API();
+	return MPI_Comm_get_attr(comm, keyval, attribute_val, flag);
+}
+
+int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
+{
+	MPI_API();
+	int size = 0;
+	int rc = mpi_comm_check(comm, "MPI_Comm_set_name", &size);
+	if (rc)
+		return rc;
+	if (!comm_name)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_set_name", "NULL name");
+	struct mpi_comm *cm = mpi_comm_of(comm);
+	snprintf(cm->name, sizeof(cm->name), "%s", comm_name);
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
+{
+	MPI_API();
+	int size = 0;
+	int rc = mpi_comm_check(comm, "MPI_Comm_get_name", &size);
+	if (rc)
+		return rc;
+	if (!comm_name || !resultlen)
+		return mpi_error(comm, MPI_ERR_ARG, "MPI_Comm_get_name", "NULL name or length");
+	const struct mpi_comm *cm = mpi_comm_of(comm);
+	const char *n = cm->name[0] ? cm->name
+			: comm == MPI_COMM_WORLD ? "MPI_COMM_WORLD"
+			: comm == MPI_COMM_SELF	 ? "MPI_COMM_SELF"
+						 : "";
+	*resultlen = snprintf(comm_name, MPI_MAX_OBJECT_NAME, "%s", n);
 	return MPI_SUCCESS;
 }

@@ -28,7 +28,7 @@ struct mpi_env {
  * below; never 0. A receive posted inside a collective takes only
  * messages of the same signature: another is a mismatched call
  * (MPI_ERR_OTHER, the two calls named). 23 bits: a short message's header
- * carries it beside its tag (mpi_core.c, wire_tag).
+ * carries it beside its tag (mpi_p2p.c, wire_tag).
  */
 enum mpi_coll_kind { MPI_CK_BARRIER = 1, MPI_CK_BCAST, MPI_CK_REDUCE, MPI_CK_ALLREDUCE, MPI_CK_GATHER, MPI_CK_GATHERV,
 		     MPI_CK_SCATTER, MPI_CK_SCATTERV, MPI_CK_ALLGATHER, MPI_CK_ALLGATHERV, MPI_CK_ALLTOALL,
@@ -98,7 +98,7 @@ struct torus_mpi_request {
 	MPI_Status st;
 	struct torus_mpi_request *next;  /* posted receives */
 	/* persistent (MPI_Send_init, MPI_Recv_init): what MPI_Start posts */
-	int persistent, active, precv, pmode; /* pmode: PMODE_* (mpi_core.c) */
+	int persistent, active, precv, pmode; /* pmode: PMODE_* (mpi_request.c) */
 	const void *pbuf;
 	int pcount, ppeer, ptag;
 	MPI_Datatype ptype;
@@ -303,6 +303,48 @@ int mpi_progress(int may_sleep);
 /* Core 0: give the helpers a command and its arguments (job: NULL for none). */
 int mpi_help(enum mpi_help_cmd cmd, const struct mpi_help *job);
 void mpi_take(struct mpi_msg *m);
+/* Point-to-point and requests (mpi_p2p.c, mpi_request.c). */
+/* The handler of MPI's packets (registered by MPI_Init): envelopes and
+ * data, in order per source; requests to send and their answers. */
+int mpi_on_packet(emu_core_t *c, const struct dma_recv_info *info, const void *payload, void *arg);
+/* Have all this rank's sends left (one injection counter)? 1, 0, or a
+ * negative error. */
+int mpi_send_done(void);
+/* Is send r complete (its packets, and a rendezvous' data, have left)? 1,
+ * 0, or a negative error. */
+int mpi_send_complete(const struct torus_mpi_request *r);
+/* How a send goes: eager up to the eager limit and by rendezvous above
+ * it; or always by rendezvous (synchronous sends: the answer proves the
+ * receive started). */
+enum send_mode { SEND_AUTO, SEND_RZV };
+/* Post a message of `bytes` bytes at buf to dest; r completes when it has
+ * left (a rendezvous: once the receiver has its data). 0, or an error. */
+int mpi_post_send(const void *buf, uint64_t bytes, int dest, int tag, MPI_Comm comm, struct torus_mpi_request *r,
+		  enum send_mode mode);
+/* Post receive r: it takes the first unexpected message that fits, or
+ * waits on the posted queue. 0. */
+int mpi_post_recv(void *buf, uint64_t cap, int src, int tag, MPI_Comm comm, struct torus_mpi_request *r);
+/* A point-to-point call's arguments checked (fn: the call, for errors;
+ * recv: wildcards allowed): MPI_SUCCESS, or the handler's code. */
+int mpi_check_p2p(const char *fn, const void *buf, int count, MPI_Datatype t, int peer, int tag, MPI_Comm comm,
+		  int recv);
+/* count elements of t to send: their bytes, and where they are contiguous
+ * (*src: buf, or *tmp, malloc'd and packed, which the caller frees). 0, or
+ * -1 out of memory. */
+int mpi_send_bytes(const void *buf, int count, MPI_Datatype t, uint64_t *bytes, void **tmp, const void **src);
+/* Where receive r lands (buf, or r->tmp to unpack at completion), and its
+ * capacity in *bytes. 0, or -1 out of memory. */
+int mpi_recv_place(struct torus_mpi_request *r, void *buf, int count, MPI_Datatype t, void **where,
+		   uint64_t *bytes);
+/* Wait for request r (a send or a receive) and fill status: 0, or an MPI
+ * error code. */
+int mpi_wait_request(struct torus_mpi_request *r, MPI_Status *status);
+/* The status of a receive from MPI_PROC_NULL (st may be NULL). */
+void mpi_null_status(MPI_Status *st);
+/* A new request, zeroed (NULL: out of memory); mpi_request_free frees one
+ * and its packing buffer. */
+struct torus_mpi_request *mpi_request_new(void);
+void mpi_request_free(struct torus_mpi_request *r);
 /* Blocking point-to-point for the collectives, any tag (theirs are < 0):
  * MPI_SUCCESS or an MPI error code, no handler called. */
 /* A collective call starts (kind, its operation or 0, root or 0, the data

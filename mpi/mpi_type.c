@@ -1,13 +1,14 @@
 /*
  * libtorusmpi: derived datatypes (MPI_Type_contiguous, _vector, _hvector,
  * _indexed, _create_struct), their names and extents, and MPI_Pack /
- * MPI_Unpack.
+ * MPI_Unpack; the predefined types' sizes, MPI_Get_count and
+ * MPI_Get_elements.
  *
  * A derived datatype is flattened when it is built: the byte blocks of one
  * element, in type order, adjacent ones merged, with its lower bound and
  * extent. Point-to-point messages of a type that is not contiguous are
  * packed into a buffer of their own on the way out and unpacked on the way
- * in (mpi_core.c); the collectives take predefined types only, and say so.
+ * in (mpi_p2p.c); the collectives take predefined types only, and say so.
  */
 #include "mpi_internal.h"
 
@@ -643,5 +644,71 @@ int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int o
 				 (unsigned long long)n, *position, insize);
 	mpi_unpack((const char *)inbuf + *position, n, outbuf, outcount, datatype);
 	*position += (int)n;
+	return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------- predefined types */
+
+static const int type_size[TORUS_MPI_NTYPES_] = {
+	[MPI_CHAR] = sizeof(char), [MPI_SIGNED_CHAR] = sizeof(signed char),
+	[MPI_UNSIGNED_CHAR] = sizeof(unsigned char), [MPI_BYTE] = 1, [MPI_SHORT] = sizeof(short),
+	[MPI_UNSIGNED_SHORT] = sizeof(unsigned short), [MPI_INT] = sizeof(int), [MPI_UNSIGNED] = sizeof(unsigned),
+	[MPI_LONG] = sizeof(long), [MPI_UNSIGNED_LONG] = sizeof(unsigned long), [MPI_LONG_LONG] = sizeof(long long),
+	[MPI_UNSIGNED_LONG_LONG] = sizeof(unsigned long long), [MPI_FLOAT] = sizeof(float),
+	[MPI_DOUBLE] = sizeof(double), [MPI_LONG_DOUBLE] = sizeof(long double), [MPI_INT8_T] = 1, [MPI_INT16_T] = 2,
+	[MPI_INT32_T] = 4, [MPI_INT64_T] = 8, [MPI_UINT8_T] = 1, [MPI_UINT16_T] = 2, [MPI_UINT32_T] = 4,
+	[MPI_UINT64_T] = 8, [MPI_C_BOOL] = sizeof(_Bool), [MPI_WCHAR] = 4, [MPI_AINT] = sizeof(MPI_Aint),
+	[MPI_OFFSET] = sizeof(MPI_Offset), [MPI_PACKED] = 1,
+	[MPI_FLOAT_INT] = sizeof(struct { float v; int i; }), [MPI_DOUBLE_INT] = sizeof(struct { double v; int i; }),
+	[MPI_LONG_INT] = sizeof(struct { long v; int i; }), [MPI_2INT] = sizeof(struct { int v; int i; }),
+	[MPI_SHORT_INT] = sizeof(struct { short v; int i; }),
+	[MPI_LONG_DOUBLE_INT] = sizeof(struct { long double v; int i; }),
+};
+
+int mpi_type_size(MPI_Datatype t)
+{
+	return t > 0 && t < TORUS_MPI_NTYPES_ ? type_size[t] : 0;
+}
+
+int MPI_Type_size(MPI_Datatype datatype, int *size)
+{
+	MPI_API();
+	struct mpi_type_info ti;
+	if (mpi_type_info(datatype, 0, &ti))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_size", "unknown datatype %d", datatype);
+	if (!size)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Type_size", "NULL size");
+	*size = ti.size > INT32_MAX ? MPI_UNDEFINED : (int)ti.size;
+	return MPI_SUCCESS;
+}
+
+int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+	MPI_API();
+	struct mpi_type_info ti;
+	if (!status || !count)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_count", "NULL status or count");
+	if (mpi_type_info(datatype, 0, &ti))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_count", "unknown datatype %d", datatype);
+	uint64_t s = ti.size ? ti.size : 1;
+	uint64_t bytes = (uint64_t)(uint32_t)status->count_lo_ | (uint64_t)(uint32_t)status->count_hi_ << 32;
+	*count = bytes % s || bytes / s > INT32_MAX ? MPI_UNDEFINED : (int)(bytes / s);
+	return MPI_SUCCESS;
+}
+
+/* The predefined elements received: whole elements of datatype only (a
+ * message that ends inside one gives MPI_UNDEFINED). */
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+	MPI_API();
+	struct mpi_type_info ti;
+	if (!status || !count)
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_elements", "NULL status or count");
+	if (mpi_type_info(datatype, 0, &ti))
+		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_elements", "unknown datatype %d", datatype);
+	/* whole elements and the predefined ones of a partial last element */
+	uint64_t bytes = (uint64_t)(uint32_t)status->count_lo_ | (uint64_t)(uint32_t)status->count_hi_ << 32;
+	int64_t n = mpi_type_elements(datatype, bytes);
+	*count = n < 0 || n > INT32_MAX ? MPI_UNDEFINED : (int)n;
 	return MPI_SUCCESS;
 }
