@@ -22,16 +22,18 @@
 enum { TAG_BCAST = -10, TAG_REDUCE = -11, TAG_GATHER = -12, TAG_SCATTER = -13, TAG_ALLTOALL = -14, TAG_SCAN = -15,
        TAG_ALLREDUCE = -16 };
 
-#define CHECK(call)                                                                                          \
-	do {                                                                                                  \
-		int rc_ = (call);                                                                             \
-		if (rc_)                                                                                      \
-			return rc_;                                                                           \
+/* returns the call's error from the calling function: its name says so
+ * where it is used */
+#define RETURN_ON_ERROR(call)                                                                                    \
+	do {                                                                                                     \
+		int rc_ = (call);                                                                                \
+		if (rc_)                                                                                         \
+			return rc_;                                                                              \
 	} while (0)
 
 static int common(const char *fn, MPI_Comm comm, int count, MPI_Datatype t, int *size)
 {
-	CHECK(mpi_comm_check(comm, fn, size));
+	RETURN_ON_ERROR(mpi_comm_check(comm, fn, size));
 	if (count < 0)
 		return mpi_error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
 	struct mpi_type_info ti;
@@ -304,7 +306,7 @@ int MPI_Barrier(MPI_Comm comm)
 	MPI_API();
 	MPI_COLL_CALL(comm, MPI_CK_BARRIER, 0, 0, 0);
 	int size = 0;
-	CHECK(mpi_comm_check(comm, "MPI_Barrier", &size));
+	RETURN_ON_ERROR(mpi_comm_check(comm, "MPI_Barrier", &size));
 	if (size == 1)
 		return MPI_SUCCESS;
 	return coll_rc(comm, "MPI_Barrier", dma_barrier_team(mpi_g.c, mpi_comm_of(comm)->members, (size_t)size));
@@ -316,14 +318,14 @@ static int bcast(void *buf, uint64_t bytes, int root, MPI_Comm comm, int size)
 	int me = mpi_comm_of(comm)->rank, rel = (me - root + size) % size, mask = 1;
 	while (mask < size) {
 		if (rel & mask) {
-			CHECK(mpi_recv_raw(buf, bytes, (rel - mask + root) % size, TAG_BCAST, comm));
+			RETURN_ON_ERROR(mpi_recv_raw(buf, bytes, (rel - mask + root) % size, TAG_BCAST, comm));
 			break;
 		}
 		mask <<= 1;
 	}
 	for (mask >>= 1; mask > 0; mask >>= 1)
 		if (rel + mask < size)
-			CHECK(mpi_send_raw(buf, bytes, (rel + mask + root) % size, TAG_BCAST, comm));
+			RETURN_ON_ERROR(mpi_send_raw(buf, bytes, (rel + mask + root) % size, TAG_BCAST, comm));
 	return 0;
 }
 
@@ -341,7 +343,7 @@ static int packed_bytes(const char *fn, MPI_Comm comm, int count, MPI_Datatype t
 {
 	struct mpi_type_info ti;
 	int size = 0;
-	CHECK(mpi_comm_check(comm, fn, &size));
+	RETURN_ON_ERROR(mpi_comm_check(comm, fn, &size));
 	if (count < 0)
 		return mpi_error(comm, MPI_ERR_COUNT, fn, "negative count %d", count);
 	if (mpi_type_info(t, 1, &ti))
@@ -376,7 +378,7 @@ static void unpack_blocks(const void *p, void *buf, int count, MPI_Datatype t, i
 static int bcast_derived(void *buffer, int count, MPI_Datatype t, int root, MPI_Comm comm)
 {
 	int b = 0;
-	CHECK(packed_bytes("MPI_Bcast", comm, count, t, &b));
+	RETURN_ON_ERROR(packed_bytes("MPI_Bcast", comm, count, t, &b));
 	char *p = pack_blocks(buffer, count, t, 1, b);
 	if (!p)
 		return mpi_error(comm, MPI_ERR_INTERN, "MPI_Bcast", "out of memory");
@@ -394,7 +396,7 @@ static int blocks_derived(enum blocks_kind kind, const char *fn, const void *sen
 			  void *recvbuf, int rcount, MPI_Datatype rt, int root, MPI_Comm comm)
 {
 	int sb = 0, rb = 0, size = 0;
-	CHECK(mpi_comm_check(comm, fn, &size));
+	RETURN_ON_ERROR(mpi_comm_check(comm, fn, &size));
 	int me = mpi_comm_of(comm)->rank;
 	int rooted = kind == BK_GATHER || kind == BK_SCATTER;
 	if (rooted && (root < 0 || root >= size))
@@ -404,9 +406,9 @@ static int blocks_derived(enum blocks_kind kind, const char *fn, const void *sen
 	int sn = kind == BK_SCATTER || kind == BK_ALLTOALL ? size : 1, rn = kind == BK_SCATTER ? 1 : size;
 	int shas = kind != BK_SCATTER || me == root, rhas = kind != BK_GATHER || me == root;
 	if (shas && !(in_place && kind != BK_SCATTER))
-		CHECK(packed_bytes(fn, comm, scount, st, &sb));
+		RETURN_ON_ERROR(packed_bytes(fn, comm, scount, st, &sb));
 	if (rhas && !(in_place && kind == BK_SCATTER))
-		CHECK(packed_bytes(fn, comm, rcount, rt, &rb));
+		RETURN_ON_ERROR(packed_bytes(fn, comm, rcount, rt, &rb));
 	char *s = NULL, *r = NULL;
 	int rc = MPI_SUCCESS;
 	if (shas && !(in_place && kind != BK_SCATTER) && !(s = pack_blocks(sendbuf, scount, st, sn, sb)))
@@ -510,7 +512,7 @@ static int vforms_derived(enum blocks_kind kind, const char *fn, const void *sen
 			  const int rdispls[], int rcount, MPI_Datatype rt, int root, MPI_Comm comm)
 {
 	int size = 0, sb = 0, rb = 0, rc;
-	CHECK(mpi_comm_check(comm, fn, &size));
+	RETURN_ON_ERROR(mpi_comm_check(comm, fn, &size));
 	int me = mpi_comm_of(comm)->rank;
 	if ((kind == BK_GATHER || kind == BK_SCATTER) && (root < 0 || root >= size))
 		return mpi_error(comm, MPI_ERR_ROOT, fn, "root %d (size %d)", root, size);
@@ -520,7 +522,7 @@ static int vforms_derived(enum blocks_kind kind, const char *fn, const void *sen
 	/* the blocked side, n blocks: gather's and allgather's receive,
 	 * scatter's send, both of alltoall's */
 	if ((kind == BK_GATHER && me == root) || kind == BK_ALLGATHER || kind == BK_ALLTOALL)
-		CHECK(vpack(fn, comm, size, rcounts, rdispls, rt, recvbuf, sin, &r));
+		RETURN_ON_ERROR(vpack(fn, comm, size, rcounts, rdispls, rt, recvbuf, sin, &r));
 	if ((kind == BK_SCATTER && me == root) || (kind == BK_ALLTOALL && !sin)) {
 		if ((rc = vpack(fn, comm, size, scounts, sdispls, st, sendbuf, 1, &s))) {
 			vfree(&r);
@@ -588,9 +590,9 @@ static int red_derived(const char *fn, MPI_Comm comm, MPI_Datatype t, MPI_Op op,
 	struct mpi_type_info ti;
 	int size = 0, sb = 0, rb = 0;
 	memset(p, 0, sizeof(*p));
-	CHECK(mpi_comm_check(comm, fn, &size));
-	CHECK(packed_bytes(fn, comm, nsend, t, &sb));
-	CHECK(packed_bytes(fn, comm, nrecv, t, &rb));
+	RETURN_ON_ERROR(mpi_comm_check(comm, fn, &size));
+	RETURN_ON_ERROR(packed_bytes(fn, comm, nsend, t, &sb));
+	RETURN_ON_ERROR(packed_bytes(fn, comm, nrecv, t, &rb));
 	mpi_type_info(t, 0, &ti);
 	const struct mpi_user_op *u = mpi_user_op(op);
 	if (u) {
@@ -656,14 +658,14 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
 		return MPI_SUCCESS;
 	}
 	if (!derived_type(datatype)) {
-		CHECK(op_ok(fn, MPI_COMM_WORLD, op, datatype));
+		RETURN_ON_ERROR(op_ok(fn, MPI_COMM_WORLD, op, datatype));
 		mpi_combine(datatype, op, inbuf, inoutbuf, (size_t)count);
 		return MPI_SUCCESS;
 	}
 	if (ti.basic == MPI_DATATYPE_NULL)
 		return mpi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, fn,
 				 "datatype %d mixes predefined types: a predefined operation needs one", datatype);
-	CHECK(op_ok(fn, MPI_COMM_WORLD, op, ti.basic));
+	RETURN_ON_ERROR(op_ok(fn, MPI_COMM_WORLD, op, ti.basic));
 	uint64_t bytes = (uint64_t)count * ti.size;
 	char *a = malloc(bytes + 1), *b = malloc(bytes + 1);
 	if (!a || !b) {
@@ -685,13 +687,13 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 	if (derived_type(datatype))
 		return bcast_derived(buffer, count, datatype, root, comm);
 	int size = 0;
-	CHECK(common("MPI_Bcast", comm, count, datatype, &size));
-	CHECK(root_ok("MPI_Bcast", comm, root, size));
+	RETURN_ON_ERROR(common("MPI_Bcast", comm, count, datatype, &size));
+	RETURN_ON_ERROR(root_ok("MPI_Bcast", comm, root, size));
 	if (count && !buffer)
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Bcast", "NULL buffer");
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
 	int torus = 0;
-	CHECK(rooted_choice("MPI_Bcast", comm, "TORUS_COLL_BCAST", "binomial", bytes, BCAST_TORUS_FROM, size, &torus));
+	RETURN_ON_ERROR(rooted_choice("MPI_Bcast", comm, "TORUS_COLL_BCAST", "binomial", bytes, BCAST_TORUS_FROM, size, &torus));
 	if (torus)
 		return bcast_torus(buffer, bytes, root, comm, size);
 	return p2p_rc(comm, "MPI_Bcast", bcast(buffer, bytes, root, comm, size));
@@ -737,18 +739,18 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	if (derived_type(datatype)) {
 		struct red_pack p;
 		int size = 0;
-		CHECK(mpi_comm_check(comm, "MPI_Reduce", &size));
-		CHECK(root_ok("MPI_Reduce", comm, root, size));
+		RETURN_ON_ERROR(mpi_comm_check(comm, "MPI_Reduce", &size));
+		RETURN_ON_ERROR(root_ok("MPI_Reduce", comm, root, size));
 		int me = mpi_comm_of(comm)->rank;
 		const void *in = me != root && sendbuf == MPI_IN_PLACE ? NULL : sendbuf; /* (in place: the root's only) */
-		CHECK(red_derived("MPI_Reduce", comm, datatype, op, in, count, recvbuf, count, me == root, &p));
+		RETURN_ON_ERROR(red_derived("MPI_Reduce", comm, datatype, op, in, count, recvbuf, count, me == root, &p));
 		int rc = MPI_Reduce(p.s, p.r, (int)((uint64_t)count * p.per), p.basic, p.op, root, comm);
 		return red_finish(&p, rc, recvbuf, count, datatype);
 	}
 	int size = 0;
-	CHECK(common("MPI_Reduce", comm, count, datatype, &size));
-	CHECK(root_ok("MPI_Reduce", comm, root, size));
-	CHECK(op_ok("MPI_Reduce", comm, op, datatype));
+	RETURN_ON_ERROR(common("MPI_Reduce", comm, count, datatype, &size));
+	RETURN_ON_ERROR(root_ok("MPI_Reduce", comm, root, size));
+	RETURN_ON_ERROR(op_ok("MPI_Reduce", comm, op, datatype));
 	int me = mpi_comm_of(comm)->rank;
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
 	if (count && ((!sendbuf) || (me == root && !recvbuf) || (sendbuf == MPI_IN_PLACE && me != root)))
@@ -758,7 +760,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	int torus = 0;
 	if (!bytes)
 		return MPI_SUCCESS; /* (every rank's count is 0: nothing to combine) */
-	CHECK(rooted_choice("MPI_Reduce", comm, "TORUS_COLL_REDUCE", "binomial", bytes, REDUCE_TORUS_FROM, size, &torus));
+	RETURN_ON_ERROR(rooted_choice("MPI_Reduce", comm, "TORUS_COLL_REDUCE", "binomial", bytes, REDUCE_TORUS_FROM, size, &torus));
 	if (torus && !mpi_coll_types(datatype, op, &dt, &cop))
 		return reduce_torus(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count, mpi_type_size(datatype), dt,
 				    cop, root, comm, size);
@@ -850,13 +852,13 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 	MPI_COLL_CALL(comm, MPI_CK_ALLREDUCE, op, 0, data_bytes(count, datatype));
 	if (derived_type(datatype)) {
 		struct red_pack p;
-		CHECK(red_derived("MPI_Allreduce", comm, datatype, op, sendbuf, count, recvbuf, count, 1, &p));
+		RETURN_ON_ERROR(red_derived("MPI_Allreduce", comm, datatype, op, sendbuf, count, recvbuf, count, 1, &p));
 		int rc = MPI_Allreduce(p.s, p.r, (int)((uint64_t)count * p.per), p.basic, p.op, comm);
 		return red_finish(&p, rc, recvbuf, count, datatype);
 	}
 	int size = 0;
-	CHECK(common("MPI_Allreduce", comm, count, datatype, &size));
-	CHECK(op_ok("MPI_Allreduce", comm, op, datatype));
+	RETURN_ON_ERROR(common("MPI_Allreduce", comm, count, datatype, &size));
+	RETURN_ON_ERROR(op_ok("MPI_Allreduce", comm, op, datatype));
 	if (count && (!sendbuf || !recvbuf))
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Allreduce", "NULL buffer");
 	uint64_t bytes = (uint64_t)count * (uint64_t)mpi_type_size(datatype);
@@ -896,8 +898,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 
 static int blocks_ok(const char *fn, MPI_Comm comm, int scount, MPI_Datatype st, int rcount, MPI_Datatype rt, int *size)
 {
-	CHECK(common(fn, comm, scount, st, size));
-	CHECK(common(fn, comm, rcount, rt, size));
+	RETURN_ON_ERROR(common(fn, comm, scount, st, size));
+	RETURN_ON_ERROR(common(fn, comm, rcount, rt, size));
 	return MPI_SUCCESS;
 }
 
@@ -919,13 +921,13 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 		return blocks_derived(BK_GATHER, "MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
 				      root, comm);
 	int size = 0;
-	CHECK(blocks_ok("MPI_Gather", comm, sendcount, sendtype, recvcount, recvtype, &size));
-	CHECK(root_ok("MPI_Gather", comm, root, size));
+	RETURN_ON_ERROR(blocks_ok("MPI_Gather", comm, sendcount, sendtype, recvcount, recvtype, &size));
+	RETURN_ON_ERROR(root_ok("MPI_Gather", comm, root, size));
 	int me = mpi_comm_of(comm)->rank, torus = 0;
 	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
 	uint64_t block = me == root ? rb : sb; /* (MPI: the same on every rank) */
-	CHECK(rooted_choice("MPI_Gather", comm, "TORUS_COLL_GATHER", "linear", block,
+	RETURN_ON_ERROR(rooted_choice("MPI_Gather", comm, "TORUS_COLL_GATHER", "linear", block,
 			    GATHER_TORUS_FROM, size, &torus));
 	if (me != root)
 		return p2p_rc(comm, "MPI_Gather",
@@ -939,7 +941,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 		return p2p_rc(comm, "MPI_Gather", mpi_gather_torus(NULL, recvbuf, rb, root, TAG_GATHER, comm));
 	for (int i = 0; i < size; i++)
 		if (i != root)
-			CHECK(p2p_rc(comm, "MPI_Gather", mpi_recv_raw((char *)recvbuf + (uint64_t)i * rb, rb, i, TAG_GATHER, comm)));
+			RETURN_ON_ERROR(p2p_rc(comm, "MPI_Gather", mpi_recv_raw((char *)recvbuf + (uint64_t)i * rb, rb, i, TAG_GATHER, comm)));
 	return MPI_SUCCESS;
 }
 
@@ -961,13 +963,13 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 		return blocks_derived(BK_SCATTER, "MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
 				      root, comm);
 	int size = 0;
-	CHECK(blocks_ok("MPI_Scatter", comm, sendcount, sendtype, recvcount, recvtype, &size));
-	CHECK(root_ok("MPI_Scatter", comm, root, size));
+	RETURN_ON_ERROR(blocks_ok("MPI_Scatter", comm, sendcount, sendtype, recvcount, recvtype, &size));
+	RETURN_ON_ERROR(root_ok("MPI_Scatter", comm, root, size));
 	int me = mpi_comm_of(comm)->rank, torus = 0;
 	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype);
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
 	uint64_t block = me == root ? sb : rb; /* (MPI: the same on every rank) */
-	CHECK(rooted_choice("MPI_Scatter", comm, "TORUS_COLL_SCATTER", "linear", block,
+	RETURN_ON_ERROR(rooted_choice("MPI_Scatter", comm, "TORUS_COLL_SCATTER", "linear", block,
 			    GATHER_TORUS_FROM, size, &torus));
 	if (me != root)
 		return p2p_rc(comm, "MPI_Scatter",
@@ -976,10 +978,10 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 	if (sb && !sendbuf)
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Scatter", "NULL send buffer at the root");
 	if (torus)
-		CHECK(p2p_rc(comm, "MPI_Scatter", mpi_scatter_torus(sendbuf, NULL, sb, root, TAG_SCATTER, comm)));
+		RETURN_ON_ERROR(p2p_rc(comm, "MPI_Scatter", mpi_scatter_torus(sendbuf, NULL, sb, root, TAG_SCATTER, comm)));
 	for (int i = 0; i < size && !torus; i++)
 		if (i != root)
-			CHECK(p2p_rc(comm, "MPI_Scatter", mpi_send_raw((const char *)sendbuf + (uint64_t)i * sb, sb, i, TAG_SCATTER, comm)));
+			RETURN_ON_ERROR(p2p_rc(comm, "MPI_Scatter", mpi_send_raw((const char *)sendbuf + (uint64_t)i * sb, sb, i, TAG_SCATTER, comm)));
 	if (recvbuf != MPI_IN_PLACE && rb)
 		mpi_copy(recvbuf, (const char *)sendbuf + (uint64_t)root * sb, sb < rb ? sb : rb);
 	return MPI_SUCCESS;
@@ -998,7 +1000,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		return blocks_derived(BK_ALLGATHER, "MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
 				      recvtype, 0, comm);
 	int size = 0;
-	CHECK(blocks_ok("MPI_Allgather", comm, sendcount, sendtype, recvcount, recvtype, &size));
+	RETURN_ON_ERROR(blocks_ok("MPI_Allgather", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype);
 	int me = mpi_comm_of(comm)->rank;
 	if (rb && !recvbuf)
@@ -1020,7 +1022,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		free(mine);
 		return coll_rc(comm, "MPI_Allgather", rc);
 	}
-	CHECK(MPI_Gather(sendbuf == MPI_IN_PLACE ? (me ? (char *)recvbuf + (uint64_t)me * rb : MPI_IN_PLACE) : sendbuf,
+	RETURN_ON_ERROR(MPI_Gather(sendbuf == MPI_IN_PLACE ? (me ? (char *)recvbuf + (uint64_t)me * rb : MPI_IN_PLACE) : sendbuf,
 			 recvcount, recvtype, recvbuf, recvcount, recvtype, 0, comm));
 	return p2p_rc(comm, "MPI_Allgather", bcast(recvbuf, rb * (uint64_t)size, 0, comm, size));
 }
@@ -1038,7 +1040,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 		return blocks_derived(BK_ALLTOALL, "MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount,
 				      recvtype, 0, comm);
 	int size = 0;
-	CHECK(blocks_ok("MPI_Alltoall", comm, sendcount, sendtype, recvcount, recvtype, &size));
+	RETURN_ON_ERROR(blocks_ok("MPI_Alltoall", comm, sendcount, sendtype, recvcount, recvtype, &size));
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype), all = rb * (uint64_t)size;
 	int me = mpi_comm_of(comm)->rank;
 	if (all && (!recvbuf || !sendbuf))
@@ -1085,7 +1087,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 		return vforms_derived(BK_ALLTOALL, "MPI_Alltoallv", sendbuf, sendcounts, sdispls, 0, sendtype, recvbuf,
 				      recvcounts, rdispls, 0, recvtype, 0, comm);
 	int size = 0;
-	CHECK(blocks_ok("MPI_Alltoallv", comm, 0, sendtype, 0, recvtype, &size));
+	RETURN_ON_ERROR(blocks_ok("MPI_Alltoallv", comm, 0, sendtype, 0, recvtype, &size));
 	int inplace = sendbuf == MPI_IN_PLACE;
 	if (!recvcounts || !rdispls || (!inplace && (!sendcounts || !sdispls)))
 		return mpi_error(comm, MPI_ERR_ARG, "MPI_Alltoallv", "NULL count or displacement array");
@@ -1156,7 +1158,7 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
 	MPI_COLL_CALL(comm, MPI_CK_ALLTOALLW, 0, 0, 0);
 	const char *fn = "MPI_Alltoallw";
 	int size = 0;
-	CHECK(mpi_comm_check(comm, fn, &size));
+	RETURN_ON_ERROR(mpi_comm_check(comm, fn, &size));
 	int inplace = sendbuf == MPI_IN_PLACE;
 	if (!recvcounts || !rdispls || !recvtypes || (!inplace && (!sendcounts || !sdispls || !sendtypes)))
 		return mpi_error(comm, MPI_ERR_ARG, fn, "NULL count, displacement or datatype array");
@@ -1223,17 +1225,17 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 	if (derived_type(datatype)) {
 		struct red_pack p;
 		int size = 0;
-		CHECK(mpi_comm_check(comm, "MPI_Reduce_scatter_block", &size));
+		RETURN_ON_ERROR(mpi_comm_check(comm, "MPI_Reduce_scatter_block", &size));
 		if ((uint64_t)recvcount * (uint64_t)size > INT32_MAX)
 			return mpi_error(comm, MPI_ERR_COUNT, "MPI_Reduce_scatter_block", "too many elements");
-		CHECK(red_derived("MPI_Reduce_scatter_block", comm, datatype, op, sendbuf, recvcount * size,
+		RETURN_ON_ERROR(red_derived("MPI_Reduce_scatter_block", comm, datatype, op, sendbuf, recvcount * size,
 				  recvbuf, recvcount, 1, &p));
 		int rc = MPI_Reduce_scatter_block(p.s, p.r, (int)((uint64_t)recvcount * p.per), p.basic, p.op, comm);
 		return red_finish(&p, rc, recvbuf, recvcount, datatype);
 	}
 	int size = 0;
-	CHECK(common("MPI_Reduce_scatter_block", comm, recvcount, datatype, &size));
-	CHECK(op_ok("MPI_Reduce_scatter_block", comm, op, datatype));
+	RETURN_ON_ERROR(common("MPI_Reduce_scatter_block", comm, recvcount, datatype, &size));
+	RETURN_ON_ERROR(op_ok("MPI_Reduce_scatter_block", comm, op, datatype));
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(datatype), all = rb * (uint64_t)size;
 	int me = mpi_comm_of(comm)->rank;
 	if (rb && (!sendbuf || !recvbuf))
@@ -1298,8 +1300,8 @@ static int reduce_scatter_derived(const void *sendbuf, void *recvbuf, const int 
 	const char *fn = "MPI_Reduce_scatter";
 	int size = 0, equal;
 	uint64_t total;
-	CHECK(mpi_comm_check(comm, fn, &size));
-	CHECK(rs_counts(comm, recvcounts, size, &total, &equal));
+	RETURN_ON_ERROR(mpi_comm_check(comm, fn, &size));
+	RETURN_ON_ERROR(rs_counts(comm, recvcounts, size, &total, &equal));
 	int me = mpi_comm_of(comm)->rank, *scaled = malloc((size_t)size * sizeof(int));
 	if (!scaled)
 		return mpi_error(comm, MPI_ERR_INTERN, fn, "out of memory");
@@ -1324,11 +1326,11 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 	if (derived_type(datatype))
 		return reduce_scatter_derived(sendbuf, recvbuf, recvcounts, datatype, op, comm);
 	int size = 0;
-	CHECK(common("MPI_Reduce_scatter", comm, 0, datatype, &size));
-	CHECK(op_ok("MPI_Reduce_scatter", comm, op, datatype));
+	RETURN_ON_ERROR(common("MPI_Reduce_scatter", comm, 0, datatype, &size));
+	RETURN_ON_ERROR(op_ok("MPI_Reduce_scatter", comm, op, datatype));
 	int me = mpi_comm_of(comm)->rank, equal;
 	uint64_t total, es = (uint64_t)mpi_type_size(datatype);
-	CHECK(rs_counts(comm, recvcounts, size, &total, &equal));
+	RETURN_ON_ERROR(rs_counts(comm, recvcounts, size, &total, &equal));
 	if (total && !sendbuf)
 		return mpi_error(comm, MPI_ERR_BUFFER, "MPI_Reduce_scatter", "NULL send buffer");
 	/* equal blocks: the block form (the torus algorithm where it applies) */
@@ -1384,19 +1386,19 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 		return vforms_derived(BK_GATHER, "MPI_Gatherv", sendbuf, NULL, NULL, sendcount, sendtype, recvbuf,
 				      recvcounts, displs, 0, recvtype, root, comm);
 	int size = 0;
-	CHECK(blocks_ok("MPI_Gatherv", comm, sendcount, sendtype, 0, recvtype, &size));
-	CHECK(root_ok("MPI_Gatherv", comm, root, size));
+	RETURN_ON_ERROR(blocks_ok("MPI_Gatherv", comm, sendcount, sendtype, 0, recvtype, &size));
+	RETURN_ON_ERROR(root_ok("MPI_Gatherv", comm, root, size));
 	int me = mpi_comm_of(comm)->rank;
 	uint64_t sb = (uint64_t)sendcount * (uint64_t)mpi_type_size(sendtype), rs = (uint64_t)mpi_type_size(recvtype);
 	if (me != root)
 		return p2p_rc(comm, "MPI_Gatherv", mpi_send_raw(sendbuf, sb, root, TAG_GATHER, comm));
-	CHECK(vcounts_ok("MPI_Gatherv", comm, recvcounts, displs, size));
+	RETURN_ON_ERROR(vcounts_ok("MPI_Gatherv", comm, recvcounts, displs, size));
 	char *at = (char *)recvbuf + (uint64_t)displs[root] * rs;
 	if (sendbuf != MPI_IN_PLACE && sb)
 		mpi_copy(at, sendbuf, sb < (uint64_t)recvcounts[root] * rs ? sb : (uint64_t)recvcounts[root] * rs);
 	for (int i = 0; i < size; i++)
 		if (i != root)
-			CHECK(p2p_rc(comm, "MPI_Gatherv",
+			RETURN_ON_ERROR(p2p_rc(comm, "MPI_Gatherv",
 				     mpi_recv_raw((char *)recvbuf + (uint64_t)displs[i] * rs, (uint64_t)recvcounts[i] * rs, i,
 						  TAG_GATHER, comm)));
 	return MPI_SUCCESS;
@@ -1420,16 +1422,16 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 		return vforms_derived(BK_SCATTER, "MPI_Scatterv", sendbuf, sendcounts, displs, 0, sendtype, recvbuf, NULL,
 				      NULL, recvcount, recvtype, root, comm);
 	int size = 0;
-	CHECK(blocks_ok("MPI_Scatterv", comm, 0, sendtype, recvcount, recvtype, &size));
-	CHECK(root_ok("MPI_Scatterv", comm, root, size));
+	RETURN_ON_ERROR(blocks_ok("MPI_Scatterv", comm, 0, sendtype, recvcount, recvtype, &size));
+	RETURN_ON_ERROR(root_ok("MPI_Scatterv", comm, root, size));
 	int me = mpi_comm_of(comm)->rank;
 	uint64_t rb = (uint64_t)recvcount * (uint64_t)mpi_type_size(recvtype), ss = (uint64_t)mpi_type_size(sendtype);
 	if (me != root)
 		return p2p_rc(comm, "MPI_Scatterv", mpi_recv_raw(recvbuf, rb, root, TAG_SCATTER, comm));
-	CHECK(vcounts_ok("MPI_Scatterv", comm, sendcounts, displs, size));
+	RETURN_ON_ERROR(vcounts_ok("MPI_Scatterv", comm, sendcounts, displs, size));
 	for (int i = 0; i < size; i++)
 		if (i != root)
-			CHECK(p2p_rc(comm, "MPI_Scatterv",
+			RETURN_ON_ERROR(p2p_rc(comm, "MPI_Scatterv",
 				     mpi_send_raw((const char *)sendbuf + (uint64_t)displs[i] * ss,
 						  (uint64_t)sendcounts[i] * ss, i, TAG_SCATTER, comm)));
 	uint64_t mine = (uint64_t)sendcounts[root] * ss;
@@ -1451,8 +1453,8 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 		return vforms_derived(BK_ALLGATHER, "MPI_Allgatherv", sendbuf, NULL, NULL, sendcount, sendtype, recvbuf,
 				      recvcounts, displs, 0, recvtype, 0, comm);
 	int size = 0;
-	CHECK(blocks_ok("MPI_Allgatherv", comm, sendcount, sendtype, 0, recvtype, &size));
-	CHECK(vcounts_ok("MPI_Allgatherv", comm, recvcounts, displs, size));
+	RETURN_ON_ERROR(blocks_ok("MPI_Allgatherv", comm, sendcount, sendtype, 0, recvtype, &size));
+	RETURN_ON_ERROR(vcounts_ok("MPI_Allgatherv", comm, recvcounts, displs, size));
 	int me = mpi_comm_of(comm)->rank;
 	uint64_t rs = (uint64_t)mpi_type_size(recvtype);
 	char *mine = (char *)recvbuf + (uint64_t)displs[me] * rs;
@@ -1465,7 +1467,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 	/* my block to me + k, the block of me - k into its place (gaps untouched) */
 	for (int k = 1; k < size; k++) {
 		int to = (me + k) % size, from = (me - k + size) % size;
-		CHECK(p2p_rc(comm, "MPI_Allgatherv",
+		RETURN_ON_ERROR(p2p_rc(comm, "MPI_Allgatherv",
 			     mpi_sendrecv_raw(mine, mb, to, (char *)recvbuf + (uint64_t)displs[from] * rs,
 					      (uint64_t)recvcounts[from] * rs, from, TAG_GATHER, comm)));
 	}
@@ -1477,8 +1479,8 @@ static int scan(const char *fn, const void *sendbuf, void *recvbuf, int count, M
 		MPI_Comm comm, int exclusive)
 {
 	int size = 0;
-	CHECK(common(fn, comm, count, t, &size));
-	CHECK(op_ok(fn, comm, op, t));
+	RETURN_ON_ERROR(common(fn, comm, count, t, &size));
+	RETURN_ON_ERROR(op_ok(fn, comm, op, t));
 	if (count && (!sendbuf || !recvbuf))
 		return mpi_error(comm, MPI_ERR_BUFFER, fn, "NULL buffer");
 	int me = mpi_comm_of(comm)->rank;
@@ -1534,7 +1536,7 @@ static int scan_derived(const char *fn, const void *sendbuf, void *recvbuf, int 
 			MPI_Comm comm, int exclusive)
 {
 	struct red_pack p;
-	CHECK(red_derived(fn, comm, t, op, sendbuf, count, recvbuf, count, 1, &p));
+	RETURN_ON_ERROR(red_derived(fn, comm, t, op, sendbuf, count, recvbuf, count, 1, &p));
 	int n = (int)((uint64_t)count * p.per);
 	int rc = exclusive ? MPI_Exscan(p.s, p.r, n, p.basic, p.op, comm) : MPI_Scan(p.s, p.r, n, p.basic, p.op, comm);
 	if (exclusive && mpi_comm_of(comm)->rank == 0) {
