@@ -2,7 +2,7 @@
 # The bench scripts that set the emulator beside SimGrid refuse a bad command
 # line with a message naming what is wrong and exit 2, and print their usage
 # with --help (exit 0), without SimGrid or a run: bench/a2a_wall.sh and
-# bench/simgrid_alltoall.sh.
+# bench/simgrid_alltoall.sh; and bench/all.sh, which lists its layers.
 #
 #   bench_cli_check.sh SOURCE_DIR
 set -uo pipefail
@@ -32,6 +32,12 @@ expect() {
 		fails=$((fails + 1))
 	fi
 }
+
+# bench/all.sh, which regenerates BENCHMARKS.md's tables: its layers
+expect 0 "Regenerate the tables of BENCHMARKS.md" all.sh --help
+expect 0 "bench/alltoall_bound.py --build b --torus 4x4x4" all.sh --list --build b alltoall
+expect 2 "unknown layer 'bogus'" all.sh bogus
+expect 2 "unknown option '--fast'" all.sh --fast
 
 expect 0 "usage: bench/a2a_wall.sh" a2a_wall.sh --help
 expect 2 "bad --block '7'" a2a_wall.sh --block 7
