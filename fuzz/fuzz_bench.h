@@ -1,16 +1,17 @@
 /*
- * The torus-bench fuzz targets' common part: apps/torus_bench.c compiled
- * in (its main renamed), its parse state made fresh before each input, and
- * their invariant check.
+ * The torus-bench fuzz targets' common part: apps/bench/bench_opts.c and
+ * bench_ref.c compiled in (fuzz/CMakeLists.txt), their parse state made
+ * fresh before each input, and their invariant check.
  */
 #ifndef FUZZ_BENCH_H
 #define FUZZ_BENCH_H
 
 #include "fuzz_args.h"
 
-#define main torus_bench_main
-#include "../apps/torus_bench.c"
-#undef main
+#include "../apps/bench/bench.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 /* abort() with the target's name and the line when x is false */
 #define BENCH_CHECK(target, x)                                                                         \

@@ -1,6 +1,6 @@
 /*
- * torus-bench's command line (parse_args in apps/torus_bench.c, compiled
- * into this target with its main renamed). The input is the arguments,
+ * torus-bench's command line (parse_args in apps/bench/bench_opts.c,
+ * compiled into this target). The input is the arguments,
  * separated by NUL bytes (at most 16 of at most 63 bytes each).
  *
  * Invariants (abort() when one breaks):

@@ -1,7 +1,7 @@
 /*
  * torus-bench alltoallv's sizes, patterns and seeds: the pattern generator
- * and the buffer sizing (apps/torus_bench.c, compiled into this target with
- * its main renamed), run as a member does, without a job. The input's first
+ * and the buffer sizing (apps/bench/bench_opts.c and bench_ref.c, compiled
+ * into this target), run as a member does, without a job. The input's first
  * byte gives the number of members p (1 to 64), its second this member's
  * rank; the rest is the command line after "alltoallv", arguments
  * separated by NUL bytes (at most 16 of at most 63 bytes each), e.g.
