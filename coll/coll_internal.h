@@ -31,7 +31,7 @@ struct coll_team {
 };
 
 /* Free the multicolor set-up the team keeps, if any (its counters and
- * regions go back to the core); coll/common/multicolor.c. */
+ * regions go back to the core); coll/common/multicolor_keep.c. */
 void coll_multicolor_release(coll_team_t *t);
 
 /* This core's scratch buffer of the team, at least `bytes` long; NULL if out

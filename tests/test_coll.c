@@ -99,7 +99,7 @@ static void light_team_too_large(void)
 }
 static void test_links_8x8_single_core(void) { check_links("--torus 8x8"); }
 
-/* Fewer colors for short vectors (multicolor.c, choose_colors): each
+/* Fewer colors for short vectors (multicolor_geom.c, choose_colors): each
  * color count on its own gives the reference results, and under --exact
  * (repeatable to the picosecond) the default's choice for a 1 KiB
  * allreduce on one core per node beats every color. */

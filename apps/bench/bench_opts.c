@@ -76,7 +76,7 @@ void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: torusrun --torus DIMS [--cores C] -- torus-bench COLLECTIVE [options]\n"
-		"  COLLECTIVE            allreduce | allgather | reduce_scatter | alltoall\n"
+		"  COLLECTIVE            allreduce | allgather | reduce_scatter | alltoall | alltoallv\n"
 		"  --algo NAME           an algorithm of the collective's catalogue (below); default:\n"
 		"                        $TORUS_COLL_<COLLECTIVE>, else the first one that fits\n"
 		"  --sizes A:B | A       n in bytes, doubling from A to B, 1 to 1T (suffixes K, M, G,\n"

@@ -64,7 +64,7 @@ int dma_mem_deregister(emu_core_t *c, uint32_t region);
  * the same id, so that peers that know the id need not be told. Deposits
  * in progress finish first, as in dma_mem_deregister; the caller makes sure
  * that none targets the region from now until it is used again (a
- * collective that keeps its set-up between calls: coll/common/multicolor.c). */
+ * collective that keeps its set-up between calls: coll/common/multicolor_keep.c). */
 int dma_mem_rebind(emu_core_t *c, uint32_t region, void *base, size_t len);
 
 /* --------------------------------------------------------------- counters */
