@@ -112,7 +112,8 @@ static void usage(FILE *f)
 		"  --size B             stress: payload bytes, 0..240 (default: torus-stress's\n"
 		"                       varying sizes)\n"
 		"  --bytes B            alltoall, hotspot: bytes per transfer (default 65536)\n"
-		"  --quiet              no progress lines on stderr\n");
+		"  --quiet              no progress lines on stderr\n"
+		"  -h, --help           this help\n");
 }
 
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
