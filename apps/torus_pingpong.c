@@ -24,23 +24,8 @@ struct opts {
 };
 static struct opts opt = {1, 1, 64u << 20, 4};
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	uint64_t mult = 1;
-	if (!strcmp(end, "KiB") || !strcmp(end, "K"))
-		mult = 1024;
-	else if (!strcmp(end, "MiB") || !strcmp(end, "M"))
-		mult = 1024 * 1024;
-	else if (*end && strcmp(end, "B"))
-		return -1;
-	if (errno || end == s || v > (1ull << 32) / mult)
-		return -1;
-	*out = v * mult;
-	return 0;
-}
+/* a size (torus_size_parse), at most 4 GiB */
+static int parse_size(const char *s, uint64_t *out) { return torus_size_parse(s, 1ull << 32, out) ? -1 : 0; }
 
 struct peer_state {
 	uint8_t *buf;
@@ -142,7 +127,7 @@ int main(int argc, char **argv)
 			printf("usage: torusrun --torus DIMS -- torus-pingpong [--distance H] [--sizes MIN:MAX] [--iters N]\n\n"
 			       "Latency and bandwidth of direct puts between node 0 and the node H hops\n"
 			       "along dimension 0 (H <= half that dimension), in emulated time, for sizes\n"
-			       "doubling from MIN to MAX (default 1:64MiB; K/KiB and M/MiB suffixes).\n");
+			       "doubling from MIN to MAX (default 1:64MiB; suffixes K/KiB, M/MiB, G/GiB).\n");
 			return 0;
 		} else if (!strcmp(a, "--distance") && v) {
 			opt.distance = (uint32_t)strtoul(v, NULL, 10);

@@ -122,36 +122,16 @@ static int parse_u32(const char *text, size_t len, uint32_t lo, uint32_t hi, uin
 	return 0;
 }
 
-/* --trace-buffer: digits and one of these units, exactly as written here */
-static const struct {
-	const char *suffix;
-	unsigned shift;
-} size_units[] = {{"", 0}, {"K", 10}, {"KiB", 10}, {"M", 20}, {"MiB", 20}};
-
-/* "65536", "64KiB", "64K", "1MiB", "1M" */
+/* --trace-buffer: a size (torus_size_parse) from lo to hi */
 static int parse_size(const char *text, uint32_t lo, uint32_t hi, uint32_t *out)
 {
-	uint64_t v = 0;
-	size_t n = 0;
-	while (is_digit(text[n])) {
-		if (v <= UINT32_MAX) /* saturates above hi instead of wrapping */
-			v = v * 10 + (uint64_t)(text[n] - '0');
-		n++;
-	}
-	if (n == 0)
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++) {
-		if (strcmp(text + n, size_units[i].suffix))
-			continue;
-		if (v > (hi >> size_units[i].shift)) /* before shifting: 2^54 K would wrap */
-			return -ERANGE;
-		v <<= size_units[i].shift;
-		if (v < lo)
-			return -ERANGE;
+	uint64_t v;
+	int rc = torus_size_parse(text, hi, &v);
+	if (!rc && v < lo)
+		rc = -ERANGE;
+	if (!rc)
 		*out = (uint32_t)v;
-		return 0;
-	}
-	return -EINVAL;
+	return rc;
 }
 
 /* Seconds: digits with an optional .digits; nothing else (no sign, exponent, inf, nan). */

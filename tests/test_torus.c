@@ -1259,6 +1259,36 @@ static void test_ring_dump(void)
 	free(t.base);
 }
 
+/* One size parser for every program: units, the range, and what it refuses. */
+static void test_size_parse(void)
+{
+	static const struct {
+		const char *text;
+		uint64_t max, want;
+		int rc;
+	} cases[] = {{"4096", UINT64_MAX, 4096, 0},	     {"0", 10, 0, 0},
+		     {"64K", UINT64_MAX, 65536, 0},	     {"64KiB", UINT64_MAX, 65536, 0},
+		     {"1M", UINT64_MAX, 1 << 20, 0},	     {"3MiB", UINT64_MAX, 3u << 20, 0},
+		     {"2G", UINT64_MAX, 2ull << 30, 0},	     {"1GiB", UINT64_MAX, 1ull << 30, 0},
+		     {"1T", UINT64_MAX, 1ull << 40, 0},	     {"5TiB", UINT64_MAX, 5ull << 40, 0},
+		     {"12B", UINT64_MAX, 12, 0},	     {"1T", 1ull << 40, 1ull << 40, 0},
+		     {"2T", 1ull << 40, 0, -ERANGE},	     {"65537", 65536, 0, -ERANGE},
+		     {"16777216T", UINT64_MAX, 0, -ERANGE}, {"99999999999999999999999", UINT64_MAX, 0, -ERANGE},
+		     {"", 10, 0, -EINVAL},		     {"K", 10, 0, -EINVAL},
+		     {"-1", 10, 0, -EINVAL},		     {"+1", 10, 0, -EINVAL},
+		     {" 1", 10, 0, -EINVAL},		     {"1 ", 10, 0, -EINVAL},
+		     {"1k", UINT64_MAX, 0, -EINVAL},	     {"1KB", UINT64_MAX, 0, -EINVAL},
+		     {"1.5M", UINT64_MAX, 0, -EINVAL},	     {"1P", UINT64_MAX, 0, -EINVAL}};
+	for (size_t i = 0; i < CUNIT_COUNT(cases); i++) {
+		uint64_t v = 12345;
+		int rc = torus_size_parse(cases[i].text, cases[i].max, &v);
+		EXPECT(rc == cases[i].rc && (rc || v == cases[i].want) && (!rc || v == 12345),
+		       "'%s' (max %llu): %d, %llu", cases[i].text, (unsigned long long)cases[i].max, rc, (unsigned long long)v);
+	}
+	uint64_t v;
+	EXPECT(torus_size_parse(NULL, 1, &v) == -EINVAL && torus_size_parse("1", 1, NULL) == -EINVAL, "NULL arguments");
+}
+
 /* ---------------------------------------------------------------- link */
 
 /* The engines count what crosses a link (the timekeeper times it): packets,
@@ -1334,7 +1364,7 @@ static const struct cunit_case fifo_cases[] = {
 	CUNIT_CASE(test_ring_two_threads),
 	CUNIT_CASE(test_ring_two_threads_doorbell),
 	CUNIT_CASE(test_ring_mark_full),
-	CUNIT_CASE(test_ring_dump),
+	CUNIT_CASE(test_ring_dump), CUNIT_CASE(test_size_parse),
 	CUNIT_CASE(test_link_count),
 };
 

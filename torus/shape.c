@@ -41,6 +41,37 @@ int torus_shape_init(struct torus_shape *out, uint32_t ndims, const uint32_t *di
 	return 0;
 }
 
+int torus_size_parse(const char *text, uint64_t max, uint64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		unsigned shift;
+	} units[] = {{"", 0},  {"B", 0},  {"K", 10}, {"KiB", 10}, {"M", 20},  {"MiB", 20},
+		     {"G", 30}, {"GiB", 30}, {"T", 40}, {"TiB", 40}};
+	if (!text || !out)
+		return -EINVAL;
+	uint64_t v = 0;
+	size_t n = 0;
+	int over = 0;
+	for (; text[n] >= '0' && text[n] <= '9'; n++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			over = 1; /* saturates instead of wrapping */
+		else
+			v = v * 10 + (uint64_t)(text[n] - '0');
+	}
+	if (n == 0)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(text + n, units[i].suffix))
+			continue;
+		if (over || v > (max >> units[i].shift)) /* before shifting: it could wrap */
+			return -ERANGE;
+		*out = v << units[i].shift;
+		return 0;
+	}
+	return -EINVAL;
+}
+
 int torus_shape_parse(const char *text, struct torus_shape *out, char *err, size_t errlen)
 {
 	uint32_t dims[TORUS_MAX_DIMS + 1];

@@ -150,30 +150,8 @@ void usage(FILE *f)
 	}
 }
 
-/* "16M", "1KiB", "4096": bytes; -1 if malformed or too large. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	if (!*s || *s < '0' || *s > '9')
-		return -1;
-	unsigned long long v = strtoull(s, &end, 10);
-	unsigned shift = 0;
-	if (!strcmp(end, "K") || !strcmp(end, "KiB"))
-		shift = 10;
-	else if (!strcmp(end, "M") || !strcmp(end, "MiB"))
-		shift = 20;
-	else if (!strcmp(end, "G") || !strcmp(end, "GiB"))
-		shift = 30;
-	else if (!strcmp(end, "T") || !strcmp(end, "TiB"))
-		shift = 40;
-	else if (*end && strcmp(end, "B"))
-		return -1;
-	if (errno || v > (MAX_BYTES >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
+/* "16M", "1KiB", "4096": bytes (torus_size_parse); -1 if malformed or too large. */
+static int parse_size(const char *s, uint64_t *out) { return torus_size_parse(s, MAX_BYTES, out) ? -1 : 0; }
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 {

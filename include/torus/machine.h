@@ -44,6 +44,11 @@ struct torus_shape {
 /* Direction of travel along a dimension. Link index l = 2*dim + dir. */
 enum torus_dir { TORUS_PLUS = 0, TORUS_MINUS = 1 };
 
+/* A size in bytes, as every program of the project reads one: digits, then
+ * nothing or B, K or KiB, M or MiB, G or GiB, T or TiB (powers of 2):
+ * "4096", "64K", "1MiB". 0 and *out; -EINVAL if malformed (a sign, spaces,
+ * another unit), -ERANGE if above max. */
+int torus_size_parse(const char *text, uint64_t max, uint64_t *out);
 /* Parse "4x4x4" (also "8"); 0 or -EINVAL with a one-line reason in err. */
 int torus_shape_parse(const char *text, struct torus_shape *out, char *err, size_t errlen);
 /* Build from explicit sizes; validates like the parser. */
