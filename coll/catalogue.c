@@ -30,17 +30,33 @@ static int coll_a2_fits(const coll_team_t *t)
 	return t->cores == 1 && 2 * t->size <= emu_params(t->core)->dma_counters && coll_v_counts_fit(t);
 }
 int coll_alltoall_run_named(const struct coll_args *a, const char *name);
-#define A2A(name, cname, restrict, desc)                                                                      \
-	static int fits_##cname(const coll_team_t *t) { return coll_alltoall_fits_named(t, name); }          \
+/*
+ * The all-to-all family, each algorithm named once: X(name, the plan's
+ * algorithm in coll/common/a2a.h, restrictions, what it does). Every one
+ * runs as a plan (coll_alltoall_run_named) and fits as its plan says.
+ */
+#define A2A_ALGOS(X)                                                                                     \
+	X("direct", a2a_direct, "none", \
+	  "baseline: every member posts its p-1 puts at once, shifted by its rank (001, naive)") \
+	X("factor", a2a_factor, "dma_counters >= 6 (fewer than p + 2: reused batch after batch)", \
+	  "1-factor rounds: u with (i-u) mod p (p rounds for odd p, p-1 for even) (001; 000 Lemma 1)") \
+	X("xor", a2a_xor, "team size a power of two; dma_counters >= 6", \
+	  "pairwise exchange u with u XOR i, p-1 rounds (001)") \
+	X("ring", a2a_ring, "dma_counters >= 6 (fewer than p + 2: reused batch after batch)", \
+	  "store and forward around the ring, both directions, p/2 rounds (001, Ring)") \
+	X("mesh2d", a2a_mesh2d, "rows and columns of at most 64 members; rows + columns <= dma_counters", \
+	  "row phase, regroup, column phase on the most square r x c grid of members (001, Mesh)") \
+	X("bruck", a2a_bruck, "ceil(log2 p) + 2 <= dma_counters", \
+	  "ceil(log2 p) rounds with combining, to u + 2^k (001, hypercube; Bruck et al.)") \
+	X("torus", a2a_torus, "a team of every node in node order, one member per node; rings of at most 64; sum of (ring size - 1) + 2 <= dma_counters", \
+	  "one phase per torus dimension along its rings, both directions, regroup in between") \
+	X("hierarchical_factor", a2a_hier, "dma_counters >= 6", \
+	  "ClusteredAllToAll: phases by node size, 1-factor rounds of nodes, one inter-node pair per node and step (000, Fig. 2)")
+#define A2A_FUNCS(name, cname, restr, desc)                                                                      \
+	static int fits_##cname(const coll_team_t *t) { return coll_alltoall_fits_named(t, name); }            \
 	static int run_##cname(const struct coll_args *a) { return coll_alltoall_run_named(a, name); }
-A2A("direct", a2a_direct, 0, 0)
-A2A("factor", a2a_factor, 0, 0)
-A2A("xor", a2a_xor, 0, 0)
-A2A("ring", a2a_ring, 0, 0)
-A2A("mesh2d", a2a_mesh2d, 0, 0)
-A2A("bruck", a2a_bruck, 0, 0)
-A2A("torus", a2a_torus, 0, 0)
-A2A("hierarchical_factor", a2a_hier, 0, 0)
+A2A_ALGOS(A2A_FUNCS)
+#define A2A_ENTRY(name, cname, restr, desc) {name, COLL_ALLTOALL, run_##cname, restr, 0, fits_##cname, desc},
 
 #define MC_RESTRICT "a team of every node in node order (node team, or one core per node); " \
 		    "node teams share the 2N color-direction streams among their cores; " \
@@ -76,25 +92,7 @@ static const struct coll_algorithm allreduce[] = {
 
 /* The default is coll_alltoall_default's rule, not the first entry. */
 #define A2A_P1 "messages received per member + 2 <= dma_counters"
-static const struct coll_algorithm alltoall[] = {
-	{"direct", COLL_ALLTOALL, run_a2a_direct, "none", 0, fits_a2a_direct,
-	 "baseline: every member posts its p-1 puts at once, shifted by its rank (001, naive)"},
-	{"factor", COLL_ALLTOALL, run_a2a_factor, "dma_counters >= 6 (fewer than p + 2: reused batch after batch)", 0, fits_a2a_factor,
-	 "1-factor rounds: u with (i-u) mod p (p rounds for odd p, p-1 for even) (001; 000 Lemma 1)"},
-	{"xor", COLL_ALLTOALL, run_a2a_xor, "team size a power of two; dma_counters >= 6", 0, fits_a2a_xor,
-	 "pairwise exchange u with u XOR i, p-1 rounds (001)"},
-	{"ring", COLL_ALLTOALL, run_a2a_ring, "dma_counters >= 6 (fewer than p + 2: reused batch after batch)", 0,
-	 fits_a2a_ring, "store and forward around the ring, both directions, p/2 rounds (001, Ring)"},
-	{"mesh2d", COLL_ALLTOALL, run_a2a_mesh2d, "rows and columns of at most 64 members; rows + columns <= dma_counters", 0, fits_a2a_mesh2d,
-	 "row phase, regroup, column phase on the most square r x c grid of members (001, Mesh)"},
-	{"bruck", COLL_ALLTOALL, run_a2a_bruck, "ceil(log2 p) + 2 <= dma_counters", 0, fits_a2a_bruck,
-	 "ceil(log2 p) rounds with combining, to u + 2^k (001, hypercube; Bruck et al.)"},
-	{"torus", COLL_ALLTOALL, run_a2a_torus,
-	 "a team of every node in node order, one member per node; rings of at most 64; sum of (ring size - 1) + 2 <= dma_counters", 0,
-	 fits_a2a_torus, "one phase per torus dimension along its rings, both directions, regroup in between"},
-	{"hierarchical_factor", COLL_ALLTOALL, run_a2a_hier, "dma_counters >= 6", 0, fits_a2a_hier,
-	 "ClusteredAllToAll: phases by node size, 1-factor rounds of nodes, one inter-node pair per node and step (000, Fig. 2)"},
-};
+static const struct coll_algorithm alltoall[] = {A2A_ALGOS(A2A_ENTRY)};
 
 static const struct coll_algorithm alltoallv[] = {
 	{"a1", COLL_ALLTOALLV, coll_alltoallv_a1, "none", 0, NULL,

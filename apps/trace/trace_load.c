@@ -548,9 +548,8 @@ static const char *rma_name(uint32_t s)
 
 void tt_tag_name(uint32_t tag, char *buf, size_t len)
 {
-	static const char *algos[16] = {"",       "multicolor ", "ring ",  "direct ", "factor ",
-					"xor ",   "mesh2d ",     "bruck ", "torus ",  "hierarchical_factor "};
 	uint32_t c = torus_tag_coll(tag), s = torus_tag_stage(tag), st = torus_tag_stream(tag), a = torus_tag_algo(tag);
+	const char *an = torus_tag_algo_name(a), *sp = *an ? " " : "";
 	if (c == TORUS_TAG_NONE || c == TORUS_TAG_CONTROL) {
 		snprintf(buf, len, "%s", coll_name(c));
 		return;
@@ -563,9 +562,9 @@ void tt_tag_name(uint32_t tag, char *buf, size_t len)
 		snprintf(buf, len, "%s multicolor %s%sphase %u color %u%c", coll_name(c), stage_name(s), s ? " " : "",
 			 torus_tag_phase(tag), st / 2, st % 2 ? '-' : '+');
 	else if (c == TORUS_TAG_ALLTOALL)
-		snprintf(buf, len, "%s %sphase %u", coll_name(c), algos[a] ? algos[a] : "", torus_tag_phase(tag));
+		snprintf(buf, len, "%s %s%sphase %u", coll_name(c), an, sp, torus_tag_phase(tag));
 	else
-		snprintf(buf, len, "%s %s%s%s", coll_name(c), a < 4 ? algos[a] : "", stage_name(s), "");
+		snprintf(buf, len, "%s %s%s%s", coll_name(c), a < 4 ? an : "", a < 4 ? sp : "", stage_name(s));
 }
 
 /*

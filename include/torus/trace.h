@@ -77,6 +77,14 @@ enum torus_tag_algo {
 /* One-sided traffic (TORUS_TAG_RMA): puts, gets (request and data),
  * accumulates, and the synchronisation's own (locks, epochs' messages). */
 enum torus_tag_rma { TORUS_RMA_PUT = 1, TORUS_RMA_GET = 2, TORUS_RMA_ACC = 3, TORUS_RMA_SYNC = 4 };
+/* An algorithm's name, as the catalogue gives it ("" for TORUS_ALGO_OTHER
+ * and anything unknown). */
+static inline const char *torus_tag_algo_name(uint32_t algo)
+{
+	static const char *const names[] = {"",	  "multicolor", "ring",  "direct", "factor",
+					    "xor", "mesh2d",	"bruck", "torus",  "hierarchical_factor"};
+	return algo < sizeof(names) / sizeof(names[0]) ? names[algo] : "";
+}
 /* Stages of a bucket collective (allreduce = reduce-scatter then allgather). */
 enum torus_tag_stage { TORUS_STAGE_NONE = 0, TORUS_STAGE_RS = 1, TORUS_STAGE_AG = 2 };
 
