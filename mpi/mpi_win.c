@@ -5,9 +5,10 @@
  * completion.
  *
  * A window: its memory registered as a DMA region; a lock area, registered
- * too (below); five counters: puts of fence epochs land on k0, of PSCW
+ * too (below); six counters: puts of fence epochs land on k0, of PSCW
  * epochs on k0 + 1, of lock epochs on k0 + 2 (never waited on), the
- * member's own gets on k0 + 3 and its puts' injection on k0 + 4. The
+ * member's own gets on k0 + 3, its puts' injection on k0 + 4, and the
+ * wakes of a member waiting for a lock on k0 + 5. The
  * members learn each other's regions and counters when it is created.
  *
  * Epochs.
@@ -25,7 +26,10 @@
  *   lock      a lock is Lamport's bakery in the target's lock area
  *             (choosing[p], number[p]), taken with puts and gets alone: the
  *             target's core takes no part, so a target that computes, or
- *             waits in a barrier, never holds up another's lock. A shared
+ *             waits in a barrier, never holds up another's lock. A member
+ *             behind a smaller ticket sleeps until a release wakes it
+ *             (the releaser reads the tickets and puts to each holder's
+ *             wake counter), so a lock never released is a hung job. A shared
  *             lock is taken as an exclusive one (a correct program cannot
  *             tell, but for the time it waits). MPI_Win_unlock releases
  *             with a put behind the epoch's data and then gets 4 bytes from
@@ -55,7 +59,7 @@
 /* the window's messages between its members (their communicator is the
  * window's own) */
 enum { TAG_ACC_HDR = -40, TAG_ACC_DATA = -41, TAG_POST = -42, TAG_DONE = -43 };
-enum { K_FENCE, K_PSCW, K_PASSIVE, K_GETS, K_INJ, K_COUNT };
+enum { K_FENCE, K_PSCW, K_PASSIVE, K_GETS, K_INJ, K_WAKE, K_COUNT };
 
 struct win_peer {
 	uint32_t node, region, lregion, k0;
@@ -114,7 +118,7 @@ static int bad_win(const char *fn) { return mpi_error(MPI_COMM_WORLD, MPI_ERR_WI
 
 /* words of the lock area past the two exposed arrays and snap */
 static uint32_t *word(struct mpi_win *w, int k) { return w->larea + 4 * (size_t)w->size + k; }
-enum { W_ONE, W_ZERO, W_NUMBER, W_FLUSH, W_WORDS = 8 };
+enum { W_ONE, W_ZERO, W_NUMBER, W_FLUSH, W_WAKE, W_WORDS = 8 };
 static uint64_t snap_off(const struct mpi_win *w) { return 2 * (uint64_t)w->size * 4; }
 static uint64_t bounce_off(const struct mpi_win *w) { return (4 * (uint64_t)w->size + W_WORDS) * 4; }
 
@@ -855,21 +859,40 @@ static int bakery(struct mpi_win *w, int t)
 	    (rc = put_to(w, t, word(w, W_ZERO), 4, lr, (uint64_t)me * 4, K_PASSIVE, TORUS_RMA_SYNC)))
 		return rc;
 	/* wait for every member that is choosing, or holds a smaller ticket:
-	 * one get reads all of choosing[], then all of number[] */
-	torus_vt_t backoff = 1000000; /* 1 us, doubling to 64 us */
+	 * one get reads all of choosing[], then all of number[]. Choosing
+	 * lasts a get and two puts: look again 1 us later. A smaller ticket
+	 * lasts until its lock is released, and whoever releases a lock
+	 * wakes every member with a ticket (MPI_Win_unlock): sleep until
+	 * then, on the wake counter (no wake is lost: a release after the
+	 * look sees our ticket, which went before it) */
 	for (;;) {
 		if ((rc = get_now(w, t, lr, 0, 2 * (uint64_t)p * 4, w->lregion, snap_off(w), TORUS_RMA_SYNC)))
 			return rc;
-		int wait = 0;
-		for (int j = 0; j < p && !wait; j++) {
+		int choosing = 0, behind = 0;
+		for (int j = 0; j < p; j++) {
 			uint32_t nj = snap[p + j];
-			wait = j != me && (snap[j] || (nj && (nj < mine + 1 || (nj == mine + 1 && j < me))));
+			choosing |= j != me && snap[j];
+			behind |= j != me && nj && (nj < mine + 1 || (nj == mine + 1 && j < me));
 		}
-		if (!wait)
+		if (!choosing && !behind)
 			return 0;
-		if ((rc = emu_core_compute(mpi_g.c, backoff)))
+		if (choosing) {
+			if ((rc = emu_core_compute(mpi_g.c, 1000000)))
+				return rc;
+			continue;
+		}
+		/* the counter is 0 between sleeps, each wake takes 4 off it: below
+		 * 0, wakes came since the last sleep (look again at once, and
+		 * count them taken); else sleep until the next one */
+		int64_t v = 0;
+		if ((rc = dma_counter_get(mpi_g.c, w->k0 + K_WAKE, &v)))
 			return rc;
-		backoff = backoff < 64000000 ? 2 * backoff : backoff;
+		if (v < 0)
+			rc = dma_counter_add(mpi_g.c, w->k0 + K_WAKE, -v);
+		else if (!(rc = dma_counter_add(mpi_g.c, w->k0 + K_WAKE, 4)))
+			rc = wait_counter(w->k0 + K_WAKE);
+		if (rc)
+			return rc;
 	}
 }
 
@@ -915,10 +938,20 @@ int MPI_Win_unlock(int rank, MPI_Win win)
 	if (!rc && w->locked[rank] == 1)
 		rc = put_to(w, rank, word(w, W_ZERO), 4, lr, ((uint64_t)w->size + w->rank) * 4, K_PASSIVE,
 			    TORUS_RMA_SYNC);
-	/* behind the epoch's puts on the same route: when it is in, so are they */
-	if (!rc)
+	/* a get behind the epoch's puts on the same route: when it is in, so
+	 * are they. After a release it reads the tickets, and wakes every
+	 * member that holds one (they sleep in bakery) */
+	int p = w->size;
+	if (!rc && w->locked[rank] == 1)
+		rc = get_now(w, rank, lr, (uint64_t)p * 4, (uint64_t)p * 4, w->lregion, snap_off(w), TORUS_RMA_SYNC);
+	else if (!rc)
 		rc = get_now(w, rank, lr, 0, 4, w->lregion, (uint64_t)((char *)word(w, W_FLUSH) - (char *)w->larea),
 			     TORUS_RMA_SYNC);
+	const uint32_t *tickets = w->larea + 2 * (size_t)p;
+	for (int j = 0; !rc && w->locked[rank] == 1 && j < p; j++)
+		if (j != w->rank && tickets[j])
+			rc = put_to(w, j, word(w, W_ONE), 4, w->peer[j].lregion,
+				    (uint64_t)((char *)word(w, W_WAKE) - (char *)w->larea), K_WAKE, TORUS_RMA_SYNC);
 	if (!rc)
 		rc = wait_counter(w->k0 + K_INJ);
 	w->locked[rank] = 0;

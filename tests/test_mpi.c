@@ -126,6 +126,12 @@ static void test_mpi_rma(void)
 		result_free(&r);
 	}
 	EXPECT(t[0] == t[1] && t[1] == t[2], "fence and PSCW: %.3f, %.3f and %.3f us under chaos", t[0], t[1], t[2]);
+	/* a lock never released: its waiter sleeps, and the hang detector
+	 * stops the job (it must not spin on gets forever) */
+	struct result h = run("$B/torusrun --torus 2 --timeout 2 -- $T/mpi_rma hang");
+	EXPECT(h.status == 3 && strstr(h.err, "the job is hung") && !strstr(h.out, "given twice"),
+	       "a lock never released: status %d\n%.500s", h.status, h.err);
+	result_free(&h);
 	/* traced: the one-sided traffic by name */
 	struct result r = run("$B/torusrun --torus 2x2 --quiet --trace $T/rma.trace -- $T/mpi_rma >/dev/null && "
 			      "$B/torus-trace $T/rma.trace");

@@ -7,6 +7,7 @@
  * the verdict; the exit status says it.
  *
  *   mpi_rma [SECTION ...]   fence, pscw, lock, errors (default: all)
+ *   mpi_rma hang            rank 0 keeps a lock that rank 1 waits for (hung)
  *   mpi_rma puttime BYTES   rank 0 puts BYTES into rank 1 in a lock epoch
  *                           and prints when it posted the put, in ps
  */
@@ -292,7 +293,20 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} sections[] = {{"fence", fence}, {"pscw", pscw}, {"lock", lock}, {"errors", errors}};
-	if (argc == 3 && !strcmp(argv[1], "puttime") && size >= 2) {
+	if (argc == 2 && !strcmp(argv[1], "hang") && size >= 2) {
+		/* rank 0 keeps its lock and waits in a barrier; rank 1 waits
+		 * for the lock: a deadlock the hang detector must stop */
+		int mem[4];
+		MPI_Win win;
+		MPI_Win_create(mem, sizeof(mem), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+		if (rank <= 1) {
+			if (rank == 1)
+				MPI_Barrier(MPI_COMM_SELF);
+			MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+		}
+		MPI_Barrier(MPI_COMM_WORLD);
+		printf("rma: the lock was given twice\n");
+	} else if (argc == 3 && !strcmp(argv[1], "puttime") && size >= 2) {
 		puttime(atol(argv[2]));
 	} else {
 		for (size_t k = 0; k < sizeof(sections) / sizeof(sections[0]); k++) {
