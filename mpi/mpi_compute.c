@@ -26,8 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
+int mpi_compute_mode; /* 0 free, 1 speed, 2 cpi */
+
 static struct {
-	int mode;       /* 0 free, 1 speed, 2 cpi */
 	int depth;      /* in an MPI call */
 	int have_last;
 	uint64_t last;  /* ns of CPU time, or instructions, when the last call returned */
@@ -44,7 +45,7 @@ static uint64_t cpu_ns(void)
 
 static uint64_t reading(void)
 {
-	if (cm.mode == 1)
+	if (mpi_compute_mode == 1)
 		return cpu_ns();
 	uint64_t n = 0;
 	if (read(cm.fd, &n, sizeof(n)) != (ssize_t)sizeof(n))
@@ -64,7 +65,7 @@ int mpi_compute_init(char *why, size_t len)
 			snprintf(why, len, "TORUS_MPI_COMPUTE=%s: speed:F with F from 1e-6 to 1e6", e);
 			return -EINVAL;
 		}
-		cm.mode = 1;
+		mpi_compute_mode = 1;
 		cm.ps_per = 1000.0 / f;
 	} else if (!strncmp(e, "cpi:", 4)) {
 		double c = strtod(e + 4, &end);
@@ -77,7 +78,7 @@ int mpi_compute_init(char *why, size_t len)
 		if (fd < 0)
 			return fd;
 		cm.fd = fd;
-		cm.mode = 2;
+		mpi_compute_mode = 2;
 		cm.ps_per = c * 1e12 / (double)hz;
 	} else {
 		snprintf(why, len, "TORUS_MPI_COMPUTE=%s: free, speed:F or cpi:C:HZ", e);
@@ -88,9 +89,9 @@ int mpi_compute_init(char *why, size_t len)
 	return 0;
 }
 
-struct mpi_api mpi_api_enter(void)
+struct mpi_api mpi_api_charge(void)
 {
-	if (!cm.mode || cm.depth || mpi_g.state != 1)
+	if (cm.depth || mpi_g.state != 1)
 		return (struct mpi_api){0};
 	cm.depth = 1;
 	uint64_t now = reading();
@@ -99,10 +100,8 @@ struct mpi_api mpi_api_enter(void)
 	return (struct mpi_api){1};
 }
 
-void mpi_api_leave(struct mpi_api *a)
+void mpi_api_stamp(void)
 {
-	if (!a->outer)
-		return;
 	cm.depth = 0;
 	if (mpi_g.state == 1) {
 		cm.last = reading();

@@ -371,8 +371,19 @@ int mpi_wait_raw(struct torus_mpi_request *r);
 struct mpi_api {
 	int outer;
 };
-struct mpi_api mpi_api_enter(void);
-void mpi_api_leave(struct mpi_api *a);
+/* (free work, the default: nothing but this test on every call) */
+extern int mpi_compute_mode;
+struct mpi_api mpi_api_charge(void);
+void mpi_api_stamp(void);
+static inline struct mpi_api mpi_api_enter(void)
+{
+	return mpi_compute_mode ? mpi_api_charge() : (struct mpi_api){0};
+}
+static inline void mpi_api_leave(struct mpi_api *a)
+{
+	if (a->outer)
+		mpi_api_stamp();
+}
 #define MPI_API()                                                                                                \
 	__attribute__((cleanup(mpi_api_leave))) struct mpi_api mpi_api_ = mpi_api_enter();                          \
 	(void)mpi_api_
